@@ -1,0 +1,78 @@
+"""hbeval core: events, step derivation, live HB-Eval metrics, faults, scoring and storage.
+
+Imports no agent framework, ever. Heavy modules load on first use, so
+``from hbeval_core import Monitor`` stays cheap.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# name -> module that defines it; resolved lazily on first attribute access.
+_EXPORTS: dict[str, str] = {
+    "Monitor": "hbeval_core.monitor",
+    "SafeHaltError": "hbeval_core.monitor",
+    "Directive": "hbeval_core.monitor",
+    "Breach": "hbeval_core.monitor",
+    "PolicyRule": "hbeval_core.monitor",
+    "Deriver": "hbeval_core.derive",
+    "StepRecord": "hbeval_core.derive",
+    "derive_steps": "hbeval_core.derive",
+    "fingerprint": "hbeval_core.fingerprint",
+    "canonical_json": "hbeval_core.fingerprint",
+    "read_events": "hbeval_core.events",
+    "write_events": "hbeval_core.events",
+    "parse_event": "hbeval_core.events",
+    "EventFormatError": "hbeval_core.events",
+    "Task": "hbeval_core.runner.task",
+    "ExpectedCall": "hbeval_core.runner.task",
+    "TrialResult": "hbeval_core.runner.protocol",
+    "Adapter": "hbeval_core.runner.protocol",
+}
+
+__all__ = [
+    "Adapter",
+    "Breach",
+    "Deriver",
+    "Directive",
+    "EventFormatError",
+    "ExpectedCall",
+    "Monitor",
+    "PolicyRule",
+    "SafeHaltError",
+    "StepRecord",
+    "Task",
+    "TrialResult",
+    "__version__",
+    "canonical_json",
+    "derive_steps",
+    "fingerprint",
+    "parse_event",
+    "read_events",
+    "write_events",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hbeval_core' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:
+    from .derive import Deriver, StepRecord, derive_steps
+    from .events import EventFormatError, parse_event, read_events, write_events
+    from .fingerprint import canonical_json, fingerprint
+    from .monitor import Breach, Directive, Monitor, PolicyRule, SafeHaltError
+    from .runner.protocol import Adapter, TrialResult
+    from .runner.task import ExpectedCall, Task

@@ -1,0 +1,146 @@
+"""JSONL reading and writing of events, with a version header and line-numbered errors.
+
+A file starts with a header line ``{"format": "hb-events/1"}``; each following line is one event.
+A file without a header is read as hb-events/1. A header naming a newer version is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from ..vocab import EVENTS_FORMAT
+
+if TYPE_CHECKING:
+    from ._base import EventBase
+
+_FORMAT_RE = re.compile(r"^hb-events/(\d+)$")
+_CURRENT_MAJOR = int(EVENTS_FORMAT.rsplit("/", 1)[1])
+
+
+class EventFormatError(ValueError):
+    """A line of an events file could not be read. Names the line and the field."""
+
+    def __init__(self, message: str, *, line: int | None = None, field: str | None = None) -> None:
+        self.line = line
+        self.field = field
+        where = f"line {line}: " if line is not None else ""
+        super().__init__(where + message)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(
+        f"{name} is not allowed (NaN and infinities are rejected; write null for unknown)"
+    )
+
+
+def _check_header(obj: dict[str, Any], line: int) -> None:
+    fmt = obj.get("format")
+    m = _FORMAT_RE.match(fmt) if isinstance(fmt, str) else None
+    if m is None:
+        raise EventFormatError(
+            f"header has format {fmt!r}; expected {EVENTS_FORMAT!r}", line=line, field="format"
+        )
+    major = int(m.group(1))
+    if major > _CURRENT_MAJOR:
+        raise EventFormatError(
+            f"file is {fmt}, written by a newer hbeval; this hbeval reads {EVENTS_FORMAT}. "
+            "Upgrade hbeval to read it.",
+            line=line,
+            field="format",
+        )
+
+
+def _field_of(exc: Exception) -> tuple[str | None, str]:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            errs = errors()
+        except Exception:  # pragma: no cover - defensive
+            errs = []
+        if errs:
+            first = errs[0]
+            loc = [str(p) for p in first.get("loc", ())]
+            # The discriminated union puts the kind tag first in the location; drop it.
+            if len(loc) > 1 and loc[0] in _KINDS:
+                loc = loc[1:]
+            field = ".".join(loc) or None
+            return field, f"{first.get('msg', str(exc))}" + (f" (field {field!r})" if field else "")
+    return None, str(exc)
+
+
+_KINDS: frozenset[str] = frozenset()
+
+
+def iter_event_lines(lines: Iterable[str | bytes]) -> Iterator[EventBase]:
+    """Validate events from an iterable of JSONL lines; blank lines are skipped."""
+    from . import event_adapter, parse_event  # local: avoid an import cycle
+
+    global _KINDS
+    if not _KINDS:
+        from ..vocab import EVENT_KINDS
+
+        _KINDS = frozenset(EVENT_KINDS)
+    validate = event_adapter().validate_python
+    loads = json.loads
+    for lineno, raw in enumerate(lines, start=1):
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        if not text.strip():
+            continue
+        try:
+            obj = loads(text, parse_constant=_reject_constant)
+        except ValueError as exc:
+            raise EventFormatError(f"not valid JSON: {exc}", line=lineno) from None
+        if not isinstance(obj, dict):
+            raise EventFormatError("each line must be a JSON object", line=lineno)
+        if "format" in obj and "kind" not in obj:
+            _check_header(obj, lineno)
+            continue
+        if "kind" not in obj:
+            raise EventFormatError("missing field 'kind'", line=lineno, field="kind")
+        try:
+            yield validate(obj)
+        except Exception as exc:
+            field, msg = _field_of(exc)
+            if obj.get("kind") not in _KINDS:
+                field = "kind"
+                msg = f"unknown event kind {obj.get('kind')!r}; known kinds: {', '.join(sorted(_KINDS))}"
+            raise EventFormatError(msg, line=lineno, field=field) from None
+    del parse_event
+
+
+def read_events(source: str | Path | IO[str]) -> Iterator[EventBase]:
+    """Stream events from a JSONL path or open text file, checking the format version."""
+    if isinstance(source, (str, Path)):
+        with open(source, encoding="utf-8") as fh:
+            yield from iter_event_lines(fh)
+    else:
+        yield from iter_event_lines(source)
+
+
+def dump_event(ev: EventBase) -> str:
+    """One event as a compact JSON line: ``kind`` first, defaults left out, NaN refused."""
+    body = ev.model_dump(mode="json", exclude_defaults=True)
+    body.pop("kind", None)
+    return json.dumps({"kind": ev.kind, **body}, separators=(",", ":"), allow_nan=False)  # type: ignore[attr-defined]
+
+
+def write_events(target: str | Path | IO[str], events: Iterable[EventBase]) -> int:
+    """Write a header line and one event per line; returns the number of events written."""
+    header = json.dumps({"format": EVENTS_FORMAT}, separators=(",", ":"))
+
+    def _emit(fh: IO[str]) -> int:
+        fh.write(header + "\n")
+        n = 0
+        for ev in events:
+            fh.write(dump_event(ev) + "\n")
+            n += 1
+        return n
+
+    if isinstance(target, (str, Path)):
+        with open(target, "w", encoding="utf-8") as fh:
+            return _emit(fh)
+    return _emit(target)
