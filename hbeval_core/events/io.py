@@ -123,9 +123,17 @@ def read_events(source: str | Path | IO[str]) -> Iterator[EventBase]:
 
 def dump_event(ev: EventBase) -> str:
     """One event as a compact JSON line: ``kind`` first, defaults left out, NaN refused."""
-    body = ev.model_dump(mode="json", exclude_defaults=True)
+    # Python mode, then the stdlib encoder with allow_nan=False: pydantic's JSON mode would turn a
+    # NaN inside a free-form field into null, silently hiding a value.
+    body = ev.model_dump(exclude_defaults=True)
     body.pop("kind", None)
-    return json.dumps({"kind": ev.kind, **body}, separators=(",", ":"), allow_nan=False)  # type: ignore[attr-defined]
+    return json.dumps(
+        {"kind": ev.kind, **body},  # type: ignore[attr-defined]
+        separators=(",", ":"),
+        allow_nan=False,
+        default=str,
+        ensure_ascii=False,
+    )  # type: ignore[attr-defined]
 
 
 def write_events(target: str | Path | IO[str], events: Iterable[EventBase]) -> int:

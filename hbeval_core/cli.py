@@ -1,0 +1,322 @@
+"""The ``hbeval`` command line.
+
+JSON goes to stdout with ``--json``; progress and logs go to stderr. Exit codes: 0 ok, 1 a check
+failed, 2 bad usage or input, 3 insufficient data. Only ``gate`` and ``passport verify`` turn
+verdicts into exit codes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from . import __version__
+from .vocab import LIVE_METRICS, PEI_V2, PEI_VERSIONS
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INSUFFICIENT = 3
+
+app = typer.Typer(
+    name="hbeval",
+    help="Measure how tool-using agents behave when things break.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+schema_app = typer.Typer(help="Print JSON Schemas of hbeval's formats.", no_args_is_help=True)
+runs_app = typer.Typer(help="Runs recorded in the store.", no_args_is_help=True)
+app.add_typer(schema_app, name="schema")
+app.add_typer(runs_app, name="runs")
+
+
+def _mount_optional(module: str, attr: str, name: str) -> None:
+    """Mount a sub-app that lives beside its feature; a missing feature leaves the command out."""
+    try:
+        sub = getattr(__import__(module, fromlist=[attr]), attr)
+    except (ImportError, AttributeError):
+        return
+    app.add_typer(sub, name=name)
+
+
+def console(*, stderr: bool = False) -> Any:
+    """A rich console wide enough that "undefined (reason)" is never cut when piped."""
+    from rich.console import Console
+
+    c = Console(stderr=stderr)
+    if not c.is_terminal:
+        c = Console(stderr=stderr, width=160)
+    return c
+
+
+def _err(message: str) -> None:
+    typer.echo(f"hbeval: {message}", err=True)
+
+
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
+    _err(message)
+    return typer.Exit(code)
+
+
+def fmt_value(value: float | None, reason: str | None, digits: int = 4) -> str:
+    """A metric for people: the number, or ``undefined (reason)``; never a zero for a gap."""
+    if value is None:
+        return f"undefined ({reason or 'not_measured'})"
+    return f"{value:.{digits}g}" if isinstance(value, float) else str(value)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"hbeval {__version__}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_version_callback,
+            is_eager=True,
+            help="Print the version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """hbeval: reliability as a vector with honest uncertainty."""
+
+
+# --------------------------------------------------------------------------- score
+_HALT_RE = re.compile(r"^\s*(pei|frr|irs|ti|csi)\s*<\s*([0-9.]+)\s*(?:(?:x|for)\s*(\d+))?\s*$")
+
+
+def parse_halt(text: str) -> dict[str, Any]:
+    """Parse ``frr<0.5x3`` (metric, bound, consecutive steps) into a halt policy."""
+    m = _HALT_RE.match(text)
+    if m is None:
+        raise ValueError(f"--halt-policy {text!r} is not METRIC<BOUNDxSTEPS, e.g. 'frr<0.5x3'")
+    return {"metric": m.group(1), "below": float(m.group(2)), "for_steps": int(m.group(3) or 3)}
+
+
+_TABLE_LIMIT = 100
+
+
+@app.command()
+def score(
+    events: Annotated[Path, typer.Argument(help="An hb-events/1 JSONL file ('-' reads stdin).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
+    pei_version: Annotated[
+        str, typer.Option(help=f"PEI version: {', '.join(PEI_VERSIONS)}.")
+    ] = PEI_V2,
+    halt_policy: Annotated[
+        str | None, typer.Option(help="Safe Halt policy METRIC<BOUNDxSTEPS, e.g. 'frr<0.5x3'.")
+    ] = None,
+    steps: Annotated[
+        bool | None,
+        typer.Option(
+            "--steps/--no-steps",
+            help=f"Per-step table (default: when at most {_TABLE_LIMIT} steps).",
+        ),
+    ] = None,
+) -> None:
+    """Live metrics, breaches and halts of a recorded trace."""
+    from .events import EventFormatError, read_events
+    from .monitor import Monitor
+
+    try:
+        policy = parse_halt(halt_policy) if halt_policy else None
+        monitor = Monitor(pei_version=pei_version, halt_policy=policy)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    if str(events) != "-" and not events.is_file():
+        raise _fail(
+            f"EVENTS {str(events)!r}: no such file; pass a JSONL file of hb-events/1 events"
+        )
+
+    rows: list[dict[str, Any]] = []
+    keep_rows = steps is not False
+    halted_at: int | None = None
+    try:
+        source = sys.stdin if str(events) == "-" else events
+        for ev in read_events(source):
+            step = monitor.observe(ev)
+            if step is None:
+                continue
+            if monitor.halted and halted_at is None:
+                halted_at = step.index
+            if keep_rows:
+                rows.append(
+                    {
+                        "step": step.index + 1,
+                        "action": step.action,
+                        "metrics": monitor.metrics,
+                        "undefined": monitor.undefined,
+                    }
+                )
+                if steps is None and len(rows) > _TABLE_LIMIT:
+                    keep_rows = False
+                    rows = []
+    except EventFormatError as exc:
+        raise _fail(f"{events}: {exc}") from None
+    except OSError as exc:
+        raise _fail(f"{events}: {exc}") from None
+
+    summary = monitor.summary()
+    if as_json:
+        doc: dict[str, Any] = {"source": str(events), **summary}
+        if keep_rows:
+            doc["steps"] = rows
+        typer.echo(json.dumps(doc, indent=2, allow_nan=False))
+    else:
+        _print_score(summary, rows if keep_rows else None)
+    if monitor.step_count == 0:
+        _err("no steps in the trace: every metric is undefined (no_steps)")
+        raise typer.Exit(EXIT_INSUFFICIENT)
+
+
+def _print_score(summary: dict[str, Any], rows: list[dict[str, Any]] | None) -> None:
+    from rich.table import Table
+
+    out = console()
+    undefined: dict[str, str] = summary["undefined"]
+    if rows:
+        table = Table(title="Live metrics after each step", show_lines=False)
+        table.add_column("step", justify="right")
+        table.add_column("action")
+        for name in ("pei", "frr", "irs", "ti"):
+            table.add_column(name.upper(), justify="right")
+        for row in rows:
+            cells = []
+            for name in ("pei", "frr", "irs", "ti"):
+                cells.append(fmt_value(row["metrics"][name], row["undefined"].get(name)))
+            table.add_row(str(row["step"]), row["action"][:40], *cells)
+        out.print(table)
+    final = Table(
+        title=f"Final ({summary['step_count']} steps, metric versions {summary['metric_versions']['pei']} PEI)"
+    )
+    final.add_column("metric")
+    final.add_column("value", justify="right")
+    for name in LIVE_METRICS:
+        final.add_row(name.upper(), fmt_value(summary["metrics"][name], undefined.get(name)))
+    out.print(final)
+    out.print(f"breaches: {summary['breach_count']} (as {len(summary['breaches'])} intervals)")
+    for b in summary["breaches"]:
+        out.print(
+            f"  {b['metric'].upper()} < {b['threshold']}: steps {b['first_step'] + 1}-{b['last_step'] + 1}"
+            f" (min {b['min_value']:.4g})"
+        )
+    if summary["halted"]:
+        rec = summary["halt_record"]
+        out.print(f"[bold red]Safe Halt[/] at step {rec['step_index'] + 1}: {rec['reason']}")
+    for d in summary["directives"]:
+        out.print(f"directive at step {d['step_index'] + 1}: {d['action']} ({d['reason']})")
+
+
+# --------------------------------------------------------------------------- schema
+@schema_app.command("events")
+def schema_events() -> None:
+    """JSON Schema of one hb-events/1 event."""
+    from .events import events_json_schema
+
+    typer.echo(json.dumps(events_json_schema(), indent=2))
+
+
+@schema_app.command("report")
+def schema_report() -> None:
+    """JSON Schema of an hbeval-report/1 battery report."""
+    try:
+        from .report.model import report_json_schema
+    except ImportError:
+        raise _fail("the report schema is not available in this build", EXIT_INSUFFICIENT) from None
+    typer.echo(json.dumps(report_json_schema(), indent=2))
+
+
+# --------------------------------------------------------------------------- runs
+@runs_app.command("list")
+def runs_list(
+    db: Annotated[
+        str | None,
+        typer.Option(help="Store: a path or sqlite:///path (default ./.hbeval/hbeval.db)."),
+    ] = None,
+    agent_id: Annotated[
+        str | None, typer.Option("--agent-id", help="Only runs of this agent.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
+) -> None:
+    """List recorded runs, newest first."""
+    from .store import open_store
+
+    try:
+        store = open_store(db)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    runs = [_as_plain(r) for r in store.list_runs(agent_id=agent_id)]
+    if as_json:
+        typer.echo(json.dumps({"runs": runs}, indent=2, default=str))
+        return
+    if not runs:
+        typer.echo("no runs recorded")
+        return
+    from rich.table import Table
+
+    table = Table(title="Runs")
+    for col in ("run_id", "agent_id", "status", "battery", "measurement_fingerprint", "created_at"):
+        table.add_column(col)
+    for r in runs:
+        table.add_row(
+            *(
+                str(r.get(c, ""))
+                for c in (
+                    "run_id",
+                    "agent_id",
+                    "status",
+                    "battery",
+                    "measurement_fingerprint",
+                    "created_at",
+                )
+            )
+        )
+    console().print(table)
+
+
+def _as_plain(record: Any) -> dict[str, Any]:
+    import dataclasses
+
+    if dataclasses.is_dataclass(record) and not isinstance(record, type):
+        return dataclasses.asdict(record)
+    if isinstance(record, dict):
+        return record
+    return dict(vars(record))
+
+
+# --------------------------------------------------------------------------- demo
+@app.command()
+def demo(
+    db: Annotated[str | None, typer.Option(help="Store (default ./.hbeval/hbeval.db).")] = None,
+    out_dir: Annotated[Path, typer.Option("--out-dir", help="Where the report files go.")] = Path(
+        "."
+    ),
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
+) -> None:
+    """The main job on the embedded default: run the demo agents and report side by side."""
+    from .demo import run
+
+    raise typer.Exit(run(db=db, out_dir=out_dir, as_json=as_json))
+
+
+_mount_optional("hbeval_core.runner.cli_battery", "battery_app", "battery")
+
+
+def main() -> None:
+    """Console entry point."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,59 @@
+"""hbeval_core imports no agent framework, and stays cheap to import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+FRAMEWORKS = (
+    "langgraph",
+    "langchain",
+    "langchain_core",
+    "crewai",
+    "autogen_core",
+    "autogen_agentchat",
+    "autogen_ext",
+)
+
+
+def run_py(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_core_imports_with_every_framework_hidden() -> None:
+    code = f"""
+    import importlib, pkgutil, sys
+    class Hide:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in {FRAMEWORKS!r}:
+                raise ImportError("hidden framework: " + name)
+            return None
+    sys.meta_path.insert(0, Hide())
+    import hbeval_core
+    from hbeval_core import Monitor
+    Monitor().record_step(action="x")
+    for mod in pkgutil.walk_packages(hbeval_core.__path__, "hbeval_core."):
+        importlib.import_module(mod.name)
+    leaked = sorted(m for m in sys.modules if m.split(".")[0] in {FRAMEWORKS!r})
+    assert not leaked, leaked
+    print("ok")
+    """
+    proc = run_py(code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
+
+
+def test_monitor_import_loads_no_heavy_module() -> None:
+    proc = run_py(
+        """
+        import sys
+        from hbeval_core import Monitor
+        heavy = [m for m in ("pydantic", "numpy", "typer", "rich", "yaml", "cryptography") if m in sys.modules]
+        print(heavy)
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
