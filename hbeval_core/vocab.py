@@ -187,6 +187,12 @@ K_EXCEEDS_TRIALS: Final = "k_exceeds_trials"
 NO_NOMINAL_TRIAL: Final = "no_nominal_trial"
 NO_FAULTED_TRIAL: Final = "no_faulted_trial"
 NO_INJECTION_TRIAL: Final = "no_injection_trial"
+NO_DEFINED_VALUE: Final = "no_defined_value"
+"""Every input of an aggregate was itself undefined."""
+NO_EXPECTED_CALLS: Final = "no_expected_calls"
+"""The task declares no expected calls, so trajectory recall has nothing to recall."""
+SINGLE_TASK: Final = "single_task"
+"""A paired comparison shares one task: no spread, so no interval."""
 UNDEFINED_REASONS: Final = (
     NO_FAULT_OBSERVED,
     NO_JUDGED_STEP,
@@ -204,6 +210,9 @@ UNDEFINED_REASONS: Final = (
     NO_NOMINAL_TRIAL,
     NO_FAULTED_TRIAL,
     NO_INJECTION_TRIAL,
+    NO_DEFINED_VALUE,
+    NO_EXPECTED_CALLS,
+    SINGLE_TASK,
 )
 
 # --------------------------------------------------------------------------------------------

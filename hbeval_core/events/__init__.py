@@ -57,7 +57,7 @@ def events_json_schema() -> dict[str, Any]:
     schema = event_adapter().json_schema()
     schema["$id"] = "hb-events/1"
     schema["title"] = "hbeval event (hb-events/1)"
-    return schema  # type: ignore[no-any-return]
+    return schema
 
 
 __all__ = [

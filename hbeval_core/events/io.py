@@ -76,46 +76,65 @@ _KINDS: frozenset[str] = frozenset()
 
 
 def iter_event_lines(lines: Iterable[str | bytes]) -> Iterator[EventBase]:
-    """Validate events from an iterable of JSONL lines; blank lines are skipped."""
-    from . import event_adapter, parse_event  # local: avoid an import cycle
+    """Validate events from an iterable of JSONL lines; blank lines are skipped.
 
+    Fast path: pydantic-core parses and validates each line in one pass. A line that fails it
+    (a header, bad input) or that may hold a NaN or an infinity (which the fast parser would
+    accept inside free-form fields) takes the slow path, which gives the precise error.
+    """
+    from . import event_adapter  # local: avoid an import cycle
+
+    adapter = event_adapter()
+    validate_json = adapter.validate_json
+    validate = adapter.validate_python
+    for lineno, raw in enumerate(lines, start=1):
+        if isinstance(raw, str):
+            raw = raw.encode("utf-8")
+        if b"NaN" not in raw and b"Infinity" not in raw:
+            try:
+                yield validate_json(raw)
+                continue
+            except ValueError:
+                pass
+        if not raw.strip():
+            continue
+        event = _slow_line(raw, lineno, validate)
+        if event is not None:
+            yield event
+
+
+def _slow_line(raw: bytes, lineno: int, validate: Any) -> EventBase | None:
+    """Parse one line with the stdlib and report exactly what is wrong with it."""
     global _KINDS
     if not _KINDS:
         from ..vocab import EVENT_KINDS
 
         _KINDS = frozenset(EVENT_KINDS)
-    validate = event_adapter().validate_python
-    loads = json.loads
-    for lineno, raw in enumerate(lines, start=1):
-        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        if not text.strip():
-            continue
-        try:
-            obj = loads(text, parse_constant=_reject_constant)
-        except ValueError as exc:
-            raise EventFormatError(f"not valid JSON: {exc}", line=lineno) from None
-        if not isinstance(obj, dict):
-            raise EventFormatError("each line must be a JSON object", line=lineno)
-        if "format" in obj and "kind" not in obj:
-            _check_header(obj, lineno)
-            continue
-        if "kind" not in obj:
-            raise EventFormatError("missing field 'kind'", line=lineno, field="kind")
-        try:
-            yield validate(obj)
-        except Exception as exc:
-            field, msg = _field_of(exc)
-            if obj.get("kind") not in _KINDS:
-                field = "kind"
-                msg = f"unknown event kind {obj.get('kind')!r}; known kinds: {', '.join(sorted(_KINDS))}"
-            raise EventFormatError(msg, line=lineno, field=field) from None
-    del parse_event
+    try:
+        obj = json.loads(raw, parse_constant=_reject_constant)
+    except ValueError as exc:
+        raise EventFormatError(f"not valid JSON: {exc}", line=lineno) from None
+    if not isinstance(obj, dict):
+        raise EventFormatError("each line must be a JSON object", line=lineno)
+    if "format" in obj and "kind" not in obj:
+        _check_header(obj, lineno)
+        return None
+    if "kind" not in obj:
+        raise EventFormatError("missing field 'kind'", line=lineno, field="kind")
+    try:
+        return validate(obj)  # type: ignore[no-any-return]
+    except Exception as exc:
+        field, msg = _field_of(exc)
+        if obj.get("kind") not in _KINDS:
+            field = "kind"
+            msg = f"unknown event kind {obj.get('kind')!r}; known kinds: {', '.join(sorted(_KINDS))}"
+        raise EventFormatError(msg, line=lineno, field=field) from None
 
 
-def read_events(source: str | Path | IO[str]) -> Iterator[EventBase]:
+def read_events(source: str | Path | IO[str] | IO[bytes]) -> Iterator[EventBase]:
     """Stream events from a JSONL path or open text file, checking the format version."""
     if isinstance(source, (str, Path)):
-        with open(source, encoding="utf-8") as fh:
+        with open(source, "rb") as fh:
             yield from iter_event_lines(fh)
     else:
         yield from iter_event_lines(source)
@@ -133,7 +152,7 @@ def dump_event(ev: EventBase) -> str:
         allow_nan=False,
         default=str,
         ensure_ascii=False,
-    )  # type: ignore[attr-defined]
+    )
 
 
 def write_events(target: str | Path | IO[str], events: Iterable[EventBase]) -> int:
