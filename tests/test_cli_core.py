@@ -1,0 +1,106 @@
+"""The hbeval command: score, schema, version, exit codes, undefined shown with its reason."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from hbeval_core.demo import demo_trace_path
+
+
+def hb(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "hbeval_core.cli", *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        timeout=120,
+    )
+
+
+def test_version() -> None:
+    proc = hb("--version")
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("hbeval ")
+
+
+def test_score_demo_prints_the_spec_table() -> None:
+    proc = hb("score", str(demo_trace_path()))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "undefined (no_fault_observed)" in out
+    assert "undefined (single_run)" in out
+    assert "breaches: 16" in out
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") >= 6}
+    # step 8: PEI 1, FRR .25, IRS .25, TI 3.12 (reference rounding)
+    assert "3.12" in rows["8"] and "0.25" in rows["8"]
+    assert "0.8333" in rows["6"] and "2.5" in rows["6"]
+
+
+def test_score_json_with_halt_policy() -> None:
+    proc = hb("score", str(demo_trace_path()), "--json", "--halt-policy", "frr<0.5x3")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["metrics"] == {"pei": 1.0, "frr": 0.25, "irs": 0.25, "ti": 3.5, "csi": None}
+    assert doc["undefined"] == {"csi": "single_run"}
+    assert doc["halt_record"]["step_index"] == 5
+    assert [r["metrics"]["ti"] for r in doc["steps"]] == [
+        5.0,
+        5.0,
+        5.0,
+        3.75,
+        3.0,
+        2.5,
+        2.86,
+        3.12,
+        3.33,
+        3.5,
+    ]
+    assert doc["steps"][0]["metrics"]["frr"] is None
+
+
+def test_score_bad_line_exit_2_names_line_and_field(tmp_path: Path) -> None:
+    f = tmp_path / "bad.jsonl"
+    f.write_text(
+        '{"format":"hb-events/1"}\n{"kind":"tool_end","run_id":"r","tool":"t"}\n', encoding="utf-8"
+    )
+    proc = hb("score", str(f))
+    assert proc.returncode == 2
+    assert "line 2" in proc.stderr and "call_id" in proc.stderr
+
+
+def test_score_newer_version_refused(tmp_path: Path) -> None:
+    f = tmp_path / "new.jsonl"
+    f.write_text('{"format":"hb-events/9"}\n', encoding="utf-8")
+    proc = hb("score", str(f))
+    assert proc.returncode == 2
+    assert "newer" in proc.stderr
+
+
+def test_score_missing_file_and_bad_policy(tmp_path: Path) -> None:
+    assert hb("score", str(tmp_path / "nope.jsonl")).returncode == 2
+    proc = hb("score", str(demo_trace_path()), "--halt-policy", "frr below half")
+    assert proc.returncode == 2 and "--halt-policy" in proc.stderr
+
+
+def test_score_empty_trace_is_insufficient_data(tmp_path: Path) -> None:
+    f = tmp_path / "empty.jsonl"
+    f.write_text('{"format":"hb-events/1"}\n', encoding="utf-8")
+    proc = hb("score", str(f), "--json")
+    assert proc.returncode == 3
+    doc = json.loads(proc.stdout)
+    assert doc["metrics"]["pei"] is None and doc["undefined"]["pei"] == "no_steps"
+
+
+def test_score_reads_stdin() -> None:
+    proc = hb("score", "-", "--json", stdin=demo_trace_path().read_text(encoding="utf-8"))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["step_count"] == 10
+
+
+def test_schema_events() -> None:
+    proc = hb("schema", "events")
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["$id"] == "hb-events/1"
