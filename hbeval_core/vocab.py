@@ -131,7 +131,8 @@ FAULT_MODES: Final = (
 )
 REFERENCE_FAULT_MODES: Final = FAULT_MODES[:7]
 HTTP_STATUSES: Final = (500, 502, 503, 429)
-EMPTY_KINDS: Final = ("null", "object", "array", "string")
+EMPTY_KINDS: Final = ("null", "empty_object", "empty_array", "empty_string")
+"""What an empty_response fault returns: None, {}, [] or "" (the reference's spelling)."""
 MALFORMED_KINDS: Final = (
     "wrong_schema",
     "missing_required_field",

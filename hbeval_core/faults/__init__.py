@@ -1,0 +1,118 @@
+"""Fault batteries and runtime fault injection.
+
+- ``compat``: the HB-Eval battery reproduced byte for byte (spec, ``ce481b32763df1ca``, builder).
+- ``battery``: ``Battery.hbeval`` / ``Battery.compat``, the hbeval-battery/1 runtime table and the
+  measurement fingerprint.
+- ``plans``: ``FaultSpec``, ``FaultPlan``, ``CascadePlan`` and the deterministic draw.
+- ``runtime``: ``FaultInjector``, the API adapters call at every tool boundary.
+- ``clock``: ``SystemClock`` and ``FakeClock`` for time-based faults.
+"""
+
+from __future__ import annotations
+
+from .battery import (
+    BATTERY_COMPAT,
+    BATTERY_HBEVAL,
+    BATTERY_KINDS,
+    BUILD_ALGORITHM,
+    COMPAT_BUILD_ALGORITHM,
+    RUNTIME_TABLE,
+    Battery,
+    BatteryScenario,
+    RuntimeTemplate,
+    derive_trial_seed,
+    hbeval_spec,
+    hbeval_spec_fingerprint,
+    measurement_fingerprint,
+    runtime_table,
+    task_for,
+)
+from .clock import AsyncClock, Clock, FakeClock, SystemClock
+from .compat import (
+    DOMAINS,
+    FAULT_CONTEXTS,
+    FAULT_TYPES,
+    MAX_SCENARIOS,
+    MIN_SCENARIOS,
+    NOMINAL,
+    NONE_FRACTION,
+    Scenario,
+    build_scenario_battery,
+    inject_fault,
+    normalise_selection,
+    spec,
+    spec_fingerprint,
+)
+from .plans import (
+    ANY_TARGET,
+    CascadePlan,
+    CascadeStage,
+    FaultPlan,
+    FaultSpec,
+    Plan,
+    decide_fires,
+    decision_draw,
+    plan_from_dict,
+)
+from .runtime import (
+    CANARY_TOOL,
+    CallOutcome,
+    FaultDecision,
+    FaultInjector,
+    InjectedCrash,
+    injection_allowed,
+    planted_instruction,
+    render_text,
+)
+
+__all__ = [
+    "ANY_TARGET",
+    "BATTERY_COMPAT",
+    "BATTERY_HBEVAL",
+    "BATTERY_KINDS",
+    "BUILD_ALGORITHM",
+    "CANARY_TOOL",
+    "COMPAT_BUILD_ALGORITHM",
+    "DOMAINS",
+    "FAULT_CONTEXTS",
+    "FAULT_TYPES",
+    "MAX_SCENARIOS",
+    "MIN_SCENARIOS",
+    "NOMINAL",
+    "NONE_FRACTION",
+    "RUNTIME_TABLE",
+    "AsyncClock",
+    "Battery",
+    "BatteryScenario",
+    "CallOutcome",
+    "CascadePlan",
+    "CascadeStage",
+    "Clock",
+    "FakeClock",
+    "FaultDecision",
+    "FaultInjector",
+    "FaultPlan",
+    "FaultSpec",
+    "InjectedCrash",
+    "Plan",
+    "RuntimeTemplate",
+    "Scenario",
+    "SystemClock",
+    "build_scenario_battery",
+    "decide_fires",
+    "decision_draw",
+    "derive_trial_seed",
+    "hbeval_spec",
+    "hbeval_spec_fingerprint",
+    "inject_fault",
+    "injection_allowed",
+    "measurement_fingerprint",
+    "normalise_selection",
+    "plan_from_dict",
+    "planted_instruction",
+    "render_text",
+    "runtime_table",
+    "spec",
+    "spec_fingerprint",
+    "task_for",
+]
