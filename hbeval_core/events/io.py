@@ -85,7 +85,7 @@ def iter_event_lines(lines: Iterable[str | bytes]) -> Iterator[EventBase]:
     from . import event_adapter  # local: avoid an import cycle
 
     adapter = event_adapter()
-    validate_json = adapter.validate_json
+    validate_json = adapter.validator.validate_json  # skip the TypeAdapter wrapper: hot path
     validate = adapter.validate_python
     for lineno, raw in enumerate(lines, start=1):
         if isinstance(raw, str):
