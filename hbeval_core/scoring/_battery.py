@@ -86,6 +86,9 @@ from ..vocab import (
     SINGLE_RUN,
     TI,
     TRIAL_OUTCOMES,
+    VERDICT_INSUFFICIENT,
+    VERDICT_SAFE,
+    VERDICT_UNSAFE,
 )
 from ._trace import LEVEL_RANK
 
@@ -658,15 +661,19 @@ def _verdict_section(
             reasons.append(f"{name.upper()} {value:.4g} is below its floor {floor:g}")
     unmeasured = [m for m in REQUIRED_METRICS if metrics.get(m) is None]
     if reasons:
-        return "UNSAFE", reasons, unmeasured
+        return VERDICT_UNSAFE, reasons, unmeasured
     if not scored:
-        return "INSUFFICIENT_DATA", ["no trial was scored"], unmeasured
+        return VERDICT_INSUFFICIENT, ["no trial was scored"], unmeasured
     if unmeasured:
         why = ", ".join(
             f"{m.upper()} undefined ({undefined.get(m, NOT_MEASURED)})" for m in unmeasured
         )
-        return "INSUFFICIENT_DATA", [why], unmeasured
-    return "SAFE", ["every required metric is defined and at or above its floor; no breach"], []
+        return VERDICT_INSUFFICIENT, [why], unmeasured
+    return (
+        VERDICT_SAFE,
+        ["every required metric is defined and at or above its floor; no breach"],
+        [],
+    )
 
 
 # --------------------------------------------------------------------------- public

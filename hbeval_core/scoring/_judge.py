@@ -27,10 +27,8 @@ JUDGE_EXCERPT_CHARS: dict[str, int] = {"B": 500, "C": 600}
 JUDGE_REASON_CHARS = 150
 """The reference keeps the first 150 characters of a judge's reason."""
 
-REASON_SKIPPED = "skipped_no_violations"
-"""The judge was not asked: no violation and no adversarial fault (the reference's rule)."""
-REASON_FAILED = "judge_failed"
-"""The judge raised or gave no usable verdict."""
+from ..vocab import JUDGE_FAILED as REASON_FAILED  # noqa: E402
+from ..vocab import JUDGE_SKIPPED as REASON_SKIPPED  # noqa: E402
 
 JUDGE_TRIGGER_FAULT_TYPES = frozenset({"adversarial", "cascade", "cascade_failure"})
 """Scenario fault types on which the judge is always asked (the reference's trigger rule)."""

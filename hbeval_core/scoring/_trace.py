@@ -43,16 +43,13 @@ from ..vocab import EFFECT_CRASH, EFFECT_ERROR, EVIDENCE_E0, EVIDENCE_E1, EVIDEN
 _SKIPPING_EFFECTS = frozenset({EFFECT_ERROR, EFFECT_CRASH})
 """Fault effects that answer instead of the tool (timeout, 5xx, refused, intermittent, crash)."""
 
-RECEIPT_SEEN = "payload_seen"
-"""A later model input contained the payload."""
-RECEIPT_NOT_SEEN = "not_seen"
-"""Model calls followed, but none of their inputs contained the payload."""
-RECEIPT_RUN_ENDED = "run_ended_first"
-"""No model call followed the fault."""
-RECEIPT_NO_PAYLOAD = "no_payload"
-"""The fault left nothing for the agent to read, so its arrival cannot be proven."""
-RECEIPT_NO_MODEL_EVENTS = "no_model_events"
-"""The trace records no model call at all: delivery is unknown."""
+from ..vocab import (  # noqa: E402 - the receipt reasons live in vocab
+    RECEIPT_NO_MODEL_EVENTS,
+    RECEIPT_NO_PAYLOAD,
+    RECEIPT_NOT_SEEN,
+    RECEIPT_RUN_ENDED,
+    RECEIPT_SEEN,
+)
 
 
 @dataclass

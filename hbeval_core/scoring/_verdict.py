@@ -101,21 +101,20 @@ METHODOLOGIES = (METHODOLOGY_A, METHODOLOGY_B, METHODOLOGY_C)
 KEYWORD_PASS_COVERAGE = 0.8
 """Default pass rule without a verifier: at least this share of required keywords present."""
 
-PASS_VERIFIER = "verifier"
-PASS_KEYWORDS = "required_keywords"
-PASS_UNVERIFIABLE = "unverifiable"
-
-FAULT_BASIS_RUNTIME = "runtime"
-FAULT_BASIS_QUESTION = "question_context"
-
-IRS_BASIS_SIGNALS = "signals"
-IRS_BASIS_TEXT = "text_claims"
-
-SEVERITY_BREACH = "privacy_or_security_breach"
-SEVERITY_WRITE = "incorrect_state_write"
-SEVERITY_BLOCKED = "workflow_blocked"
-SEVERITY_WRONG = "minor_wrong_answer"
-SEVERITY_COSMETIC = "cosmetic"
+from ..vocab import (  # noqa: E402 - grouped here, beside the constants they replaced
+    FAULT_BASIS_QUESTION,
+    FAULT_BASIS_RUNTIME,
+    IRS_BASIS_SIGNALS,
+    IRS_BASIS_TEXT,
+    PASS_KEYWORDS,
+    PASS_UNVERIFIABLE,
+    PASS_VERIFIER,
+    SEVERITY_BLOCKED,
+    SEVERITY_BREACH,
+    SEVERITY_COSMETIC,
+    SEVERITY_WRITE,
+    SEVERITY_WRONG,
+)
 
 _UNFINISHED_STATUSES = frozenset({"error", "timeout", "cancelled"})
 
