@@ -22,7 +22,8 @@ class TrialResult:
 
     ``status`` is "ok" when the agent returned, "error" when it raised (``error`` holds the text
     and ``error_type`` the class name), "timeout" when the per-trial limit cut it, "halted" when
-    an enforced Safe Halt stopped it, "cancelled" when a crash fault aborted it.
+    an enforced Safe Halt or a budget stopped it, "cancelled" when a crash fault aborted it,
+    "skipped" when the runner could not start it (a shared agent still busy after a timeout).
     """
 
     final_state: Any

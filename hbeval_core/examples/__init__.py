@@ -1,0 +1,1 @@
+"""Runnable example agents that ship inside the package (used by `hbeval demo`)."""

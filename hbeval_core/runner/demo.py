@@ -1,0 +1,64 @@
+"""``hbeval demo``'s job: the battery on the packaged careful and naive support agents.
+
+Works from any folder, since the agents ship inside the package. Each call starts new runs
+(agent ids ``demo-careful`` and ``demo-naive``), so repeated demos build the history CSI needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+from .run import DEFAULT_SEED, DEFAULT_TRIALS, ProgressUpdate, run_battery
+
+__all__ = ["DEMO_AGENTS", "run_demo"]
+
+DEMO_AGENTS: Final = ("careful", "naive")
+"""The two temperaments the demo compares, in report order."""
+
+
+def run_demo(
+    out_dir: Path | None = None,
+    db: str | None = None,
+    *,
+    n_scenarios: int = 18,
+    trials: int = DEFAULT_TRIALS,
+    seed: int = DEFAULT_SEED,
+    progress: Callable[[str, ProgressUpdate], None] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Run the battery on both example agents; returns ``{"careful": report, "naive": report}``.
+
+    ``db`` is a path or ``sqlite:///`` URL; by default the store is ``<out_dir>/.hbeval/hbeval.db``
+    (``./.hbeval/hbeval.db`` when ``out_dir`` is the working directory). ``progress`` receives
+    the agent's name with each update. Nothing else is written: the caller renders the reports.
+    """
+    from ..examples.plain_agent import careful, naive, tasks
+    from ..faults import Battery
+    from ..store import open_store
+
+    base = Path(out_dir) if out_dir is not None else Path.cwd()
+    store = open_store(db if db is not None else base / ".hbeval" / "hbeval.db")
+    factories = {"careful": careful, "naive": naive}
+    reports: dict[str, dict[str, Any]] = {}
+    try:
+        for name in DEMO_AGENTS:
+
+            def report_progress(update: ProgressUpdate, name: str = name) -> None:
+                if progress is not None:
+                    progress(name, update)
+
+            reports[name] = run_battery(
+                None,
+                factories[name],
+                tasks,
+                Battery.hbeval(n_scenarios=n_scenarios, seed=seed),
+                trials=trials,
+                seed=seed,
+                store=store,
+                agent_id=f"demo-{name}",
+                progress=report_progress,
+            )
+    finally:
+        store.close()
+    return reports

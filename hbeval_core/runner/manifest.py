@@ -1,0 +1,291 @@
+"""The run manifest: everything that says what a battery run was, in one hashed document.
+
+A manifest names the target, the battery and its selection, seed, trials, budgets, an optional
+price table and the software versions that ran. ``manifest_hash`` fingerprints it without its
+volatile fields (creation time, run id, concurrency, the expected hashes themselves), so two
+runs of the same configuration on the same software share a hash. Package versions live here and never in
+the measurement fingerprint: upgrading pydantic does not change what was measured, but the
+manifest still records it.
+
+A manifest file (``--manifest FILE``, YAML or JSON) may pin ``expected_hashes``
+(``measurement_fingerprint``, ``battery_fingerprint``, ``plan_fingerprint``); a run whose
+hashes differ is refused with ``ManifestMismatchError`` before any trial starts.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Final
+
+from ..fingerprint import fingerprint
+from .context import Budgets
+
+__all__ = [
+    "EXPECTED_HASH_KEYS",
+    "FRAMEWORK_PACKAGES",
+    "VOLATILE_FIELDS",
+    "ManifestError",
+    "ManifestMismatchError",
+    "RunManifest",
+    "check_expected_hashes",
+    "load_manifest",
+    "package_versions",
+]
+
+VOLATILE_FIELDS: Final = ("created_at", "run_id", "expected_hashes", "source", "concurrency")
+"""Fields left out of ``manifest_hash``: they differ between runs that measure the same thing.
+
+Concurrency is among them because it changes how fast a run goes, never what it measures (a
+resumed run may use another ``--concurrency``).
+"""
+
+EXPECTED_HASH_KEYS: Final = ("measurement_fingerprint", "battery_fingerprint", "plan_fingerprint")
+"""Hashes a manifest may pin; a mismatch refuses the run."""
+
+FRAMEWORK_PACKAGES: Final = (
+    "pydantic",
+    "langgraph",
+    "langchain-core",
+    "crewai",
+    "autogen-agentchat",
+    "autogen-core",
+)
+"""Distributions whose versions the manifest records when installed (never imported)."""
+
+
+class ManifestError(ValueError):
+    """A manifest file or field is wrong; names the field and the fix."""
+
+
+class ManifestMismatchError(ValueError):
+    """A manifest pins a hash the run does not have; the run is refused (CLI exit 2)."""
+
+    def __init__(self, mismatches: Mapping[str, tuple[str, str]]) -> None:
+        self.mismatches = dict(mismatches)
+        parts = [
+            f"{k} is {actual}, manifest expects {want}" for k, (want, actual) in mismatches.items()
+        ]
+        super().__init__(
+            "refusing to run: "
+            + "; ".join(parts)
+            + ". The battery, seed, trials or scoring differ from what the manifest pinned; "
+            "fix the configuration or update expected_hashes on purpose."
+        )
+
+
+def package_versions() -> dict[str, str]:
+    """Python, hbeval and the installed framework distributions (read from metadata, not imported)."""
+    from .. import __version__
+
+    versions = {"python": platform.python_version(), "hbeval": __version__}
+    for dist in FRAMEWORK_PACKAGES:
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+@dataclass(frozen=True)
+class RunManifest:
+    """What a battery run is: target, battery, seed, trials, budgets, prices and versions."""
+
+    target: str | None = None
+    """The target reference (``path.py:attr`` or ``module:attr``), or its qualified name."""
+    target_kind: str | None = None
+    """``factory`` or ``agent`` (as decided or forced)."""
+    adapter: str | None = None
+    model_id: str | None = None
+    tasks: str | None = None
+    """Where the tasks came from (a file or reference), when known."""
+    task_ids: tuple[str, ...] = ()
+    battery: str = "hbeval"
+    n_scenarios: int = 18
+    fault_types: tuple[str, ...] | None = None
+    domains: tuple[str, ...] | None = None
+    seed: int = 42
+    trials: int = 3
+    agent_id: str = "default"
+    methodology: str = "B"
+    judge: str | None = None
+    concurrency: int = 1
+    timeout: float | None = None
+    clock: str = "virtual"
+    """``virtual`` (time-based faults skip their waits) or ``system`` (they really wait)."""
+    budgets: Budgets = field(default_factory=Budgets)
+    price_table: dict[str, dict[str, float]] | None = None
+    """Per model id: ``{"input_per_1k": usd, "output_per_1k": usd}``."""
+    versions: dict[str, str] = field(default_factory=dict)
+    expected_hashes: dict[str, str] = field(default_factory=dict)
+    run_id: str | None = None
+    created_at: float | None = None
+    source: str | None = None
+    """The manifest file this came from."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (tuples as lists, budgets as a mapping)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Budgets):
+                value = value.to_dict()
+            elif isinstance(value, tuple):
+                value = list(value)
+            elif isinstance(value, dict):
+                value = {k: (dict(v) if isinstance(v, dict) else v) for k, v in value.items()}
+            out[f.name] = value
+        return out
+
+    def hashable(self) -> dict[str, Any]:
+        """The manifest minus ``VOLATILE_FIELDS``: what ``manifest_hash`` covers."""
+        data = self.to_dict()
+        for name in VOLATILE_FIELDS:
+            data.pop(name, None)
+        return data
+
+    def manifest_hash(self) -> str:
+        """Fingerprint of the manifest without its volatile fields."""
+        return fingerprint(self.hashable())
+
+    def with_updates(self, **changes: Any) -> RunManifest:
+        """A copy with ``changes`` applied."""
+        return replace(self, **changes)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], *, source: str | None = None) -> RunManifest:
+        """Validate a parsed manifest; unknown or mistyped fields raise ``ManifestError``."""
+        where = f"{source}: " if source else ""
+        if not isinstance(data, Mapping):
+            raise ManifestError(f"{where}a manifest must be a mapping of fields (got {data!r})")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(str(k) for k in data if k not in known)
+        if unknown:
+            raise ManifestError(
+                f"{where}unknown field {unknown[0]!r}; valid fields: {', '.join(sorted(known))}"
+            )
+        kwargs: dict[str, Any] = {}
+
+        def need(name: str, ok: bool, hint: str) -> None:
+            if not ok:
+                raise ManifestError(f"{where}field {name!r} {hint} (got {data[name]!r})")
+
+        for name in ("target", "target_kind", "adapter", "model_id", "tasks", "judge"):
+            if data.get(name) is not None:
+                need(name, isinstance(data[name], str), "must be a string")
+                kwargs[name] = data[name]
+        for name in ("battery", "agent_id", "methodology", "clock"):
+            if name in data:
+                need(name, isinstance(data[name], str) and bool(data[name]), "must be a string")
+                kwargs[name] = data[name]
+        for name in ("n_scenarios", "seed", "trials", "concurrency"):
+            if name in data:
+                value = data[name]
+                need(
+                    name,
+                    isinstance(value, int) and not isinstance(value, bool),
+                    "must be a whole number",
+                )
+                kwargs[name] = value
+        if data.get("timeout") is not None:
+            value = data["timeout"]
+            need(
+                "timeout",
+                isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0,
+                "must be seconds > 0",
+            )
+            kwargs["timeout"] = float(value)
+        for name in ("fault_types", "domains", "task_ids"):
+            if data.get(name) is not None:
+                value = data[name]
+                need(
+                    name,
+                    isinstance(value, list) and all(isinstance(v, str) for v in value),
+                    "must be a list of names",
+                )
+                kwargs[name] = tuple(value)
+        if "budgets" in data:
+            try:
+                kwargs["budgets"] = Budgets.from_mapping(data["budgets"])
+            except ValueError as exc:
+                raise ManifestError(f"{where}field 'budgets': {exc}") from None
+        if data.get("price_table") is not None:
+            kwargs["price_table"] = _price_table(data["price_table"], where)
+        for name in ("versions", "expected_hashes"):
+            if data.get(name) is not None:
+                value = data[name]
+                need(
+                    name,
+                    isinstance(value, Mapping) and all(isinstance(v, str) for v in value.values()),
+                    "must map names to strings",
+                )
+                kwargs[name] = {str(k): v for k, v in value.items()}
+        bad = sorted(set(kwargs.get("expected_hashes", {})) - set(EXPECTED_HASH_KEYS))
+        if bad:
+            raise ManifestError(
+                f"{where}field 'expected_hashes' has unknown key {bad[0]!r}; valid: "
+                f"{', '.join(EXPECTED_HASH_KEYS)}"
+            )
+        if source is not None:
+            kwargs["source"] = source
+        return cls(**kwargs)
+
+
+def _price_table(value: Any, where: str) -> dict[str, dict[str, float]]:
+    if not isinstance(value, Mapping):
+        raise ManifestError(
+            f"{where}field 'price_table' must map model ids to "
+            "{input_per_1k, output_per_1k} (USD per 1,000 tokens)"
+        )
+    table: dict[str, dict[str, float]] = {}
+    for model, prices in value.items():
+        if not isinstance(prices, Mapping) or set(prices) - {"input_per_1k", "output_per_1k"}:
+            raise ManifestError(
+                f"{where}field 'price_table' entry {model!r} must have input_per_1k and/or "
+                f"output_per_1k (got {prices!r})"
+            )
+        entry: dict[str, float] = {}
+        for key, price in prices.items():
+            if isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0:
+                raise ManifestError(
+                    f"{where}field 'price_table' entry {model!r}: {key} must be a number >= 0"
+                )
+            entry[str(key)] = float(price)
+        table[str(model)] = entry
+    return table
+
+
+def load_manifest(path: str | Path) -> RunManifest:
+    """Read a manifest from a YAML or JSON file (``ManifestError`` names what is wrong)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ManifestError(f"manifest {str(path)!r} not found (looked at {p.resolve()})")
+    try:
+        text = p.read_text(encoding="utf-8")
+        if p.suffix.lower() == ".json":
+            import json
+
+            data = json.loads(text)
+        else:
+            import yaml  # imported here: only manifest and task files need it
+
+            data = yaml.safe_load(text)
+    except Exception as exc:
+        raise ManifestError(f"{path}: cannot be parsed: {exc}") from None
+    return RunManifest.from_mapping(data or {}, source=str(path))
+
+
+def check_expected_hashes(manifest: RunManifest | None, actual: Mapping[str, str]) -> None:
+    """Raise ``ManifestMismatchError`` when a pinned hash differs from the run's."""
+    if manifest is None or not manifest.expected_hashes:
+        return
+    mismatches = {
+        key: (want, str(actual.get(key)))
+        for key, want in manifest.expected_hashes.items()
+        if actual.get(key) != want
+    }
+    if mismatches:
+        raise ManifestMismatchError(mismatches)

@@ -1,0 +1,734 @@
+"""Run plain Python agents (``agent(question) -> str | dict``) with real faults and a real trace.
+
+A plain agent has no framework to hook, so it opts in with three small helpers:
+
+* ``@tool`` wraps each tool. Inside a trial it emits ``tool_start`` / ``tool_end`` /
+  ``tool_error`` with call ids, passes the call through the trial's ``FaultInjector``, and either
+  returns the result or raises ``ToolCallError`` carrying the error text (injected or real) so
+  the agent can react. Outside a trial it just calls the function: no cost, no behaviour change.
+* ``think(text, tool_calls=[(name, args)], reasoning=None)`` records a model turn: what the agent
+  decided and why. Tool calls it declares are linked by id to the calls that follow, which is
+  what makes a step traceable.
+* ``model_input(messages)`` records what the agent read before a turn. When an agent calls
+  ``think`` without it, the turn's input is the tool results and errors the agent received since
+  its previous turn, because in plain Python that is exactly what it read. Fault delivery
+  receipts look for the fault's payload in this input.
+
+The agent's return value is the trial's final state. A dict's reference behavioural fields
+(``steps``, ``retries``, ``replanned``, ``had_fault``, ``recovered_intentionally``,
+``traceable``, ``success``, ``tool_calls``) become ``claim`` events: the trace decides, the
+claims are only checked against it.
+
+Targets: an *agent* is called once per trial with the question (or with ``(system, question)``
+when it takes two required positional arguments, as the reference SDK's runner). A *factory*
+(a callable with no required arguments that returns an agent) gives each trial a fresh agent;
+the runner decides which it has (``detect_target_kind``) and calls the factory itself.
+
+The trial is found through context variables, so concurrent trials never mix. A thread the
+agent starts itself sees no trial (its tools run untraced) unless it is started inside
+``contextvars.copy_context().run``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Final, TypeVar, overload
+
+from ..events import (
+    ChatMessage,
+    Claim,
+    EventBase,
+    FaultInjected,
+    Halt,
+    ModelEnd,
+    ModelStart,
+    Replan,
+    RunEnd,
+    RunStart,
+    ToolCall,
+    ToolEnd,
+    ToolError,
+    ToolStart,
+    Usage,
+)
+from ..faults.runtime import InjectedCrash
+from ..monitor import SafeHaltError
+from ..vocab import TRIGGER_POLICY
+from .context import BudgetExceeded, InfraError, TrialCancelled, TrialContext, current_trial
+from .protocol import TrialResult
+from .task import Task
+
+__all__ = [
+    "BEHAVIOURAL_FIELDS",
+    "PlainAdapter",
+    "ToolCallError",
+    "TrialScope",
+    "claim",
+    "current_scope",
+    "model_input",
+    "replan",
+    "response_text_of",
+    "think",
+    "tool",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+log = logging.getLogger("hbeval.plain")
+
+BEHAVIOURAL_FIELDS: Final = (
+    "steps",
+    "retries",
+    "replanned",
+    "had_fault",
+    "recovered_intentionally",
+    "traceable",
+    "success",
+    "tool_calls",
+)
+"""The reference runner's eight behavioural keys; kept as claims, never as facts."""
+
+_RESPONSE_KEYS: Final = ("response", "answer", "output", "final_answer", "text")
+
+
+class ToolCallError(Exception):
+    """A tool call failed inside a trial: an injected fault or the tool's own exception.
+
+    ``str(err)`` is the error text the agent should read. ``injected`` tells whether hbeval
+    caused it; a real exception is chained as ``__cause__``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        tool: str,
+        call_id: str,
+        error_type: str | None = None,
+        injected: bool = False,
+        http_status: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.call_id = call_id
+        self.error_type = error_type
+        self.injected = injected
+        self.http_status = http_status
+
+
+_PLAIN: Final = frozenset({str, int, bool, type(None)})
+
+
+def _jsonable(value: Any, depth: int = 0) -> Any:
+    """A JSON-safe copy of ``value`` for an event (the agent keeps the original object)."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else repr(value)
+    if depth > 32:
+        return repr(value)
+    if isinstance(value, Mapping):
+        # Scalars inline: tool arguments and results are mostly flat, and this runs per call.
+        return {
+            (k if type(k) is str else str(k)): (v if type(v) in _PLAIN else _jsonable(v, depth + 1))
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [v if type(v) in _PLAIN else _jsonable(v, depth + 1) for v in value]
+    if isinstance(value, (str, int, float)):  # subclasses (enums, numpy scalars with __index__)
+        return repr(value) if isinstance(value, float) and not math.isfinite(value) else value
+    return repr(value)
+
+
+# One encoder for every result: json.dumps with non-default options builds a new one per call.
+_ENCODE: Final = json.JSONEncoder(ensure_ascii=False, default=str, allow_nan=False).encode
+
+
+def _render(value: Any) -> str:
+    """A result as the text an agent reads: strings as they are, the rest as JSON.
+
+    The same rendering as the fault injector's payloads, so a delivery receipt finds a
+    corrupted result in the next model input.
+    """
+    if isinstance(value, str):
+        return value
+    try:
+        return _ENCODE(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def response_text_of(value: Any) -> str | None:
+    """The agent's answer as text: a string itself, or a dict's response/answer/output field."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        for key in _RESPONSE_KEYS:
+            text = value.get(key)
+            if isinstance(text, str):
+                return text
+    return None
+
+
+class TrialScope:
+    """Captures one plain-agent run as hb-events/1 events.
+
+    Opened by ``PlainAdapter`` (or ``PlainAdapter.scope`` for ad-hoc capture); the module-level
+    helpers find it through a context variable, so concurrent trials never mix. Events stop
+    being recorded once the trial's timeout cut it: a thread cannot be killed, so the agent may
+    run on in the background, but nothing it does after the cut enters the trace.
+    """
+
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        injector: Any = None,
+        context: TrialContext | None = None,
+        clock: Any = None,
+    ) -> None:
+        self.run_id = run_id
+        self.injector = injector
+        self.context = context
+        # In a battery run the trace lives on the trial context, so the runner can keep what
+        # happened before a timeout cut; otherwise the scope keeps its own list.
+        self.events: list[EventBase] = context.events if context is not None else []
+        self._clock_now: Callable[[], float] = getattr(clock, "now", time.time)
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._calls = 0
+        self._models = 0
+        self._pending: list[tuple[str, str]] = []
+        """Tool calls the last turns declared and no tool has claimed yet: (tool, call id)."""
+        self._unread: list[ChatMessage] = []
+        """Tool results and errors the agent received since its last model input."""
+        self._open_model: str | None = None
+        self._halted = False
+
+    # ------------------------------------------------------------------ recording
+    def emit(self, event_cls: type[EventBase], **fields: Any) -> None:
+        """Record one event with this run's id, the next sequence number and a timestamp."""
+        ctx = self.context
+        if ctx is not None and ctx.cut_off:
+            return
+        with self._lock:
+            try:
+                # Validated construction on purpose: pydantic's model_construct is slower here
+                # (it inspects every default_factory per call) and would skip the type checks.
+                event = event_cls(run_id=self.run_id, seq=self._seq, ts=self._clock_now(), **fields)
+            except Exception as exc:
+                # Capture never breaks the agent: the event is dropped (evidence completeness
+                # shows the gap) and the agent carries on.
+                log.warning("hbeval dropped a %s event: %s", event_cls.__name__, exc)
+                return
+            self._append(event)
+
+    def _append(self, event: EventBase) -> None:
+        # Called under self._lock, so sequence numbers and list order agree.
+        ctx = self.context
+        if ctx is None:
+            self.events.append(event)
+            self._seq += 1
+        elif ctx.record(event):
+            self._seq += 1
+
+    def _emit_fault(self, fault: FaultInjected | None) -> None:
+        if fault is None:
+            return
+        with self._lock:
+            # The injector stamps its own clock time; we add the run id and our order.
+            self._append(fault.model_copy(update={"seq": self._seq, "run_id": self.run_id}))
+
+    def _next_call_id(self) -> str:
+        with self._lock:
+            self._calls += 1
+            return f"call-{self._calls}"
+
+    def _claim_call_id(self, tool: str) -> str:
+        """The id a turn declared for this tool call, or a fresh one (then it is unlinked)."""
+        with self._lock:
+            for i, (name, call_id) in enumerate(self._pending):
+                if name == tool:
+                    del self._pending[i]
+                    return call_id
+            self._calls += 1
+            return f"call-{self._calls}"
+
+    # ------------------------------------------------------------------ tool boundary
+    def call_tool(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        arguments: dict[str, Any],
+    ) -> Any:
+        """Run one tool call under the trial: events, budgets, faults, errors the agent can read."""
+        ctx = self.context
+        if ctx is not None:
+            try:
+                ctx.check_tool_boundary()
+            except BudgetExceeded as exc:
+                self._halt(exc)
+                raise
+        call_id = self._claim_call_id(name)
+        safe_args = _jsonable(arguments)
+        self.emit(ToolStart, call_id=call_id, tool=name, args=safe_args)
+        injector = self.injector
+        t0 = time.perf_counter()
+        try:
+            if injector is not None:
+                outcome = injector.run_call(name, arguments, call_id, lambda: fn(*args, **kwargs))
+            else:
+                outcome = None
+                result = fn(*args, **kwargs)
+        except TrialCancelled:
+            raise
+        except Exception as exc:
+            latency = (time.perf_counter() - t0) * 1000.0
+            fault = getattr(exc, "fault", None)
+            if isinstance(fault, FaultInjected):
+                # A crash fault: the receipt, then the error; the exception leaves the agent.
+                self._emit_fault(fault)
+            else:
+                self._emit_fault(self._fault_for(call_id))
+            text = f"{type(exc).__name__}: {exc}"
+            self.emit(
+                ToolError,
+                call_id=call_id,
+                tool=name,
+                error=text,
+                error_type=type(exc).__name__,
+                latency_ms=latency,
+            )
+            self._read(_tool_message(text, call_id))
+            if isinstance(fault, FaultInjected):
+                raise
+            raise ToolCallError(
+                text, tool=name, call_id=call_id, error_type=type(exc).__name__
+            ) from exc
+        latency = (time.perf_counter() - t0) * 1000.0
+        if outcome is not None:
+            self._emit_fault(outcome.fault)
+            if outcome.error is not None:
+                self.emit(
+                    ToolError,
+                    call_id=call_id,
+                    tool=name,
+                    error=outcome.error,
+                    error_type=outcome.error_type,
+                    latency_ms=latency,
+                )
+                self._read(_tool_message(outcome.error, call_id))
+                raise ToolCallError(
+                    outcome.error,
+                    tool=name,
+                    call_id=call_id,
+                    error_type=outcome.error_type,
+                    injected=outcome.fault is not None,
+                    http_status=outcome.http_status,
+                )
+            result = outcome.result
+        self.emit(ToolEnd, call_id=call_id, tool=name, result=_jsonable(result), latency_ms=latency)
+        self._read(_tool_message(_render(result), call_id))
+        return result
+
+    def _fault_for(self, call_id: str) -> FaultInjected | None:
+        """The receipt the injector recorded for ``call_id`` before re-raising a tool's error."""
+        injector = self.injector
+        if injector is None:
+            return None
+        for event in reversed(getattr(injector, "events", ())):
+            if getattr(event, "call_id", None) == call_id:
+                return event  # type: ignore[no-any-return]
+        return None
+
+    def _read(self, message: ChatMessage) -> None:
+        with self._lock:
+            self._unread.append(message)
+
+    def _halt(self, exc: BudgetExceeded) -> None:
+        """Record the budget halt once (later boundaries raise again without a new event)."""
+        with self._lock:
+            if self._halted:
+                return
+            self._halted = True
+        self.emit(
+            Halt,
+            metric=None,
+            value=float(exc.used),
+            threshold=float(exc.limit),
+            reason=str(exc),
+            trigger=TRIGGER_POLICY,
+            enforced=True,
+            attrs={"budget": exc.budget},
+        )
+
+    # ------------------------------------------------------------------ model turns
+    def model_input(self, messages: Iterable[Any]) -> str:
+        """Open a model turn whose input is ``messages``; returns the turn's call id."""
+        converted = [_message(m) for m in messages or ()]
+        with self._lock:
+            self._models += 1
+            call_id = f"model-{self._models}"
+            self._open_model = call_id
+            self._unread.clear()
+        self.emit(ModelStart, call_id=call_id, messages=converted)
+        return call_id
+
+    def think(
+        self,
+        text: str | None,
+        tool_calls: Sequence[tuple[str, Mapping[str, Any]] | str] | None = None,
+        reasoning: str | None = None,
+        *,
+        model: str | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+    ) -> list[str]:
+        """Close a model turn (opening one on what the agent read, if needed); returns call ids."""
+        with self._lock:
+            call_id = self._open_model
+            unread = list(self._unread) if call_id is None else None
+        if call_id is None:
+            call_id = self.model_input(unread or ())
+        with self._lock:
+            self._open_model = None
+        if self.context is not None:
+            self.context.count_turn()
+        calls: list[ToolCall] = []
+        ids: list[str] = []
+        for item in tool_calls or ():
+            try:
+                name, args = (item, {}) if isinstance(item, str) else (str(item[0]), dict(item[1]))
+            except (TypeError, ValueError, IndexError, KeyError):
+                log.warning("hbeval ignored a declared tool call it cannot read: %r", item)
+                continue
+            cid = self._next_call_id()
+            calls.append(ToolCall(id=cid, name=name, args=_jsonable(args)))
+            ids.append(cid)
+            with self._lock:
+                self._pending.append((name, cid))
+        usage = None
+        if input_tokens is not None or output_tokens is not None:
+            usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens)
+        self.emit(
+            ModelEnd,
+            call_id=call_id,
+            text=text,
+            reasoning=reasoning,
+            tool_calls=calls,
+            usage=usage,
+            attrs={"model": model} if model else {},
+        )
+        return ids
+
+
+def _tool_message(content: str, call_id: str) -> ChatMessage:
+    """What the agent read from one tool call."""
+    return ChatMessage(role="tool", content=content, tool_call_id=call_id)
+
+
+def _message(item: Any) -> ChatMessage:
+    """Accept a ChatMessage, a ``{"role", "content"}`` dict, a ``(role, content)`` pair or text."""
+    if isinstance(item, ChatMessage):
+        return item
+    if isinstance(item, Mapping):
+        call_id = item.get("tool_call_id")
+        return ChatMessage(
+            role=str(item.get("role", "user")),
+            content=_render(item.get("content", "")),
+            tool_call_id=None if call_id is None else str(call_id),
+        )
+    if isinstance(item, tuple) and len(item) == 2:
+        return ChatMessage(role=str(item[0]), content=_render(item[1]))
+    return ChatMessage(role="user", content=_render(item))
+
+
+_SCOPE: ContextVar[TrialScope | None] = ContextVar("hbeval_plain_scope", default=None)
+_INJECTOR: ContextVar[Any] = ContextVar("hbeval_plain_injector", default=None)
+_MEMORY: ContextVar[Any] = ContextVar("hbeval_plain_memory", default=None)
+
+
+def current_scope() -> TrialScope | None:
+    """The plain-agent capture open in this context, or None."""
+    return _SCOPE.get()
+
+
+# ---------------------------------------------------------------------- helpers for agents
+@overload
+def tool(fn: F, /) -> F: ...
+@overload
+def tool(fn: None = None, /, *, name: str | None = None) -> Callable[[F], F]: ...
+def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F], F]:
+    """Make a function a hbeval tool: traced and fault-injectable inside a trial, untouched outside.
+
+    Use as ``@tool`` or ``@tool(name="lookup")``. Works on methods too (``self`` is not recorded
+    as an argument). Inside a trial a failed call raises ``ToolCallError``; a ``crash`` fault
+    raises ``InjectedCrash`` out of the agent, as a real crash would.
+    """
+
+    def decorate(func: F) -> F:
+        tool_name = name or func.__name__
+        sig = inspect.signature(func)
+        params = list(sig.parameters.values())
+        skip_first = bool(params) and params[0].name in ("self", "cls")
+
+        def arguments_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+            if not args or (skip_first and len(args) == 1):
+                return dict(kwargs)
+            try:
+                bound = sig.bind_partial(*args, **kwargs).arguments
+            except TypeError:
+                # The call is wrong; let the real function raise its own TypeError.
+                return {"args": list(args), **kwargs}
+            if skip_first:
+                bound.pop(params[0].name, None)
+            return dict(bound)
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            scope = _SCOPE.get()
+            if scope is None:
+                return func(*args, **kwargs)
+            return scope.call_tool(tool_name, func, args, kwargs, arguments_of(args, kwargs))
+
+        wrapper.hbeval_tool_name = tool_name  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    if fn is not None:
+        return decorate(fn)
+    return decorate
+
+
+def think(
+    text: str | None,
+    tool_calls: Sequence[tuple[str, Mapping[str, Any]] | str] | None = None,
+    reasoning: str | None = None,
+    *,
+    model: str | None = None,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+) -> list[str]:
+    """Record a model turn: the agent's words, its reasoning, and the tool calls it decides on.
+
+    Declared calls (``[("lookup_order", {"order_id": "A1"})]``) are linked by id to the next
+    calls of those tools, so they count as traceable when ``text`` or ``reasoning`` gives a
+    reason. Returns the declared call ids. Outside a trial it does nothing and returns [].
+    """
+    scope = _SCOPE.get()
+    if scope is None:
+        return []
+    return scope.think(
+        text,
+        tool_calls,
+        reasoning,
+        model=model,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+    )
+
+
+def model_input(messages: Iterable[Any]) -> str | None:
+    """Record what the agent read before its next turn (messages, dicts, pairs or text)."""
+    scope = _SCOPE.get()
+    if scope is None:
+        return None
+    return scope.model_input(messages)
+
+
+def replan(reason: str | None = None) -> None:
+    """Declare a re-plan (why the plan changed); a no-op outside a trial."""
+    scope = _SCOPE.get()
+    if scope is not None:
+        scope.emit(Replan, reason=reason)
+
+
+def claim(name: str, value: Any = True, text: str | None = None) -> None:
+    """Record a self-report (checked against the trace, never taken as fact)."""
+    scope = _SCOPE.get()
+    if scope is not None:
+        scope.emit(Claim, name=name, value=_jsonable(value), text=text)
+
+
+# ---------------------------------------------------------------------- invoking agents
+_ARITY: dict[Any, int] = {}
+
+
+def _arity_key(target: Any) -> Any:
+    """A cache key shared by every agent built the same way.
+
+    Factories build a new closure (or bound method) per trial, so the key is the code object
+    behind it; keying on the function itself would miss every time and grow without bound.
+    """
+    func = getattr(target, "__func__", target)
+    code = getattr(func, "__code__", None)
+    if code is not None:
+        return code
+    if inspect.isbuiltin(target):
+        return target
+    return type(target)
+
+
+def required_positional(target: Any) -> int | None:
+    """How many positional arguments ``target`` requires; None when it cannot be inspected."""
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError):
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(
+        1
+        for p in sig.parameters.values()
+        if p.kind in kinds and p.default is inspect.Parameter.empty
+    )
+
+
+def _invoke(agent: Any, system: str, question: str) -> Any:
+    """Call ``agent(question)``, or ``agent(system, question)`` when it needs two arguments."""
+    key = _arity_key(agent)
+    try:
+        n = _ARITY.get(key)
+    except TypeError:  # an unhashable callable type: inspect every time
+        key, n = None, None
+    if n is None:
+        n = required_positional(agent) or 1
+        if key is not None:
+            _ARITY[key] = n
+    if n >= 2:
+        return agent(system, question)
+    return agent(question)
+
+
+class PlainAdapter:
+    """The Adapter for plain callables: no framework, tools opt in with ``@tool``.
+
+    ``run_trial`` calls the agent once inside a ``TrialScope`` and never raises for the agent's
+    own errors: they become the result's status. Within a battery run the scope takes the run
+    id, fault injector and budgets from the runner's ``TrialContext``.
+    """
+
+    name = "plain"
+
+    def instrument(self) -> None:
+        """Nothing to patch: plain agents opt in with ``@tool``. Idempotent."""
+
+    def uninstrument(self) -> None:
+        """Nothing to restore. Idempotent."""
+
+    @contextmanager
+    def scope(self, run_id: str) -> Iterator[TrialScope]:
+        """Capture a plain agent outside the runner: ``with PlainAdapter().scope("r1") as s: ...``."""
+        ctx = current_trial()
+        capture = TrialScope(
+            run_id,
+            injector=_INJECTOR.get(),
+            context=ctx,
+            clock=ctx.clock if ctx is not None else None,
+        )
+        token = _SCOPE.set(capture)
+        try:
+            yield capture
+        finally:
+            _SCOPE.reset(token)
+
+    def fault_hook(self, injector: Any) -> None:
+        """Use ``injector`` for tool calls in this context (None removes it)."""
+        _INJECTOR.set(injector)
+
+    def memory_hook(self, memory: Any) -> None:
+        """Make ``memory`` available to plain agents in this context (None detaches)."""
+        _MEMORY.set(memory)
+
+    def run_trial(self, target: Any, task: Task, scenario: Any, plan: Any) -> TrialResult:
+        """Run ``task`` once on the agent ``target`` under ``scenario``; errors become the status.
+
+        Outside a battery run (no ``TrialContext``) a ``plan`` is injected only when
+        ``HBEVAL_ALLOW_FAULT_INJECTION`` allows it: plain capture never injects on its own.
+        """
+        ctx = current_trial()
+        run_id = ctx.trial_run_id if ctx is not None else task.id
+        injector = _INJECTOR.get()
+        if injector is None and ctx is not None:
+            injector = ctx.injector
+        if injector is None and plan is not None and ctx is None:
+            from ..faults import FaultInjector
+
+            forbidden = task.forbidden_tools[0] if task.forbidden_tools else None
+            injector = FaultInjector(plan, run_id=run_id, forbidden_tool=forbidden)
+        question = scenario.question(task.question) if scenario is not None else task.question
+        scope = TrialScope(
+            run_id, injector=injector, context=ctx, clock=ctx.clock if ctx is not None else None
+        )
+        scope.emit(
+            RunStart,
+            agent_id=ctx.agent_id if ctx is not None else None,
+            task_id=task.id,
+            scenario=getattr(scenario, "index", None),
+            trial=ctx.trial_index if ctx is not None else None,
+            framework="plain",
+            input=question,
+        )
+        status, error, error_type, infra = "ok", None, None, False
+        value: Any = None
+        token = _SCOPE.set(scope)
+        try:
+            value = _invoke(target, task.system, question)
+        except BudgetExceeded as exc:
+            status, error, error_type = "halted", str(exc), type(exc).__name__
+        except TrialCancelled as exc:
+            status, error, error_type = "timeout", str(exc), type(exc).__name__
+        except InfraError as exc:
+            status, error, error_type, infra = "error", str(exc), type(exc).__name__, True
+        except InjectedCrash as exc:
+            # A crash fault aborted the agent, as a real crash would.
+            status, error, error_type = "cancelled", f"InjectedCrash: {exc}", type(exc).__name__
+        except SafeHaltError as exc:
+            status, error, error_type = "halted", str(exc), type(exc).__name__
+        except Exception as exc:
+            status, error, error_type = "error", f"{type(exc).__name__}: {exc}", type(exc).__name__
+        finally:
+            _SCOPE.reset(token)
+        if status == "ok" and ctx is not None and ctx.stop is not None:
+            # The agent swallowed the budget stop and returned: still a halted trial.
+            status, error, error_type = "halted", str(ctx.stop), type(ctx.stop).__name__
+        if isinstance(value, Mapping):
+            for key in BEHAVIOURAL_FIELDS:
+                if key in value:
+                    # Tagged so scoring can tell these from the same keys it reads off
+                    # the final state (the store keeps events, not the final state).
+                    scope.emit(
+                        Claim,
+                        name=key,
+                        value=_jsonable(value[key]),
+                        attrs={"source": "final_state"},
+                    )
+        text = response_text_of(value)
+        scope.emit(
+            RunEnd,
+            status=status,
+            output=text if text is not None else _jsonable(value),
+            error=error,
+        )
+        judge = getattr(target, "judge", None)
+        return TrialResult(
+            final_state=value,
+            events=list(scope.events),
+            status=status,
+            error=error,
+            error_type=error_type,
+            infra=infra,
+            response_text=text,
+            # Methodology B asks the agent's own judge: a plain agent offers one as ``.judge``.
+            metadata={"judge": judge} if callable(judge) else {},
+        )

@@ -1,0 +1,280 @@
+"""Which adapter runs a target, and whether the target is a factory or a shared agent.
+
+Adapters register a *kind* with a detector and a factory (``register_adapter``). Framework
+adapters that ship with hbeval are known lazily, as ``kind -> "module:attr"``, and imported only
+when a target's class comes from that framework's modules (checked by ``__module__`` prefix on
+the class and its bases). Detection never imports a framework. The plain-callable adapter is
+the fallback for anything callable.
+
+Target kinds (``--target-kind``):
+
+* ``factory`` -- a callable with no required arguments that returns an agent; each trial gets a
+  fresh agent, so trials are isolated and may run concurrently.
+* ``agent`` -- the agent itself, shared by every trial, which therefore run serially and are
+  marked "not isolated".
+* an adapter kind (``plain``, ``langgraph``, ...) -- choose the adapter; factory-or-agent is
+  still detected.
+
+Detection: a callable whose signature has no required positional parameter is a factory
+(a class with a no-argument constructor counts); anything else is an agent.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .protocol import Adapter
+
+__all__ = [
+    "KIND_AGENT",
+    "KIND_FACTORY",
+    "LAZY_ADAPTERS",
+    "MODULE_PREFIXES",
+    "AdapterEntry",
+    "ResolvedTarget",
+    "TargetKindError",
+    "adapter_kinds",
+    "detect_adapter",
+    "detect_target_kind",
+    "get_adapter",
+    "register_adapter",
+    "resolve_target",
+]
+
+KIND_FACTORY: Final = "factory"
+KIND_AGENT: Final = "agent"
+PLAIN: Final = "plain"
+
+LAZY_ADAPTERS: dict[str, str] = {
+    "langgraph": "hbeval_langgraph:LangGraphAdapter",
+    "crewai": "hbeval_crewai:CrewAIAdapter",
+    "autogen": "hbeval_autogen:AutoGenAdapter",
+}
+"""Adapters imported only when a target looks like their framework: kind -> "module:attr"."""
+
+MODULE_PREFIXES: dict[str, tuple[str, ...]] = {
+    "langgraph": ("langgraph", "langchain", "langchain_core"),
+    "crewai": ("crewai",),
+    "autogen": ("autogen_agentchat", "autogen_core", "autogen_ext", "autogen"),
+}
+"""Module prefixes of each lazily known framework's classes (matched on the class and its bases)."""
+
+
+class TargetKindError(ValueError):
+    """The target kind or adapter could not be decided; says which flag fixes it."""
+
+
+Detector = Callable[[Any], bool]
+AdapterFactory = Callable[[], Adapter]
+
+
+@dataclass(frozen=True)
+class AdapterEntry:
+    """A registered adapter: its kind, how to recognise its targets, and how to make one."""
+
+    kind: str
+    detector: Detector
+    factory: AdapterFactory
+
+
+def _plain_factory() -> Adapter:
+    from .plain import PlainAdapter
+
+    return PlainAdapter()
+
+
+_REGISTRY: dict[str, AdapterEntry] = {}
+_FALLBACK = AdapterEntry(PLAIN, callable, _plain_factory)
+
+
+def register_adapter(kind: str, detector: Detector, factory: AdapterFactory) -> None:
+    """Register (or replace) the adapter for ``kind``.
+
+    ``detector(obj)`` says whether ``obj`` (the agent, or what a factory returned) belongs to
+    this adapter; it must not import anything heavy. ``factory()`` returns an ``Adapter``.
+    Registered adapters are tried newest first, before the lazily known ones and the plain
+    fallback.
+    """
+    if not isinstance(kind, str) or not kind or kind in (KIND_FACTORY, KIND_AGENT):
+        raise ValueError(
+            f"adapter kind must be a non-empty name other than {KIND_FACTORY!r}/{KIND_AGENT!r} "
+            f"(got {kind!r})"
+        )
+    _REGISTRY.pop(kind, None)
+    _REGISTRY[kind] = AdapterEntry(kind, detector, factory)
+
+
+def adapter_kinds() -> list[str]:
+    """Every adapter kind known: registered, lazily known and ``plain``."""
+    return sorted({*_REGISTRY, *LAZY_ADAPTERS, PLAIN})
+
+
+def _module_names(obj: Any) -> list[str]:
+    cls = obj if isinstance(obj, type) else type(obj)
+    names = [getattr(c, "__module__", "") or "" for c in getattr(cls, "__mro__", (cls,))]
+    return [n for n in names if n != "builtins"]
+
+
+def _looks_like(obj: Any, kind: str) -> bool:
+    prefixes = MODULE_PREFIXES.get(kind, ())
+    for name in _module_names(obj):
+        for prefix in prefixes:
+            if name == prefix or name.startswith(prefix + "."):
+                return True
+    return False
+
+
+def detect_adapter(obj: Any) -> str:
+    """The adapter kind for ``obj``: registered detectors, then framework modules, then plain."""
+    for entry in reversed(list(_REGISTRY.values())):
+        try:
+            if entry.detector(obj):
+                return entry.kind
+        except Exception:  # a detector's bug must not hide the other adapters
+            continue
+    for kind in LAZY_ADAPTERS:
+        if _looks_like(obj, kind):
+            return kind
+    if callable(obj):
+        return PLAIN
+    raise TargetKindError(
+        f"cannot tell which adapter runs a {type(obj).__module__}.{type(obj).__qualname__}: "
+        f"it is not callable and no adapter recognises it; pass --target-kind with one of "
+        f"{', '.join(adapter_kinds())}"
+    )
+
+
+def get_adapter(kind: str) -> Adapter:
+    """A new adapter of ``kind``, importing a framework adapter only now."""
+    entry = _REGISTRY.get(kind)
+    if entry is not None:
+        return entry.factory()
+    if kind == PLAIN:
+        return _plain_factory()
+    ref = LAZY_ADAPTERS.get(kind)
+    if ref is None:
+        raise TargetKindError(f"unknown adapter kind {kind!r}; known: {', '.join(adapter_kinds())}")
+    module_name, _, attr = ref.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise TargetKindError(
+            f"the {kind} adapter ({module_name}) cannot be imported ({exc}); "
+            f"install it with: pip install 'hbeval[{kind}]'"
+        ) from exc
+    # The adapter module may have registered a richer entry while importing.
+    entry = _REGISTRY.get(kind)
+    if entry is not None:
+        return entry.factory()
+    factory = getattr(module, attr)
+    adapter: Adapter = factory()
+    return adapter
+
+
+def detect_target_kind(target: Any) -> str:
+    """``"factory"`` when ``target`` is callable with no required positional argument, else ``"agent"``."""
+    if not callable(target):
+        return KIND_AGENT
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError):
+        return KIND_AGENT
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    required = [
+        p
+        for p in sig.parameters.values()
+        if p.kind in kinds and p.default is inspect.Parameter.empty
+    ]
+    return KIND_FACTORY if not required else KIND_AGENT
+
+
+@dataclass
+class ResolvedTarget:
+    """A target ready to run: its adapter, and how each trial gets an agent.
+
+    ``agent()`` returns a fresh agent per call for a factory (the first call hands over the
+    agent built for detection, so the factory is never called once too often) and the shared
+    agent otherwise.
+    """
+
+    target: Any
+    kind: str
+    """``factory`` or ``agent``."""
+    adapter_kind: str
+    adapter: Adapter
+    _probe: Any = None
+    _probe_used: bool = False
+
+    @property
+    def isolated(self) -> bool:
+        """Whether each trial gets its own agent."""
+        return self.kind == KIND_FACTORY
+
+    def agent(self) -> Any:
+        """The agent for the next trial (raises whatever the factory raises)."""
+        if self.kind != KIND_FACTORY:
+            return self.target
+        if not self._probe_used:
+            self._probe_used = True
+            probe, self._probe = self._probe, None
+            if probe is not None:
+                return probe
+        return self.target()
+
+
+def resolve_target(
+    target: Any, *, target_kind: str | None = None, adapter: Adapter | None = None
+) -> ResolvedTarget:
+    """Decide factory-or-agent and the adapter for ``target`` (``target_kind`` overrides).
+
+    For a factory the adapter is detected on the agent it returns, so the factory is called
+    once here; that agent serves the first trial.
+    """
+    kinds = {KIND_FACTORY, KIND_AGENT}
+    adapter_kind: str | None = None
+    if target_kind is not None and target_kind not in kinds:
+        if target_kind not in adapter_kinds():
+            raise TargetKindError(
+                f"--target-kind must be {KIND_FACTORY}, {KIND_AGENT} or an adapter kind "
+                f"({', '.join(adapter_kinds())}); got {target_kind!r}"
+            )
+        adapter_kind = target_kind
+        target_kind = None
+    kind = target_kind or detect_target_kind(target)
+    if kind == KIND_FACTORY and not callable(target):
+        raise TargetKindError(
+            f"--target-kind factory needs a callable target; got a {type(target).__name__}"
+        )
+    probe = None
+    sample = target
+    if kind == KIND_FACTORY:
+        try:
+            probe = target()
+        except Exception:
+            # A factory that cannot build an agent is an infrastructure failure of each trial
+            # (recorded and retried there), not a reason to crash the run here.
+            probe = None
+        else:
+            sample = probe
+        if sample is probe and (not callable(probe) and adapter_kind is None and adapter is None):
+            # A plain agent with only optional arguments looks like a factory; say how to fix it.
+            try:
+                detected = detect_adapter(probe)
+            except TargetKindError:
+                detected = None
+            if detected is None:
+                raise TargetKindError(
+                    f"the target was taken for a factory (it needs no arguments) but calling "
+                    f"it returned {type(probe).__name__}, not an agent; if it is the agent "
+                    f"itself, pass --target-kind {KIND_AGENT}"
+                )
+    if adapter is not None:
+        name = getattr(adapter, "name", None)
+        return ResolvedTarget(target, kind, str(name or "custom"), adapter, probe)
+    if adapter_kind is None:
+        adapter_kind = detect_adapter(sample)
+    return ResolvedTarget(target, kind, adapter_kind, get_adapter(adapter_kind), probe)

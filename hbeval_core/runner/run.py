@@ -1,0 +1,875 @@
+"""Run a fault battery against an agent: every scenario x trial, recorded, scored and reported.
+
+``run_battery(adapter, target, tasks, battery, ...)`` is the whole job. Scenario ``i`` runs
+``tasks[i mod len(tasks)]``; each scenario x trial index is one trial with key ``s003-t1``.
+
+**Ids.** A trial's events carry ``<run_id>/<trial_key>`` (``.../a<n>`` for retry attempts), so
+ids derive from the run id, scenario and trial only. Without ``run_id`` the run id is
+``<agent_id>-<measurement fingerprint>``: an unfinished run with that id and the same identity
+is resumed; a finished one is never reopened by default, and the next free ``-2``, ``-3``... is
+used instead, because a finished measurement repeated is a new run (CSI needs repeated runs,
+and a changed agent must not silently inherit old results). Pass ``run_id`` to resume one run
+on purpose.
+
+**Outcomes.** pass / fail (the verdict decides; an agent that raises, is halted by a budget or
+crashes under a fault fails) / timeout / infra_error (the harness or environment failed: the
+adapter raised, the factory could not build an agent, the agent raised ``InfraError``, or
+scoring failed) / skipped (a shared agent object was still busy with a timed-out trial, so the
+trial could not start; it is not scored). Infra errors are retried up to
+``max_infra_retries`` times; every attempt is kept in the store.
+
+**Timeouts.** With ``timeout`` set each attempt runs in its own daemon thread and the runner
+waits that long. A thread cannot be killed: a timed-out agent runs on in the background, is
+told to stop at its next tool call (``TrialCancelled``), and everything it does after the cut is
+discarded. The trace up to the cut is kept and scored.
+
+**Isolation and concurrency.** A factory target gives each trial a fresh agent and trials run
+on up to ``concurrency`` threads. A shared agent object runs every trial serially on the same
+object, and the report says "not isolated".
+
+**Recording.** Every attempt, its events, the trial, its metrics and the report go through the
+store's ``Recorder``, one trial at a time from the calling thread. The trial record is written
+last, so a trial is either complete in the store or re-run on resume (attempts already stored
+are kept and numbering continues after them). Ctrl-C marks the run interrupted and loses no
+trial that was already recorded.
+
+**Faults and time.** Fault injection is enabled inside battery runs. Time-based faults wait on
+a virtual clock unless ``clock`` is given: the agent sees the same timeout error without the
+runner sleeping for it (the manifest records ``clock: virtual``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ..events import EventBase, RunEnd
+from ..faults import (
+    Battery,
+    FaultInjector,
+    derive_trial_seed,
+    measurement_fingerprint,
+    task_for,
+)
+from ..scoring import build_report, judge_identity, score_trial
+from ..store import (
+    RUN_COMPLETED,
+    RUN_FAILED,
+    RUN_INTERRUPTED,
+    AttemptRecord,
+    MemoryStore,
+    RunRecord,
+    TrialRecord,
+    make_trial_key,
+)
+from ..vocab import (
+    DERIVE_VERSION,
+    DIRECTIVE,
+    HALT,
+    METHODOLOGY_A,
+    METHODOLOGY_B,
+    METHODOLOGY_C,
+    MODEL_END,
+    OUTCOME_FAIL,
+    OUTCOME_INFRA_ERROR,
+    OUTCOME_PASS,
+    OUTCOME_SKIPPED,
+    OUTCOME_TIMEOUT,
+    SCORING_VERSION,
+)
+from .context import Budgets, TrialContext, trial_context
+from .manifest import RunManifest, check_expected_hashes, package_versions
+from .protocol import Adapter, TrialResult
+from .registry import ResolvedTarget, resolve_target
+from .task import Task
+
+__all__ = [
+    "DEFAULT_SEED",
+    "DEFAULT_TRIALS",
+    "ProgressUpdate",
+    "VirtualClock",
+    "default_run_id",
+    "run_battery",
+    "trial_run_id",
+]
+
+log = logging.getLogger("hbeval.runner")
+
+DEFAULT_TRIALS: Final = 3
+DEFAULT_SEED: Final = 42
+_METHODOLOGIES: Final = (METHODOLOGY_A, METHODOLOGY_B, METHODOLOGY_C)
+
+
+class VirtualClock:
+    """A clock whose waits are skipped: ``now()`` is real time plus every wait asked for.
+
+    Timeout and latency faults then cost the runner nothing while the agent still receives the
+    same error text; ``slept`` counts towards the trial's wall-time budget.
+    """
+
+    def __init__(self) -> None:
+        self.slept = 0.0
+
+    def sleep(self, seconds: float) -> None:
+        """Skip ``seconds`` of waiting."""
+        if seconds < 0:
+            raise ValueError(f"seconds must be >= 0 (got {seconds})")
+        self.slept += seconds
+
+    async def asleep(self, seconds: float) -> None:
+        """Async twin of ``sleep``."""
+        self.sleep(seconds)
+
+    def now(self) -> float:
+        """Real time plus the waits skipped so far."""
+        return time.time() + self.slept
+
+
+@dataclass(frozen=True)
+class ProgressUpdate:
+    """Where a run stands, after each recorded trial."""
+
+    run_id: str
+    done: int
+    """Trials finished, resumed ones included."""
+    total: int
+    failed: int
+    """Trials whose outcome is not pass (resumed ones included)."""
+    resumed: int
+    """Trials taken from the store instead of being run."""
+    last: Mapping[str, Any] | None = None
+    """The trial just recorded (None for the first update, sent before any trial runs)."""
+
+
+def trial_run_id(run_id: str, trial_key: str, attempt: int) -> str:
+    """The id the events of one attempt carry: ``<run>/<trial>``, ``<run>/<trial>/a<n>`` for retries."""
+    return f"{run_id}/{trial_key}" if attempt == 0 else f"{run_id}/{trial_key}/a{attempt}"
+
+
+def default_run_id(store: Any, agent_id: str, fingerprint: str, identity: Mapping[str, Any]) -> str:
+    """``<agent>-<fingerprint>``, or the first ``-N`` suffix that is new or resumable.
+
+    A stored run is resumable when it did not complete and has the same identity (agent,
+    battery, measurement fingerprint, manifest hash); otherwise the next suffix is tried.
+    """
+    base = f"{agent_id}-{fingerprint}"
+    n = 1
+    while True:
+        candidate = base if n == 1 else f"{base}-{n}"
+        stored = store.get_run(candidate)
+        if stored is None:
+            return candidate
+        same = all(getattr(stored, k) == v for k, v in identity.items())
+        if same and stored.status != RUN_COMPLETED:
+            return candidate
+        n += 1
+
+
+# ---------------------------------------------------------------------- one trial
+@dataclass
+class _Attempt:
+    number: int
+    result: TrialResult
+    infra: bool
+    started_at: float
+    ended_at: float
+    latency_ms: float
+
+
+@dataclass
+class _Job:
+    key: str
+    scenario: Any
+    task: Task
+    trial_index: int
+    plan: Any
+    first_attempt: int = 0
+
+
+@dataclass
+class _Done:
+    job: _Job
+    attempts: list[_Attempt]
+    outcome: str
+    verdict: dict[str, Any] | None
+    trial: dict[str, Any]
+    scoring_error: str | None = None
+
+
+def _usage(verdict: Mapping[str, Any] | None, events: Sequence[EventBase]) -> dict[str, Any]:
+    """Tokens, tool calls, model calls and interventions of a trial (None where not measured)."""
+    base = verdict.get("usage") if isinstance(verdict, Mapping) else None
+    usage: dict[str, Any] = {
+        "input_tokens": None,
+        "output_tokens": None,
+        "tool_calls": None,
+    }
+    if isinstance(base, Mapping):
+        usage.update({k: base.get(k) for k in usage})
+    kinds = [getattr(e, "kind", None) for e in events]
+    usage["model_calls"] = kinds.count(MODEL_END)
+    # Interventions: times hbeval stopped or redirected the agent (budget halts, directives).
+    usage["interventions"] = kinds.count(HALT) + kinds.count(DIRECTIVE)
+    return usage
+
+
+def _outcome(result: TrialResult, infra: bool, verdict: Mapping[str, Any] | None) -> str:
+    if result.status == "timeout":
+        return OUTCOME_TIMEOUT
+    if infra or verdict is None:
+        return OUTCOME_INFRA_ERROR
+    # A trial stopped by a budget or a Safe Halt did not finish its task: it cannot pass.
+    if verdict.get("passed") is True and result.status not in ("halted", "cancelled", "error"):
+        return OUTCOME_PASS
+    return OUTCOME_FAIL
+
+
+class _Runner:
+    """The state of one ``run_battery`` call (kept out of the public signature)."""
+
+    def __init__(
+        self,
+        *,
+        resolved: ResolvedTarget,
+        tasks: Sequence[Task],
+        battery: Any,
+        run_id: str,
+        agent_id: str,
+        trials: int,
+        seed: int,
+        timeout: float | None,
+        budgets: Budgets,
+        clock: Any,
+        methodology: str,
+        judge: Any,
+        max_infra_retries: int,
+    ) -> None:
+        self.resolved = resolved
+        self.adapter: Adapter = resolved.adapter
+        self.tasks = tasks
+        self.battery = battery
+        self.run_id = run_id
+        self.agent_id = agent_id
+        self.trials = trials
+        self.seed = seed
+        self.timeout = timeout
+        self.budgets = budgets
+        self.clock = clock
+        self.methodology = methodology
+        self.judge = judge
+        self.max_infra_retries = max_infra_retries
+        # A shared agent is one object: trials on it must not overlap, even after a timeout
+        # left one running (documented: its background run may still touch the object).
+        self._agent_lock = threading.Lock()
+
+    # -- attempts ----------------------------------------------------------------------------------
+    def _context(self, job: _Job, number: int) -> TrialContext:
+        run_key = trial_run_id(self.run_id, job.key, number)
+        clock = self.clock if self.clock is not None else VirtualClock()
+        forbidden = job.task.forbidden_tools[0] if job.task.forbidden_tools else None
+        injector = None
+        if job.plan is not None:
+            injector = FaultInjector(
+                job.plan, run_id=run_key, clock=clock, forbidden_tool=forbidden, enabled=True
+            )
+        return TrialContext(
+            run_id=self.run_id,
+            trial_run_id=run_key,
+            trial_key=job.key,
+            agent_id=self.agent_id,
+            task_id=job.task.id,
+            scenario_index=job.scenario.index,
+            trial_index=job.trial_index,
+            attempt=number,
+            injector=injector,
+            clock=clock,
+            budgets=self.budgets,
+            forbidden_tool=forbidden,
+        )
+
+    def _call_adapter(self, agent: Any, job: _Job, ctx: TrialContext) -> tuple[TrialResult, bool]:
+        """Run the adapter inside the trial's context; an exception from it is infra."""
+        with trial_context(ctx):
+            try:
+                self.adapter.fault_hook(ctx.injector)
+                try:
+                    result = self.adapter.run_trial(agent, job.task, job.scenario, job.plan)
+                finally:
+                    self.adapter.fault_hook(None)
+            except Exception as exc:  # the adapter promised not to raise: this is the harness
+                log.warning("adapter %s raised on %s: %r", self.adapter.name, job.key, exc)
+                return _infra_result(ctx, f"adapter raised {type(exc).__name__}: {exc}", exc), True
+        return result, bool(result.infra)
+
+    def _attempt(self, job: _Job, number: int) -> _Attempt:
+        ctx = self._context(job, number)
+        started = time.time()
+        t0 = time.perf_counter()
+        try:
+            agent = self.resolved.agent()
+        except Exception as exc:
+            result, infra = (
+                _infra_result(ctx, f"the target factory raised {type(exc).__name__}: {exc}", exc),
+                True,
+            )
+        else:
+            if self.timeout is None:
+                if self.resolved.isolated:
+                    result, infra = self._call_adapter(agent, job, ctx)
+                else:
+                    with self._agent_lock:
+                        result, infra = self._call_adapter(agent, job, ctx)
+            elif self.resolved.isolated:
+                result, infra = self._with_timeout(agent, job, ctx, owns_lock=False)
+            elif self._agent_lock.acquire(timeout=self.timeout):
+                # The worker thread releases the lock when the agent returns, however late.
+                result, infra = self._with_timeout(agent, job, ctx, owns_lock=True)
+            else:
+                message = (
+                    "skipped: the shared agent is still running a trial that timed out, so "
+                    "this trial could not start (use a factory target for isolated trials)"
+                )
+                result = TrialResult(
+                    final_state=None, status="skipped", error=message, error_type="AgentBusy"
+                )
+                infra = False
+        latency = (time.perf_counter() - t0) * 1000.0
+        return _Attempt(number, result, infra, started, time.time(), latency)
+
+    def _with_timeout(
+        self, agent: Any, job: _Job, ctx: TrialContext, *, owns_lock: bool
+    ) -> tuple[TrialResult, bool]:
+        box: dict[str, Any] = {}
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                box["value"] = self._call_adapter(agent, job, ctx)
+            except BaseException as exc:  # reported to the waiting runner, never printed
+                box["error"] = exc
+            finally:
+                if owns_lock:
+                    self._agent_lock.release()
+                done.set()
+
+        thread = threading.Thread(target=work, name=f"hbeval-{job.key}-a{ctx.attempt}", daemon=True)
+        thread.start()
+        assert self.timeout is not None
+        if done.wait(self.timeout):
+            if "error" in box:
+                exc = box["error"]
+                if isinstance(exc, Exception):
+                    return _infra_result(
+                        ctx, f"harness error {type(exc).__name__}: {exc}", exc
+                    ), True
+                raise exc
+            value: tuple[TrialResult, bool] = box["value"]
+            return value
+        events = ctx.cut()
+        message = (
+            f"trial exceeded its timeout of {self.timeout:g} s; the agent's thread was left "
+            "running in the background and its events after the cut are discarded"
+        )
+        seq = max((e.seq for e in events if e.seq is not None), default=-1) + 1
+        events.append(
+            RunEnd(
+                run_id=ctx.trial_run_id, seq=seq, ts=time.time(), status="timeout", error=message
+            )
+        )
+        return (
+            TrialResult(
+                final_state=None,
+                events=events,
+                status="timeout",
+                error=message,
+                error_type="TrialTimeout",
+            ),
+            False,
+        )
+
+    # -- a whole trial ------------------------------------------------------------------------------
+    def run_trial(self, job: _Job) -> _Done:
+        attempts: list[_Attempt] = []
+        for n in range(self.max_infra_retries + 1):
+            attempt = self._attempt(job, job.first_attempt + n)
+            attempts.append(attempt)
+            if not attempt.infra:
+                break
+        final = attempts[-1]
+        if final.result.status == "skipped":
+            trial = self.trial_dict(
+                job,
+                outcome=OUTCOME_SKIPPED,
+                verdict=None,
+                attempts=len(attempts),
+                latency_ms=final.latency_ms,
+                events=(),
+            )
+            return _Done(job, attempts, OUTCOME_SKIPPED, None, trial)
+        verdict: dict[str, Any] | None = None
+        scoring_error: str | None = None
+        try:
+            verdict = score_trial(
+                job.task,
+                job.scenario,
+                final.result,
+                methodology=self.methodology,
+                judge=self.judge,
+            ).as_dict()
+        except Exception as exc:  # a scoring bug is the harness's failure, not the agent's
+            scoring_error = f"scoring failed: {type(exc).__name__}: {exc}"
+            log.error("scoring %s failed: %r", job.key, exc)
+        outcome = _outcome(final.result, final.infra, verdict)
+        trial = self.trial_dict(
+            job,
+            outcome=outcome,
+            verdict=verdict,
+            attempts=len(attempts),
+            latency_ms=final.latency_ms,
+            events=final.result.events,
+        )
+        return _Done(job, attempts, outcome, verdict, trial, scoring_error)
+
+    def trial_dict(
+        self,
+        job: _Job,
+        *,
+        outcome: str,
+        verdict: dict[str, Any] | None,
+        attempts: int,
+        latency_ms: float | None,
+        events: Sequence[EventBase],
+    ) -> dict[str, Any]:
+        """The per-trial dict ``build_report`` reads (the same for run and resumed trials)."""
+        scenario = job.scenario
+        return {
+            "trial_key": job.key,
+            "task_id": job.task.id,
+            "category": job.task.category,
+            "scenario_index": scenario.index,
+            "trial_index": job.trial_index,
+            "domain": scenario.domain,
+            "fault_type": scenario.fault_type,
+            "is_nominal": scenario.is_nominal,
+            "outcome": outcome,
+            "attempts": attempts,
+            "latency_ms": latency_ms,
+            "verdict": verdict,
+            "usage": _usage(verdict, events),
+            "isolated": self.resolved.isolated,
+        }
+
+
+def _infra_result(ctx: TrialContext, message: str, exc: BaseException) -> TrialResult:
+    events = list(ctx.events)
+    seq = max((e.seq for e in events if e.seq is not None), default=-1) + 1
+    events.append(
+        RunEnd(run_id=ctx.trial_run_id, seq=seq, ts=time.time(), status="error", error=message)
+    )
+    return TrialResult(
+        final_state=None,
+        events=events,
+        status="error",
+        error=message,
+        error_type=type(exc).__name__,
+        infra=True,
+    )
+
+
+# ---------------------------------------------------------------------- recording
+def _record(store: Any, run_id: str, done: _Done) -> None:
+    """Write one finished trial: attempts and their events, then the trial, then its metrics."""
+    job = done.job
+    last = len(done.attempts) - 1
+    for i, att in enumerate(done.attempts):
+        res = att.result
+        if att.infra:
+            att_outcome = OUTCOME_INFRA_ERROR
+        elif res.status == "timeout":
+            att_outcome = OUTCOME_TIMEOUT
+        elif res.status == "skipped":
+            att_outcome = OUTCOME_SKIPPED
+        else:
+            att_outcome = done.outcome
+        error, error_type = res.error, res.error_type
+        if i == last and done.scoring_error is not None:
+            error, error_type = done.scoring_error, "ScoringError"
+        # The attempt first, then its events: an interruption between the two leaves an
+        # attempt without events, never events without their attempt.
+        store.record_attempt(
+            AttemptRecord(
+                run_id=run_id,
+                trial_key=job.key,
+                attempt=att.number,
+                outcome=att_outcome,
+                error=error,
+                error_type=error_type,
+                infra=att.infra or (i == last and done.scoring_error is not None),
+                started_at=att.started_at,
+                ended_at=att.ended_at,
+            )
+        )
+        store.record_events(run_id, job.key, res.events, attempt=att.number)
+    final = done.attempts[-1]
+    store.record_trial(
+        TrialRecord(
+            run_id=run_id,
+            trial_key=job.key,
+            task_id=job.task.id,
+            scenario_index=job.scenario.index,
+            trial_index=job.trial_index,
+            outcome=done.outcome,
+            fault_type=job.scenario.fault_type,
+            domain=job.scenario.domain,
+            verdict=done.verdict,
+            started_at=done.attempts[0].started_at,
+            ended_at=final.ended_at,
+            latency_ms=final.latency_ms,
+            attempts=len(done.attempts),
+        )
+    )
+    if done.verdict is not None:
+        _record_trial_metrics(store, run_id, job.key, done.verdict)
+
+
+def _record_trial_metrics(store: Any, run_id: str, key: str, verdict: Mapping[str, Any]) -> None:
+    metrics = verdict.get("metrics")
+    if not isinstance(metrics, Mapping):
+        return
+    undefined = verdict.get("metrics_undefined") or {}
+    store.record_metrics(
+        run_id,
+        key,
+        dict(metrics),
+        {k: v for k, v in undefined.items() if metrics.get(k) is None},
+    )
+
+
+def _resumed_trial(
+    runner: _Runner, job: _Job, store: Any, record: Any, last_attempt: Mapping[str, int]
+) -> dict[str, Any]:
+    """Rebuild a stored trial's dict from its record and its final attempt's events."""
+    final = last_attempt.get(job.key)
+    events = (
+        list(store.iter_events(runner.run_id, job.key, attempt=final)) if final is not None else []
+    )
+    verdict = record.verdict
+    if verdict is not None and not store.get_metrics(runner.run_id, job.key).values:
+        # The run stopped between the trial record and its metrics: write them now.
+        _record_trial_metrics(store, runner.run_id, job.key, verdict)
+    return runner.trial_dict(
+        job,
+        outcome=record.outcome,
+        verdict=verdict,
+        attempts=record.attempts,
+        latency_ms=record.latency_ms,
+        events=events,
+    )
+
+
+# ---------------------------------------------------------------------- the public entry point
+def _check_args(
+    tasks: Sequence[Task],
+    trials: int,
+    seed: int,
+    concurrency: int,
+    timeout: float | None,
+    methodology: str,
+    judge: Any,
+    max_infra_retries: int,
+    agent_id: str,
+) -> None:
+    def whole(name: str, value: Any, low: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be a whole number >= {low} (got {value!r})")
+
+    whole("trials", trials, 1)
+    whole("concurrency", concurrency, 1)
+    whole("max_infra_retries", max_infra_retries, 0)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be an int so the run can be reproduced (got {seed!r})")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
+    ):
+        raise ValueError(f"timeout must be seconds > 0 or None (got {timeout!r})")
+    if methodology not in _METHODOLOGIES:
+        raise ValueError(
+            f"methodology must be one of {', '.join(_METHODOLOGIES)} (got {methodology!r})"
+        )
+    if judge is not None and methodology != METHODOLOGY_C:
+        raise ValueError(
+            "an independent judge is methodology C: pass methodology='C' with judge= "
+            "(methodology B asks the agent's own judge)"
+        )
+    if not isinstance(agent_id, str) or not agent_id.strip():
+        raise ValueError(f"agent_id must be a non-empty string (got {agent_id!r})")
+    if not tasks:
+        raise ValueError("tasks must hold at least one Task")
+    for i, task in enumerate(tasks):
+        if not isinstance(task, Task):
+            raise ValueError(f"tasks[{i}] is a {type(task).__name__}, not a Task")
+
+
+def _judge_identity(judge: Any, label: str | None) -> str | None:
+    if judge is None:
+        return None
+    if label:
+        return label
+    return str(judge_identity(judge))
+
+
+def _target_label(target: Any) -> str:
+    module = getattr(target, "__module__", None) or type(target).__module__
+    name = getattr(target, "__qualname__", None) or type(target).__qualname__
+    return f"{module}:{name}"
+
+
+def run_battery(
+    adapter: Adapter | None,
+    target: Any,
+    tasks: Sequence[Task],
+    battery: Any,
+    *,
+    trials: int = DEFAULT_TRIALS,
+    seed: int = DEFAULT_SEED,
+    store: Any = None,
+    agent_id: str = "default",
+    run_id: str | None = None,
+    concurrency: int = 1,
+    timeout: float | None = None,
+    manifest: RunManifest | None = None,
+    judge: Any = None,
+    methodology: str = METHODOLOGY_B,
+    progress: Callable[[ProgressUpdate], None] | None = None,
+    max_infra_retries: int = 2,
+    clock: Any = None,
+    target_kind: str | None = None,
+    judge_label: str | None = None,
+) -> dict[str, Any]:
+    """Run ``battery`` against ``target`` on ``tasks`` and return the ``hbeval-report/1`` dict.
+
+    ``adapter`` None picks one from the target (``registry.resolve_target``); ``target_kind``
+    forces ``factory``, ``agent`` or an adapter kind. ``battery`` is a ``Battery`` or its name
+    ("hbeval" / "compat", built with ``seed``). ``store`` is a ``Recorder`` (a ``MemoryStore``
+    when None). ``manifest`` supplies budgets, a price table and pinned hashes; a pinned hash
+    that differs raises ``ManifestMismatchError`` before anything runs. Bad arguments raise
+    ``ValueError`` naming the argument. The module docstring gives the rules.
+    """
+    _check_args(
+        tasks, trials, seed, concurrency, timeout, methodology, judge, max_infra_retries, agent_id
+    )
+    tasks = list(tasks)
+    if isinstance(battery, str):
+        battery = Battery.build(battery, seed=seed)
+    if getattr(battery, "seed", seed) != seed:
+        raise ValueError(
+            f"the battery was built with seed {battery.seed} but seed={seed}; build it with the "
+            "run's seed so one seed reproduces the run"
+        )
+    spec_fp = battery.spec_fingerprint()
+    plan_fp = battery.plan_fingerprint()
+    mfp = measurement_fingerprint(
+        spec_fp, battery.build_version, plan_fp, seed, trials, SCORING_VERSION, DERIVE_VERSION
+    )
+    check_expected_hashes(
+        manifest,
+        {
+            "measurement_fingerprint": mfp,
+            "battery_fingerprint": spec_fp,
+            "plan_fingerprint": plan_fp,
+        },
+    )
+    budgets = manifest.budgets if manifest is not None else Budgets()
+    resolved = resolve_target(target, target_kind=target_kind, adapter=adapter)
+    if not resolved.isolated and concurrency > 1:
+        log.warning("the target is a shared agent object: its trials run serially (not isolated)")
+    workers = concurrency if resolved.isolated else 1
+
+    manifest = (manifest or RunManifest()).with_updates(
+        target=(
+            manifest.target if manifest is not None and manifest.target else _target_label(target)
+        ),
+        target_kind=resolved.kind,
+        adapter=resolved.adapter_kind,
+        task_ids=tuple(t.id for t in tasks),
+        battery=battery.kind,
+        n_scenarios=len(battery.scenarios),
+        fault_types=tuple(battery.fault_types),
+        domains=tuple(battery.domains),
+        seed=seed,
+        trials=trials,
+        agent_id=agent_id,
+        methodology=methodology,
+        judge=_judge_identity(judge, judge_label),
+        concurrency=concurrency,
+        timeout=None if timeout is None else float(timeout),
+        clock="virtual" if clock is None else type(clock).__name__,
+        budgets=budgets,
+        versions=package_versions(),
+    )
+    manifest_hash = manifest.manifest_hash()
+
+    if store is None:
+        store = MemoryStore()
+    identity = {
+        "agent_id": agent_id,
+        "battery": battery.kind,
+        "measurement_fingerprint": mfp,
+        "manifest_hash": manifest_hash,
+    }
+    if run_id is None:
+        run_id = default_run_id(store, agent_id, mfp, identity)
+    elif not isinstance(run_id, str) or not run_id.strip():
+        raise ValueError(f"run_id must be a non-empty string (got {run_id!r})")
+    manifest = manifest.with_updates(run_id=run_id, created_at=time.time())
+    started_at = time.time()
+    config = {
+        "manifest": manifest.to_dict(),
+        "isolated": resolved.isolated,
+        "spec_fingerprint": spec_fp,
+        "plan_fingerprint": plan_fp,
+    }
+    store.start_run(
+        RunRecord(
+            run_id=run_id,
+            agent_id=agent_id,
+            battery=battery.kind,
+            measurement_fingerprint=mfp,
+            manifest_hash=manifest_hash,
+            config=config,
+            created_at=started_at,
+        )
+    )
+
+    runner = _Runner(
+        resolved=resolved,
+        tasks=tasks,
+        battery=battery,
+        run_id=run_id,
+        agent_id=agent_id,
+        trials=trials,
+        seed=seed,
+        timeout=None if timeout is None else float(timeout),
+        budgets=budgets,
+        clock=clock,
+        methodology=methodology,
+        judge=judge,
+        max_infra_retries=max_infra_retries,
+    )
+    jobs: list[_Job] = []
+    for scenario in battery.scenarios:
+        task = task_for(scenario, tasks)
+        for k in range(trials):
+            key = make_trial_key(scenario.index, k)
+            plan = scenario.plan(derive_trial_seed(seed, scenario.index, k))
+            jobs.append(_Job(key, scenario, task, k, plan))
+
+    stored = {r.trial_key: r for r in store.list_trials(run_id)}
+    last_attempt: dict[str, int] = {}
+    for a in store.list_attempts(run_id):
+        last_attempt[a.trial_key] = max(a.attempt, last_attempt.get(a.trial_key, -1))
+    trial_dicts: dict[str, dict[str, Any]] = {}
+    pending: list[_Job] = []
+    for job in jobs:
+        record = stored.get(job.key)
+        if record is not None:
+            trial_dicts[job.key] = _resumed_trial(runner, job, store, record, last_attempt)
+        else:
+            if job.key in last_attempt:  # an interrupted earlier try: keep its attempts
+                job.first_attempt = last_attempt[job.key] + 1
+            pending.append(job)
+    resumed = len(trial_dicts)
+    failed = sum(1 for t in trial_dicts.values() if t["outcome"] != OUTCOME_PASS)
+    total = len(jobs)
+    if progress is not None:
+        progress(ProgressUpdate(run_id, resumed, total, failed, resumed, None))
+
+    def finish(done: _Done) -> None:
+        nonlocal failed
+        _record(store, run_id, done)
+        trial_dicts[done.job.key] = done.trial
+        if done.outcome != OUTCOME_PASS:
+            failed += 1
+        if progress is not None:
+            progress(ProgressUpdate(run_id, len(trial_dicts), total, failed, resumed, done.trial))
+
+    runner.adapter.instrument()
+    try:
+        if workers == 1:
+            for job in pending:
+                finish(runner.run_trial(job))
+        else:
+            _run_parallel(runner, pending, workers, finish)
+    except KeyboardInterrupt:
+        store.finish_run(run_id, RUN_INTERRUPTED)
+        raise
+    except BaseException:
+        store.finish_run(run_id, RUN_FAILED)
+        raise
+    finally:
+        runner.adapter.uninstrument()
+
+    history = [
+        r.report
+        for r in store.list_reports(agent_id=agent_id, measurement_fingerprint=mfp)
+        if r.run_id != run_id
+    ]
+    run_info = {
+        "run_id": run_id,
+        "agent_id": agent_id,
+        "battery": battery.kind,
+        "seed": seed,
+        "trials": trials,
+        "methodology": methodology,
+        "judge": manifest.judge,
+        "fingerprints": {"battery_spec": spec_fp, "plan": plan_fp, "measurement": mfp},
+        "manifest_hash": manifest_hash,
+        "manifest": manifest.to_dict(),
+        "started_at": started_at,
+        "ended_at": time.time(),
+    }
+    report = build_report(run=run_info, trials=[trial_dicts[j.key] for j in jobs], history=history)
+    run_metrics = report.get("metrics")
+    if isinstance(run_metrics, Mapping) and not store.get_metrics(run_id).values:
+        undefined = report.get("undefined") or {}
+        store.record_metrics(
+            run_id,
+            None,
+            dict(run_metrics),
+            {k: undefined.get(k, "not_measured") for k, v in run_metrics.items() if v is None},
+        )
+    store.finish_run(run_id, RUN_COMPLETED, report)
+    return report
+
+
+def _run_parallel(
+    runner: _Runner, jobs: list[_Job], workers: int, finish: Callable[[_Done], None]
+) -> None:
+    """Run ``jobs`` on ``workers`` threads; results are recorded from this thread as they finish."""
+    executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hbeval-trial")
+    futures = [executor.submit(runner.run_trial, job) for job in jobs]
+    recorded: set[Future[_Done]] = set()
+    try:
+        remaining = set(futures)
+        while remaining:
+            done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
+            for fut in done:
+                finish(fut.result())
+                recorded.add(fut)
+    except KeyboardInterrupt:
+        # Record what already finished, so an interruption loses no completed trial.
+        for fut in futures:
+            if fut not in recorded and fut.done() and not fut.cancelled():
+                if fut.exception() is None:
+                    finish(fut.result())
+        executor.shutdown(wait=False, cancel_futures=True)
+        raise
+    except BaseException:
+        executor.shutdown(wait=False, cancel_futures=True)
+        raise
+    executor.shutdown(wait=True)
