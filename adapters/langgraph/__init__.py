@@ -1,0 +1,89 @@
+"""hbeval for LangGraph: drop-in capture, live metrics, fault injection and battery runs.
+
+Capture an existing graph with one callback::
+
+    from hbeval_langgraph import HBEvalCallbackHandler
+
+    handler = HBEvalCallbackHandler()
+    graph.invoke({"messages": [("user", "Where is order A1?")]}, config={"callbacks": [handler]})
+    print(handler.monitor.metrics)
+
+or with no change to user code: ``instrument()`` / ``uninstrument()``, ``capture()`` for a block.
+Battery runs use ``LangGraphAdapter`` (``hbeval battery run app.py:graph``).
+
+Importing this package is cheap: LangChain and LangGraph load only when one of these names is
+first used.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+SUPPORTED_VERSIONS = {
+    "langgraph": ">=1.2,<2",
+    "langchain": ">=1.5,<2",
+    "langchain-core": ">=1.8,<2",
+}
+"""The framework range this adapter is tested against (mirrors the ``[langgraph]`` extra)."""
+
+# name -> module that defines it; resolved on first attribute access.
+_EXPORTS: dict[str, str] = {
+    "HBEvalCallbackHandler": "hbeval_langgraph._handler",
+    "instrument": "hbeval_langgraph._hook",
+    "uninstrument": "hbeval_langgraph._hook",
+    "is_instrumented": "hbeval_langgraph._hook",
+    "capture": "hbeval_langgraph._hook",
+    "current_handler": "hbeval_langgraph._hook",
+    "LangGraphAdapter": "hbeval_langgraph._adapter",
+    "is_langgraph_target": "hbeval_langgraph._adapter",
+    "resolve_graph": "hbeval_langgraph._adapter",
+    "tool_faults": "hbeval_langgraph._faults",
+    "node_faults": "hbeval_langgraph._faults",
+    "wrap_node": "hbeval_langgraph._faults",
+    "find_tool_nodes": "hbeval_langgraph._faults",
+    "NodeFaultError": "hbeval_langgraph._faults",
+    "HBEvalFaultMiddleware": "hbeval_langgraph._middleware",
+}
+_ALIASES = {"wrap_node": "node_faults"}
+
+__all__ = [
+    "SUPPORTED_VERSIONS",
+    "HBEvalCallbackHandler",
+    "HBEvalFaultMiddleware",
+    "LangGraphAdapter",
+    "NodeFaultError",
+    "capture",
+    "current_handler",
+    "find_tool_nodes",
+    "instrument",
+    "is_instrumented",
+    "is_langgraph_target",
+    "node_faults",
+    "resolve_graph",
+    "tool_faults",
+    "uninstrument",
+    "wrap_node",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hbeval_langgraph' has no attribute {name!r}")
+    value = getattr(import_module(module), _ALIASES.get(name, name))
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:
+    from ._adapter import LangGraphAdapter, is_langgraph_target, resolve_graph
+    from ._faults import NodeFaultError, find_tool_nodes, node_faults, tool_faults
+    from ._faults import node_faults as wrap_node
+    from ._handler import HBEvalCallbackHandler
+    from ._hook import capture, current_handler, instrument, is_instrumented, uninstrument
+    from ._middleware import HBEvalFaultMiddleware

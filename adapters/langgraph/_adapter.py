@@ -1,0 +1,274 @@
+"""``LangGraphAdapter``: a compiled graph (or a factory of one) as a battery target.
+
+One trial: the task's question goes in as ``{"messages": [HumanMessage(question)]}``; the graph
+runs with a fresh ``HBEvalCallbackHandler`` attached through the context-variable hook and with
+its ToolNodes routed through the trial's ``FaultInjector``; the final state, the trace and how the
+run ended come back as a ``TrialResult``. Nothing of the user's graph is changed after the trial.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from hbeval_core.events import EventBase, ModelEnd
+from hbeval_core.monitor import Directive as MonitorDirective
+from hbeval_core.monitor import Monitor
+from hbeval_core.runner.protocol import TrialResult
+from hbeval_core.runner.task import Task
+
+from . import _convert
+from ._keys import FRAMEWORK
+
+__all__ = ["LangGraphAdapter", "is_langgraph_target", "resolve_graph"]
+
+_INJECTOR: ContextVar[Any] = ContextVar("hbeval_langgraph_adapter_injector", default=None)
+_MEMORY: ContextVar[Any] = ContextVar("hbeval_langgraph_memory", default=None)
+
+# Exception class names -> TrialResult.status. Matched by name so this module need not import
+# the runner's or the injector's exception classes just to classify.
+_STATUS_FOR: dict[str, str] = {
+    "SafeHaltError": "halted",
+    "BudgetExceeded": "halted",
+    "TrialCancelled": "timeout",
+    "InjectedCrash": "cancelled",
+}
+
+
+def is_langgraph_target(target: Any) -> bool:
+    """Whether ``target`` is a LangGraph graph or a factory marked as returning one.
+
+    Looks only at type and module names, so it never imports LangGraph to answer "no".
+    """
+    if type(target).__module__.startswith("langgraph"):
+        return True
+    if callable(target):
+        if getattr(target, "__hbeval_target_kind__", None) == FRAMEWORK:
+            return True
+        try:
+            annotation = inspect.signature(target).return_annotation
+        except (TypeError, ValueError):
+            return False
+        text = annotation if isinstance(annotation, str) else getattr(annotation, "__module__", "")
+        return isinstance(text, str) and (
+            "CompiledStateGraph" in text or text.startswith("langgraph")
+        )
+    return False
+
+
+def resolve_graph(target: Any) -> Any:
+    """The graph to run: ``target`` itself, or what a no-argument factory returns."""
+    if type(target).__module__.startswith("langgraph"):
+        return target
+    if callable(target):
+        graph = target()
+        if not hasattr(graph, "invoke"):
+            raise TypeError(
+                f"target factory {getattr(target, '__name__', target)!r} returned {type(graph).__name__}; "
+                "it must return a compiled LangGraph graph"
+            )
+        return graph
+    raise TypeError(
+        f"a LangGraph target must be a compiled graph or a factory returning one (got {type(target).__name__})"
+    )
+
+
+class LangGraphAdapter:
+    """The core ``Adapter`` for LangGraph: instrument, scope, run trials, inject faults.
+
+    Args:
+        monitor_factory: Builds each trial's ``Monitor`` (e.g. with ``enforce=True`` and a halt
+            policy); a plain ``Monitor()`` by default.
+        on_directive: Called with every monitor directive of every trial.
+        config: Extra ``RunnableConfig`` for each trial's run (``recursion_limit`` defaults to 50).
+        input_builder: ``(task, question) -> graph input``; the default is
+            ``{"messages": [SystemMessage(task.system)?, HumanMessage(question)]}``.
+        strict: Re-raise capture errors (tests).
+    """
+
+    name = FRAMEWORK
+
+    def __init__(
+        self,
+        *,
+        monitor_factory: Callable[[], Monitor] | None = None,
+        on_directive: Callable[[MonitorDirective], Any] | None = None,
+        config: Mapping[str, Any] | None = None,
+        input_builder: Callable[[Task, str], Any] | None = None,
+        strict: bool = False,
+    ) -> None:
+        self.monitor_factory = monitor_factory
+        self.on_directive = on_directive
+        self.config: dict[str, Any] = {"recursion_limit": 50, **dict(config or {})}
+        self.input_builder = input_builder
+        self.strict = strict
+
+    # ------------------------------------------------------------------ protocol: capture
+    def instrument(self) -> None:
+        """Get LangChain ready to hand runs to hbeval (registers the hook once). Idempotent.
+
+        The adapter records per trial (``run_trial``, ``scope``), so it sets no process-wide
+        handler: a battery of thousands of trials keeps each trace with its own trial. For
+        capture of every run in an app, use ``hbeval_langgraph.instrument()``.
+        """
+        from ._hook import ensure_hook
+
+        ensure_hook()
+
+    def uninstrument(self) -> None:
+        """Nothing to undo: trials restore what they patch when they end. Idempotent."""
+
+    @contextmanager
+    def scope(self, run_id: str) -> Iterator[Any]:
+        """Record every run started in the block under ``run_id``; yields the handler."""
+        from ._hook import capture
+
+        with capture(run_id=run_id, strict=self.strict) as handler:
+            yield handler
+
+    def fault_hook(self, injector: Any) -> None:
+        """Use ``injector`` for this context's trials (None removes it)."""
+        _INJECTOR.set(injector)
+
+    def memory_hook(self, memory: Any) -> None:
+        """Make ``memory`` available to this context's trials (None detaches).
+
+        The LangGraph adapter does not yet put recalled episodes in front of the model; the
+        memory is kept for ``current_memory()`` so agents may consult it themselves.
+        """
+        _MEMORY.set(memory)
+
+    @staticmethod
+    def current_memory() -> Any:
+        """The memory attached with ``memory_hook`` in this context, if any."""
+        return _MEMORY.get()
+
+    # ------------------------------------------------------------------ protocol: trials
+    def _inputs(self, task: Task, question: str) -> Any:
+        if self.input_builder is not None:
+            return self.input_builder(task, question)
+        from langchain_core.messages import HumanMessage, SystemMessage
+
+        messages: list[Any] = [SystemMessage(task.system)] if task.system else []
+        messages.append(HumanMessage(question))
+        return {"messages": messages}
+
+    def _injector_for(self, ctx: Any, task: Task, run_id: str, plan: Any) -> Any:
+        injector = _INJECTOR.get()
+        if injector is None and ctx is not None:
+            injector = ctx.injector
+        if injector is None and plan is not None and ctx is None:
+            # Outside a battery run: inject only if HBEVAL_ALLOW_FAULT_INJECTION allows it.
+            from hbeval_core.faults.runtime import FaultInjector
+
+            forbidden = task.forbidden_tools[0] if task.forbidden_tools else None
+            injector = FaultInjector(plan, run_id=run_id, forbidden_tool=forbidden)
+        return injector
+
+    def run_trial(self, target: Any, task: Task, scenario: Any, plan: Any) -> TrialResult:
+        """Run ``task`` once on ``target`` under ``scenario``'s faults; never raises for the agent.
+
+        The agent's own failures become the result's ``status`` ("error", "halted" for an
+        enforced Safe Halt or an exhausted budget, "timeout", "cancelled" for a crash fault).
+        """
+        from hbeval_core.runner.context import current_trial
+
+        from ._faults import tool_faults
+        from ._handler import HBEvalCallbackHandler
+        from ._hook import capture
+
+        ctx = current_trial()
+        run_id = ctx.trial_run_id if ctx is not None else task.id
+        injector = self._injector_for(ctx, task, run_id, plan)
+        question = scenario.question(task.question) if scenario is not None else task.question
+        monitor = self.monitor_factory() if self.monitor_factory is not None else Monitor()
+        handler = HBEvalCallbackHandler(
+            run_id=run_id,
+            monitor=monitor,
+            strict=self.strict,
+            on_directive=self.on_directive,
+            run_info={
+                "agent_id": ctx.agent_id if ctx is not None else None,
+                "task_id": task.id,
+                "scenario": getattr(scenario, "index", None),
+                "trial": ctx.trial_index if ctx is not None else None,
+                "input": question,
+            },
+        )
+        handler.trial = ctx
+        status, error, error_type, infra = "ok", None, None, False
+        final: Any = None
+        try:
+            graph = resolve_graph(target)
+            inputs = self._inputs(task, question)
+        except Exception as exc:
+            # The target could not even be built: the harness's problem, not the agent's.
+            return TrialResult(
+                final_state=None,
+                status="error",
+                error=f"{type(exc).__name__}: {exc}",
+                error_type=type(exc).__name__,
+                infra=True,
+            )
+        with capture(handler), tool_faults(graph, injector):
+            try:
+                # stream(values) rather than invoke: a run that raises still leaves the last
+                # state it reached, which verifiers and scoring can read.
+                for chunk in graph.stream(inputs, config=dict(self.config), stream_mode="values"):
+                    final = chunk
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                error_type = type(exc).__name__
+                status = _status_of(exc)
+                infra = _is_infra(exc)
+        if status == "ok" and ctx is not None and getattr(ctx, "stop", None) is not None:
+            # The graph swallowed the budget stop and finished: still a halted trial.
+            status, error, error_type = "halted", str(ctx.stop), type(ctx.stop).__name__
+        events: list[EventBase] = list(handler.events)
+        return TrialResult(
+            final_state=final,
+            events=events,
+            status=status,
+            error=error,
+            error_type=error_type,
+            infra=infra,
+            response_text=_convert.last_ai_text(final),
+            metadata={"usage": _usage(events), "handler_errors": list(handler.errors)},
+        )
+
+
+def _status_of(exc: BaseException) -> str:
+    for cls in type(exc).__mro__:
+        status = _STATUS_FOR.get(cls.__name__)
+        if status is not None:
+            return status
+    return "error"
+
+
+def _is_infra(exc: BaseException) -> bool:
+    return any(cls.__name__ == "InfraError" for cls in type(exc).__mro__)
+
+
+def _usage(events: list[EventBase]) -> dict[str, int | None]:
+    tin: int | None = None
+    tout: int | None = None
+    for e in events:
+        if isinstance(e, ModelEnd) and e.usage is not None:
+            if e.usage.input_tokens is not None:
+                tin = (tin or 0) + e.usage.input_tokens
+            if e.usage.output_tokens is not None:
+                tout = (tout or 0) + e.usage.output_tokens
+    return {"input_tokens": tin, "output_tokens": tout}
+
+
+def register() -> None:
+    """Register the adapter with the runner's registry (kind "langgraph"). Idempotent."""
+    from hbeval_core.runner.registry import register_adapter
+
+    register_adapter(FRAMEWORK, is_langgraph_target, LangGraphAdapter)
+
+
+register()

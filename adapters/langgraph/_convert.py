@@ -1,0 +1,201 @@
+"""Turn LangChain messages, generations and tool outputs into the plain values core events hold.
+
+Everything here is duck-typed on attribute names, so this module imports no framework and the
+handler can call it on objects from any langchain-core 1.x release.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hbeval_core.events import ChatMessage, ToolCall, Usage
+
+# LangChain message ``type`` -> the role names core events use.
+_ROLES: dict[str, str] = {
+    "human": "user",
+    "ai": "assistant",
+    "system": "system",
+    "tool": "tool",
+    "function": "tool",
+    "developer": "system",
+}
+
+# Content-block types that carry a model's reasoning rather than its answer.
+_REASONING_BLOCKS = frozenset({"reasoning", "thinking"})
+
+
+def content_text(content: Any) -> str:
+    """The text of a message's content: a string as is, text blocks of a list joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        parts: list[str] = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, Mapping) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+        return "".join(parts)
+    return "" if content is None else str(content)
+
+
+def reasoning_text(message: Any) -> str | None:
+    """Reasoning the provider exposed on an AI message (a kwarg or reasoning blocks), if any."""
+    extra = getattr(message, "additional_kwargs", None) or {}
+    found = extra.get("reasoning_content") or extra.get("reasoning")
+    if isinstance(found, str) and found:
+        return found
+    content = getattr(message, "content", None)
+    if isinstance(content, list):
+        parts = [
+            str(b.get("reasoning") or b.get("thinking") or b.get("text") or "")
+            for b in content
+            if isinstance(b, Mapping) and b.get("type") in _REASONING_BLOCKS
+        ]
+        joined = "".join(parts)
+        return joined or None
+    return None
+
+
+def chat_message(message: Any) -> ChatMessage:
+    """One LangChain message as a core ``ChatMessage`` (role, text, answered tool call)."""
+    mtype = getattr(message, "type", "")
+    role = _ROLES.get(mtype) or str(getattr(message, "role", "") or mtype or "user")
+    call_id = getattr(message, "tool_call_id", None)
+    return ChatMessage(
+        role=role,
+        content=content_text(getattr(message, "content", "")),
+        tool_call_id=call_id if isinstance(call_id, str) else None,
+    )
+
+
+def chat_messages(
+    messages: Sequence[Any], cache: dict[str, tuple[Any, ChatMessage]] | None = None
+) -> list[ChatMessage]:
+    """Every message of a model call's input, in order.
+
+    ``cache`` (message id -> (content, converted)) lets a run convert each message once: a
+    graph's state hands the same message objects to every later model call, so without it
+    the cost of a run would grow with the square of its length.
+    """
+    if cache is None:
+        return [chat_message(m) for m in messages]
+    out: list[ChatMessage] = []
+    for m in messages:
+        mid = getattr(m, "id", None)
+        if mid is None:
+            out.append(chat_message(m))
+            continue
+        hit = cache.get(mid)
+        content = getattr(m, "content", None)
+        if hit is not None and hit[0] is content:
+            out.append(hit[1])
+            continue
+        converted = chat_message(m)
+        cache[mid] = (content, converted)
+        out.append(converted)
+    return out
+
+
+def tool_calls(message: Any) -> list[ToolCall]:
+    """The tool calls an AI message issued, as core ``ToolCall``s."""
+    calls = getattr(message, "tool_calls", None) or ()
+    out: list[ToolCall] = []
+    for call in calls:
+        args = call.get("args")
+        out.append(
+            ToolCall(
+                id=str(call.get("id") or ""),
+                name=str(call.get("name") or ""),
+                args=dict(args) if isinstance(args, Mapping) else {"input": args},
+            )
+        )
+    return out
+
+
+def usage(message: Any, llm_output: Mapping[str, Any] | None) -> Usage | None:
+    """Token usage from ``usage_metadata`` or the provider's ``token_usage``, when reported."""
+    meta = getattr(message, "usage_metadata", None)
+    try:
+        if meta:
+            return Usage(
+                input_tokens=meta.get("input_tokens"), output_tokens=meta.get("output_tokens")
+            )
+        token_usage = (llm_output or {}).get("token_usage") or (llm_output or {}).get("usage")
+        if isinstance(token_usage, Mapping):
+            return Usage(
+                input_tokens=token_usage.get("prompt_tokens", token_usage.get("input_tokens")),
+                output_tokens=token_usage.get(
+                    "completion_tokens", token_usage.get("output_tokens")
+                ),
+            )
+    except ValueError:
+        return None  # a provider reporting odd counts loses its usage, not the whole event
+    return None
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` if it survives JSON as it is, else its text (events must always serialise)."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return str(value)
+    return value
+
+
+def tool_args(inputs: Any, input_str: str) -> dict[str, Any]:
+    """A tool call's arguments from ``on_tool_start``: the inputs dict, else the parsed string."""
+    if isinstance(inputs, Mapping):
+        return {str(k): jsonable(v) for k, v in inputs.items()}
+    try:
+        parsed = json.loads(input_str)
+    except (TypeError, ValueError):
+        return {"input": input_str}
+    return parsed if isinstance(parsed, dict) else {"input": parsed}
+
+
+def tool_output(output: Any) -> tuple[Any, str]:
+    """``(result, status)`` of what a tool returned: a ToolMessage, a Command or a plain value.
+
+    A ToolMessage carries ``status="error"`` when the framework turned an exception into a
+    result the agent reads; that is an errored call even though ``on_tool_end`` fired.
+    """
+    if getattr(output, "type", None) == "tool" and hasattr(output, "tool_call_id"):
+        status = "error" if getattr(output, "status", "success") == "error" else "ok"
+        return jsonable(output.content), status
+    update = getattr(output, "update", None)
+    if isinstance(update, Mapping):
+        # A Command: report the tool message(s) it writes, which is what the agent will read.
+        for msg in update.get("messages", ()) or ():
+            if getattr(msg, "type", None) == "tool":
+                return tool_output(msg)
+        return jsonable(str(output)), "ok"
+    return jsonable(output), "ok"
+
+
+def last_ai_text(state: Any) -> str | None:
+    """Text of the last AI message in a graph's final state (None when there is none)."""
+    messages = state.get("messages") if isinstance(state, Mapping) else None
+    if not messages:
+        messages = getattr(state, "messages", None)
+    for msg in reversed(list(messages or ())):
+        if getattr(msg, "type", None) == "ai":
+            return content_text(getattr(msg, "content", ""))
+    return None
+
+
+def input_text(inputs: Any) -> Any:
+    """A run's input as text: the last human message of ``{"messages": [...]}``, else as is."""
+    messages = inputs.get("messages") if isinstance(inputs, Mapping) else None
+    if isinstance(messages, Sequence) and not isinstance(messages, str):
+        for msg in reversed(messages):
+            if getattr(msg, "type", None) == "human":
+                return content_text(getattr(msg, "content", ""))
+            if isinstance(msg, tuple) and len(msg) == 2 and msg[0] in ("user", "human"):
+                return str(msg[1])
+        return None
+    return jsonable(inputs)

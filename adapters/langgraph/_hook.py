@@ -1,0 +1,117 @@
+"""Capture with no change to user code: a context variable LangChain consults for every run.
+
+``langchain_core.tracers.context.register_configure_hook`` makes LangChain's callback
+configuration add whatever handler a context variable holds to every run it starts. We register
+our variable once (lazily, on first use; LangChain offers no way to unregister, and an unset
+variable costs one ``ContextVar.get`` per run) and then only set and reset its value:
+
+* ``instrument()`` sets it in the caller's context, so every run started from there (and from
+  asyncio tasks and LangGraph's worker threads, which copy the context) is recorded;
+* ``capture()`` sets it for one ``with`` block, which is how battery trials are isolated.
+
+Threads a user starts by hand do not inherit context variables (Python < 3.14): instrument
+inside the thread, or pass the handler in ``config={"callbacks": [...]}``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar, Token
+from typing import Any
+
+from ._handler import HBEvalCallbackHandler
+
+__all__ = ["capture", "current_handler", "instrument", "is_instrumented", "uninstrument"]
+
+HANDLER_VAR: ContextVar[HBEvalCallbackHandler | None] = ContextVar(
+    "hbeval_langgraph_handler", default=None
+)
+"""The context variable LangChain reads to attach our handler to every run."""
+
+_registered = False
+_lock = threading.Lock()
+_instrumented: tuple[HBEvalCallbackHandler, Token[HBEvalCallbackHandler | None]] | None = None
+
+
+def ensure_hook() -> None:
+    """Register ``HANDLER_VAR`` with LangChain's configure hooks, once per process."""
+    global _registered
+    if _registered:
+        return
+    with _lock:
+        if not _registered:
+            from langchain_core.tracers.context import register_configure_hook
+
+            # inheritable=True: child runs (nodes, models, tools, nested graphs) get it too.
+            register_configure_hook(HANDLER_VAR, inheritable=True)
+            _registered = True
+
+
+def current_handler() -> HBEvalCallbackHandler | None:
+    """The handler recording runs started from this context, if any."""
+    return HANDLER_VAR.get()
+
+
+def is_instrumented() -> bool:
+    """Whether ``instrument()`` is in effect."""
+    return _instrumented is not None
+
+
+def instrument(
+    handler: HBEvalCallbackHandler | None = None, **handler_kwargs: Any
+) -> HBEvalCallbackHandler:
+    """Record every LangGraph / LangChain run started from this context; returns the handler.
+
+    Idempotent: a second call returns the handler already installed (and ignores its
+    arguments). ``handler_kwargs`` go to ``HBEvalCallbackHandler`` when no handler is given.
+    """
+    global _instrumented
+    with _lock:
+        if _instrumented is not None:
+            return _instrumented[0]
+    ensure_hook()
+    with _lock:
+        if _instrumented is not None:
+            return _instrumented[0]
+        active = handler if handler is not None else HBEvalCallbackHandler(**handler_kwargs)
+        _instrumented = (active, HANDLER_VAR.set(active))
+        return active
+
+
+def uninstrument() -> None:
+    """Stop what ``instrument()`` started and restore the previous value. Idempotent."""
+    global _instrumented
+    with _lock:
+        if _instrumented is None:
+            return
+        _, token = _instrumented
+        _instrumented = None
+        try:
+            HANDLER_VAR.reset(token)
+        except ValueError:
+            # Called from another context than instrument(): restore the value it replaced.
+            old = token.old_value
+            HANDLER_VAR.set(None if old is Token.MISSING else old)
+
+
+@contextmanager
+def capture(
+    handler: HBEvalCallbackHandler | None = None, **handler_kwargs: Any
+) -> Iterator[HBEvalCallbackHandler]:
+    """Record every run started inside the ``with`` block; yields the handler.
+
+    Example::
+
+        with capture(run_id="trial-1") as handler:
+            graph.invoke({"messages": [("user", "hi")]})
+        handler.events
+    """
+    ensure_hook()
+    active = handler if handler is not None else HBEvalCallbackHandler(**handler_kwargs)
+    token = HANDLER_VAR.set(active)
+    try:
+        yield active
+    finally:
+        HANDLER_VAR.reset(token)

@@ -1,0 +1,234 @@
+"""Capture overhead of HBEvalCallbackHandler per tool turn, measured side by side in one process.
+
+The same ``create_agent`` graph (scripted model, ``--turns`` sequential tool calls per run, one
+model call per turn plus the final answer) runs in interleaved rounds under each variant:
+
+* ``bare``        no callbacks at all
+* ``noop``        an empty handler that defines ``on_chat_model_start`` (the floor of any
+                  callback-based capture; without it LangChain renders every message to text)
+* ``hbeval``      HBEvalCallbackHandler passed in ``config["callbacks"]``
+* ``hbeval-hook`` the same handler attached by ``capture()`` (the context-variable hook)
+* ``openinference`` OpenInference's LangChain instrumentor with the OpenTelemetry SDK and an
+                  in-memory exporter, when installed (it is not a dependency of hbeval)
+
+Rounds rotate the variant order so drift and warm-up hit every variant alike. Printed: median
+ms per run with the interquartile range, the added µs per tool turn over ``bare`` (median of
+per-round differences, with its IQR), and the ratio to ``bare``.
+
+A second table replays one recorded run's callbacks straight into fresh handlers (no graph, no
+LangChain dispatch): the handler's own cost per tool turn, which graph-level noise on a busy
+machine can hide. An appending handler gives the floor.
+
+    .venv/bin/python benchmarks/bench_langgraph_overhead.py [--turns 10] [--rounds 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+from hbeval_langgraph import HBEvalCallbackHandler, capture
+from langchain.agents import create_agent
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import StructuredTool
+
+
+class Scripted(FakeMessagesListChatModel):
+    """Reply n: a tool call while turns remain, then a final answer (chosen by AI count)."""
+
+    def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:
+        return self
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        turn = sum(1 for m in messages if m.type == "ai")
+        reply = self.responses[min(turn, len(self.responses) - 1)]
+        return ChatResult(generations=[ChatGeneration(message=reply.model_copy())])
+
+
+def lookup(x: int) -> int:
+    """Look a number up."""
+    return x + 1
+
+
+def build(turns: int) -> Any:
+    script: list[BaseMessage] = [
+        AIMessage(
+            f"Step {i}: looking up {i}.",
+            tool_calls=[{"name": "lookup", "args": {"x": i}, "id": f"c{i}", "type": "tool_call"}],
+        )
+        for i in range(turns)
+    ]
+    script.append(AIMessage("done"))
+    return create_agent(Scripted(responses=script), [StructuredTool.from_function(lookup)])
+
+
+class NoOp(BaseCallbackHandler):
+    """Receives every event and does nothing with it."""
+
+    def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+Variant = Callable[[], tuple[dict[str, Any], AbstractContextManager[Any]]]
+
+
+def openinference_variant() -> Variant | None:
+    try:
+        from openinference.instrumentation.langchain import LangChainInstrumentor
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    except ImportError:
+        return None
+    os.environ.pop("OTEL_SDK_DISABLED", None)  # only in this process: the SDK must really run
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = LangChainInstrumentor()
+
+    class Instrumented(AbstractContextManager[Any]):
+        def __enter__(self) -> Any:
+            instrumentor.instrument(tracer_provider=provider)
+            return self
+
+        def __exit__(self, *exc: Any) -> None:
+            instrumentor.uninstrument()
+            exporter.clear()
+
+    return lambda: ({}, Instrumented())
+
+
+def variants() -> dict[str, Variant]:
+    out: dict[str, Variant] = {
+        "bare": lambda: ({}, nullcontext()),
+        "noop": lambda: ({"callbacks": [NoOp()]}, nullcontext()),
+        "hbeval": lambda: ({"callbacks": [HBEvalCallbackHandler()]}, nullcontext()),
+        "hbeval-hook": lambda: ({}, capture()),
+    }
+    oi = openinference_variant()
+    if oi is not None:
+        out["openinference"] = oi
+    return out
+
+
+def quartiles(xs: list[float]) -> tuple[float, float, float]:
+    q = statistics.quantiles(xs, n=4)
+    return q[0], statistics.median(xs), q[2]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--turns", type=int, default=10, help="tool turns per run")
+    ap.add_argument("--rounds", type=int, default=60, help="interleaved rounds")
+    ap.add_argument("--warmup", type=int, default=5)
+    args = ap.parse_args()
+
+    graph = build(args.turns)
+    inputs = {"messages": [HumanMessage("go")]}
+    table = variants()
+    names = list(table)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(args.warmup + args.rounds):
+        order = names[r % len(names) :] + names[: r % len(names)]
+        for name in order:
+            config, ctx = table[name]()
+            gc.collect()
+            with ctx:
+                t0 = time.perf_counter()
+                graph.invoke(inputs, config=config)
+                elapsed = time.perf_counter() - t0
+            if r >= args.warmup:
+                times[name].append(elapsed)
+
+    print(
+        f"create_agent, {args.turns} tool turns + {args.turns + 1} model calls per run, "
+        f"{args.rounds} interleaved rounds"
+    )
+    if "openinference" not in table:
+        print("(openinference-instrumentation-langchain not installed: its row is skipped)")
+    bare = times["bare"]
+    print(
+        f"{'variant':<14}{'ms/run median':>14}{'  IQR':>18}{'µs/tool turn':>15}{'  IQR':>18}{'ratio':>8}"
+    )
+    for name in names:
+        lo, med, hi = quartiles([t * 1000 for t in times[name]])
+        # Per-round differences cancel drift common to the round.
+        diffs = [(t - b) * 1e6 / args.turns for t, b in zip(times[name], bare, strict=True)]
+        dlo, dmed, dhi = quartiles(diffs)
+        ratio = med / (statistics.median(bare) * 1000)
+        added = "" if name == "bare" else f"{dmed:>+15.1f}   [{dlo:+.1f}, {dhi:+.1f}]"
+        print(f"{name:<14}{med:>14.3f}   [{lo:.3f}, {hi:.3f}]{added:>33}{ratio:>8.3f}")
+    replay(graph, inputs, args.turns, args.rounds)
+
+
+_CALLBACKS = (
+    "on_chain_start",
+    "on_chain_end",
+    "on_chain_error",
+    "on_chat_model_start",
+    "on_llm_end",
+    "on_tool_start",
+    "on_tool_end",
+    "on_tool_error",
+)
+
+
+class Recorder(BaseCallbackHandler):
+    """Keeps every callback call, to replay it later."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in _CALLBACKS:
+            calls = object.__getattribute__(self, "calls")
+            return lambda *a, **k: calls.append((name, a, k))
+        return object.__getattribute__(self, name)
+
+
+class Appender(BaseCallbackHandler):
+    """The floor of recording: one tuple per callback."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in _CALLBACKS:
+            seen = object.__getattribute__(self, "seen")
+            return lambda *a, **k: seen.append((a, k))
+        return object.__getattribute__(self, name)
+
+
+def replay(graph: Any, inputs: Any, turns: int, rounds: int) -> None:
+    recorder = Recorder()
+    graph.invoke(inputs, config={"callbacks": [recorder]})
+    calls = recorder.calls
+    makers: dict[str, Callable[[], Any]] = {"appender": Appender, "hbeval": HBEvalCallbackHandler}
+    samples: dict[str, list[float]] = {n: [] for n in makers}
+    for r in range(rounds * 5):
+        for name, make in makers.items():
+            handler = make()
+            t0 = time.perf_counter()
+            for method, args, kwargs in calls:
+                getattr(handler, method)(*args, **kwargs)
+            if r >= rounds // 2:
+                samples[name].append((time.perf_counter() - t0) * 1e6 / turns)
+    print(f"\nhandler body only: {len(calls)} recorded callbacks replayed, µs per tool turn")
+    for name, xs in samples.items():
+        lo, med, hi = quartiles(xs)
+        print(f"{name:<14}{med:>10.1f}   [{lo:.1f}, {hi:.1f}]")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,10 @@
+"""The adapter conformance suite: one set of checks every framework adapter passes.
+
+Subclass ``AdapterConformance`` in ``tests/test_<framework>_conformance.py``, implement its hooks
+(a scripted two-tool agent, how to break capture, what the adapter patches) and pytest runs the
+whole suite against that adapter. See ``suite.py``.
+"""
+
+from .suite import AdapterConformance, CaptureBoom, two_tool_task
+
+__all__ = ["AdapterConformance", "CaptureBoom", "two_tool_task"]

@@ -1,0 +1,88 @@
+"""Scripted LangGraph agents shared by the LangGraph tests (no tests here).
+
+Every agent is built with ``langchain.agents.create_agent`` on a fake chat model whose
+``bind_tools`` returns itself (the stock fake raises ``NotImplementedError``). Tools record their
+real invocations in ``graph.hbeval_calls`` so tests can tell a skipped tool from one that ran.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import BaseTool, StructuredTool
+
+
+class ScriptedChatModel(FakeMessagesListChatModel):
+    """A fixed list of replies; ``bind_tools`` is a no-op so agents accept it.
+
+    The reply is chosen by how many AI messages the input already holds, not by a shared
+    counter, so one model serves concurrent and batched runs deterministically.
+    """
+
+    def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:
+        return self
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        turn = sum(1 for m in messages if m.type == "ai")
+        reply = self.responses[min(turn, len(self.responses) - 1)]
+        return ChatResult(generations=[ChatGeneration(message=reply.model_copy())])
+
+
+def call(name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
+    return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
+
+
+TWO_TOOL_SCRIPT: list[BaseMessage] = [
+    AIMessage(
+        "I'll look up order A1 first.",
+        tool_calls=[call("lookup", {"query": "order A1"}, "call_lookup_1")],
+    ),
+    AIMessage("Now I'll add 2 and 3.", tool_calls=[call("add", {"a": 2, "b": 3}, "call_add_1")]),
+    AIMessage("done"),
+]
+
+PARALLEL_SCRIPT: list[BaseMessage] = [
+    AIMessage(
+        "I'll look up order A1 and add 2 and 3 at once.",
+        tool_calls=[
+            call("lookup", {"query": "order A1"}, "call_lookup_1"),
+            call("add", {"a": 2, "b": 3}, "call_add_1"),
+        ],
+    ),
+    AIMessage("done"),
+]
+
+
+def make_tools(calls: list[str]) -> list[BaseTool]:
+    """``lookup`` and ``add``, recording each real invocation in ``calls``."""
+
+    def lookup(query: str) -> str:
+        """Look something up."""
+        calls.append("lookup")
+        return f"found: {query} is shipped"
+
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        calls.append("add")
+        return a + b
+
+    return [StructuredTool.from_function(lookup), StructuredTool.from_function(add)]
+
+
+def scripted_agent(script: list[BaseMessage] | None = None, **kwargs: Any) -> Any:
+    """A create_agent graph on a scripted model; ``graph.hbeval_calls`` lists real tool runs."""
+    calls: list[str] = []
+    model = ScriptedChatModel(responses=list(script or TWO_TOOL_SCRIPT))
+    graph = create_agent(model, make_tools(calls), **kwargs)
+    graph.hbeval_calls = calls
+    return graph
+
+
+def inputs(question: str = "Look up order A1, then add 2 and 3.") -> dict[str, Any]:
+    return {"messages": [HumanMessage(question)]}
