@@ -1,0 +1,281 @@
+"""SQLite event ingest: ``SQLiteStore.record_events`` vs a bare ``executemany``, side by side.
+
+Builds realistic hb-events/1 traces (tool_start / tool_end / model_end pydantic objects, grouped
+into trials), then, interleaved in one process, times:
+
+- ours: ``record_events(run_id, trial_key, batch)`` per batch into a fresh temp-file store
+  (validation, serialisation, the run check, seq numbering and one transaction per batch);
+- bare: ``executemany`` of rows serialised beforehand with ``dump_event`` into the same schema
+  (a fresh store's file, so same table, indexes and pragmas), one transaction per batch;
+- floor (context): the store's own multi-row INSERTs of rows serialised beforehand, i.e. ours
+  without validation and serialisation.
+
+Prints the median events/s of each by wall clock (``perf_counter``) and per CPU-second of this
+process, the ratio ours/bare (the headline), bytes per event on disk, how fast the two
+serialisers are alone, and the load average: on a shared machine the wall-clock rates fall with
+other processes' load, the CPU-time rates and the interleaved ratios much less.
+
+    .venv/bin/python benchmarks/bench_store_ingest.py [--events N] [--batch B] [--repeats R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from hbeval_core.events import EventBase, ModelEnd, ToolCall, ToolEnd, ToolStart, Usage, dump_event
+from hbeval_core.store import RunRecord, SQLiteStore, make_trial_key
+from hbeval_core.store._codec import encode_events
+from hbeval_core.store.sqlite import _insert_rows
+
+RUN_ID = "bench-run"
+
+
+def build_trials(n_events: int, per_trial: int) -> list[tuple[str, list[EventBase]]]:
+    """Trials of ``per_trial`` events each: model_end issuing a call, tool_start, tool_end, ..."""
+    trials: list[tuple[str, list[EventBase]]] = []
+    made = 0
+    scenario = 0
+    while made < n_events:
+        key = make_trial_key(scenario // 3, scenario % 3)
+        run = f"{RUN_ID}/{key}"
+        events: list[EventBase] = []
+        step = 0
+        t = 1_760_000_000.0 + scenario
+        while len(events) < per_trial and made + len(events) < n_events:
+            call = f"call_{scenario}_{step}"
+            events.append(
+                ModelEnd(
+                    run_id=run,
+                    seq=len(events),
+                    ts=t,
+                    step=step,
+                    call_id=f"model_{scenario}_{step}",
+                    text="Checking fares before booking; the cheapest direct flight wins.",
+                    tool_calls=[
+                        ToolCall(
+                            id=call, name="search_flights", args={"origin": "SFO", "to": "JFK"}
+                        )
+                    ],
+                    usage=Usage(input_tokens=812 + step, output_tokens=41),
+                    latency_ms=640.2,
+                )
+            )
+            events.append(
+                ToolStart(
+                    run_id=run,
+                    seq=len(events),
+                    ts=t + 0.64,
+                    step=step,
+                    call_id=call,
+                    tool="search_flights",
+                    args={"origin": "SFO", "to": "JFK", "date": "2026-05-01", "limit": 5},
+                )
+            )
+            events.append(
+                ToolEnd(
+                    run_id=run,
+                    seq=len(events),
+                    ts=t + 0.76,
+                    step=step,
+                    call_id=call,
+                    tool="search_flights",
+                    result={
+                        "flights": [{"id": "UA12", "price": 312.5}, {"id": "DL9", "price": 298}]
+                    },
+                    latency_ms=118.4,
+                )
+            )
+            step += 1
+            t += 1.0
+        events = events[: n_events - made]
+        trials.append((key, events))
+        made += len(events)
+        scenario += 1
+    return trials
+
+
+def batches_of(
+    trials: list[tuple[str, list[EventBase]]], batch: int
+) -> list[tuple[str, list[EventBase]]]:
+    """Each trial's events cut into batches of at most ``batch`` (a recorder flushing a buffer)."""
+    return [(key, evs[i : i + batch]) for key, evs in trials for i in range(0, len(evs), batch)]
+
+
+def fresh_store(folder: str) -> Path:
+    """A new store file with one started run, closed again; returns its path."""
+    path = Path(tempfile.mkdtemp(dir=folder)) / "hbeval.db"
+    with SQLiteStore(path) as store:
+        store.start_run(
+            RunRecord(
+                run_id=RUN_ID, agent_id="bench", battery="hbeval", measurement_fingerprint="f"
+            )
+        )
+    return path
+
+
+def db_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.parent.iterdir() if p.name.startswith(path.name))
+
+
+class Timed:
+    """Wall-clock (perf_counter) and process CPU time of a block.
+
+    CPU time counts only this process (kernel time included, so SQLite's writes count), which
+    keeps the rates meaningful when the machine is shared with other busy processes.
+    """
+
+    def __enter__(self) -> Timed:
+        gc.collect()
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.perf_counter() - self.wall
+        self.cpu = time.process_time() - self.cpu
+
+
+def run_ours(folder: str, batches: list[tuple[str, list[EventBase]]]) -> tuple[Timed, int]:
+    path = fresh_store(folder)
+    store = SQLiteStore(path)
+    record = store.record_events
+    with Timed() as timed:
+        for key, evs in batches:
+            record(RUN_ID, key, evs)
+    store.close()
+    return timed, db_bytes(path)
+
+
+def raw_connection(folder: str, n_streams: int) -> tuple[sqlite3.Connection, Path]:
+    """A fresh store's file opened with plain sqlite3, same pragmas, its trial streams created."""
+    path = fresh_store(folder)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA synchronous = NORMAL")  # WAL is already set in the file
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.executemany(
+        "INSERT INTO event_streams (stream_id, run_id, trial_key) VALUES (?, ?, ?)",
+        [(i, RUN_ID, f"k{i}") for i in range(1, n_streams + 1)],
+    )
+    return conn, path
+
+
+def run_bare(folder: str, rows: list[list[tuple[int, int, None, str, str]]]) -> tuple[Timed, int]:
+    conn, path = raw_connection(folder, max(r[0][0] for r in rows))
+    sql = "INSERT INTO event_rows (stream_id, seq, attempt, kind, body) VALUES (?, ?, ?, ?, ?)"
+    with Timed() as timed:
+        for batch in rows:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(sql, batch)
+            conn.execute("COMMIT")
+    conn.close()
+    return timed, db_bytes(path)
+
+
+def run_floor(folder: str, pre: list[tuple[int, int, list[str], list[str]]]) -> tuple[Timed, int]:
+    conn, path = raw_connection(folder, max(p[0] for p in pre))
+    with Timed() as timed:
+        for stream, start, kinds, bodies in pre:
+            conn.execute("BEGIN IMMEDIATE")
+            _insert_rows(conn, stream, None, start, kinds, bodies)
+            conn.execute("COMMIT")
+    conn.close()
+    return timed, db_bytes(path)
+
+
+def bare_rows(
+    batches: list[tuple[str, list[EventBase]]],
+) -> list[list[tuple[int, int, None, str, str]]]:
+    """The rows ``record_events`` would write, serialised beforehand with ``dump_event``."""
+    streams: dict[str, int] = {}
+    next_seq: dict[str, int] = {}
+    out = []
+    for key, evs in batches:
+        stream = streams.setdefault(key, len(streams) + 1)
+        start = next_seq.get(key, 0)
+        out.append(
+            [
+                (stream, start + i, None, ev.kind, dump_event(ev))  # type: ignore[attr-defined]
+                for i, ev in enumerate(evs)
+            ]
+        )
+        next_seq[key] = start + len(evs)
+    return out
+
+
+def rate(fn: Callable[[], object], n: int) -> float:
+    with Timed() as timed:
+        fn()
+    return n / timed.wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--events", type=int, default=200_000)
+    ap.add_argument("--batch", type=int, default=500, help="events per record_events call")
+    ap.add_argument("--per-trial", type=int, default=1500, help="events per trial")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--dir", default=None, help="folder for the temp stores (default: system temp)")
+    args = ap.parse_args()
+
+    trials = build_trials(args.events, args.per_trial)
+    batches = batches_of(trials, args.batch)
+    events = [ev for _, evs in trials for ev in evs]
+    n = len(events)
+    rows = bare_rows(batches)
+    pre = [(b[0][0], b[0][1], [r[3] for r in b], [r[4] for r in b]) for b in rows]
+    load_before = os.getloadavg()[0]
+    folder = tempfile.mkdtemp(prefix="hbeval-bench-", dir=args.dir)
+
+    names = ("ours  record_events", "bare  executemany (pre-serialised)", "floor multi-row INSERT")
+    runs: dict[str, Callable[[], tuple[Timed, int]]] = {
+        names[0]: lambda: run_ours(folder, batches),
+        names[1]: lambda: run_bare(folder, rows),
+        names[2]: lambda: run_floor(folder, pre),
+    }
+    wall: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    size: dict[str, int] = {}
+    for _ in range(args.repeats):  # interleaved, so drift hits all alike
+        for name, run in runs.items():
+            timed, size[name] = run()
+            wall[name].append(n / timed.wall)
+            cpu[name].append(n / timed.cpu)
+    ser_fast = statistics.median(rate(lambda: encode_events(events), n) for _ in range(3))
+    ser_dump = statistics.median(rate(lambda: [dump_event(e) for e in events], n) for _ in range(3))
+
+    w = {name: statistics.median(v) for name, v in wall.items()}
+    c = {name: statistics.median(v) for name, v in cpu.items()}
+    print(
+        f"{n:,} events ({len(trials)} trials, batches of {args.batch}), "
+        f"{args.repeats} interleaved repeats, medians; SQLite {sqlite3.sqlite_version}"
+    )
+    print(f"{'':36}{'events/s':>10}{'per CPU-s':>11}{'bytes/event':>13}")
+    for name in names:
+        print(f"{name:36}{w[name]:>10,.0f}{c[name]:>11,.0f}{size[name] / n:>13.1f}")
+    ours, bare, floor = names
+    print(
+        f"ratio ours/bare: {w[ours] / w[bare]:.2f} wall, {c[ours] / c[bare]:.2f} CPU   "
+        f"(ours/floor: {w[ours] / w[floor]:.2f} wall, {c[ours] / c[floor]:.2f} CPU)"
+    )
+    print(
+        f"serialisation alone: encode_events {ser_fast:,.0f}/s, dump_event {ser_dump:,.0f}/s "
+        f"({ser_fast / ser_dump:.1f}x)"
+    )
+    print(f"load average (1 min) before / after: {load_before:.2f} / {os.getloadavg()[0]:.2f}")
+    for p in Path(folder).rglob("*"):
+        if p.is_file():
+            p.unlink()
+    for p in sorted(Path(folder).rglob("*"), reverse=True):
+        p.rmdir()
+    os.rmdir(folder)
+
+
+if __name__ == "__main__":
+    main()

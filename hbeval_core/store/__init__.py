@@ -1,0 +1,53 @@
+"""Where runs, trials, attempts, events, metrics and reports are kept: SQLite or memory.
+
+``open_store()`` opens the embedded default (SQLite at ``./.hbeval/hbeval.db``); ``MemoryStore()``
+keeps everything in memory. Both implement :class:`Recorder`, refuse the same bad input, and never
+drop or overwrite what they have stored.
+"""
+
+from __future__ import annotations
+
+from .errors import DuplicateRecordError, StoreError, StoreVersionError, UnknownRunError
+from .memory import MemoryStore
+from .protocol import Recorder
+from .records import (
+    RUN_COMPLETED,
+    RUN_FAILED,
+    RUN_FINAL_STATUSES,
+    RUN_INTERRUPTED,
+    RUN_RUNNING,
+    RUN_STATUSES,
+    AttemptRecord,
+    MetricSet,
+    ReportRecord,
+    RunRecord,
+    TrialRecord,
+    make_trial_key,
+)
+from .sqlite import DEFAULT_PATH, MIGRATIONS, SQLiteStore, open_store, resolve_path
+
+__all__ = [
+    "DEFAULT_PATH",
+    "MIGRATIONS",
+    "RUN_COMPLETED",
+    "RUN_FAILED",
+    "RUN_FINAL_STATUSES",
+    "RUN_INTERRUPTED",
+    "RUN_RUNNING",
+    "RUN_STATUSES",
+    "AttemptRecord",
+    "DuplicateRecordError",
+    "MemoryStore",
+    "MetricSet",
+    "Recorder",
+    "ReportRecord",
+    "RunRecord",
+    "SQLiteStore",
+    "StoreError",
+    "StoreVersionError",
+    "TrialRecord",
+    "UnknownRunError",
+    "make_trial_key",
+    "open_store",
+    "resolve_path",
+]
