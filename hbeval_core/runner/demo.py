@@ -33,10 +33,10 @@ def run_demo(
     (``./.hbeval/hbeval.db`` when ``out_dir`` is the working directory). ``progress`` receives
     the agent's name with each update. Nothing else is written: the caller renders the reports.
     """
-    from ..examples.plain_agent import careful, naive, tasks
     from ..faults import Battery
     from ..store import open_store
 
+    adapter, careful, naive, tasks, framework = _demo_agents()
     base = Path(out_dir) if out_dir is not None else Path.cwd()
     store = open_store(db if db is not None else base / ".hbeval" / "hbeval.db")
     factories = {"careful": careful, "naive": naive}
@@ -49,7 +49,7 @@ def run_demo(
                     progress(name, update)
 
             reports[name] = run_battery(
-                None,
+                adapter,
                 factories[name],
                 tasks,
                 Battery.hbeval(n_scenarios=n_scenarios, seed=seed),
@@ -61,4 +61,24 @@ def run_demo(
             )
     finally:
         store.close()
+    for report in reports.values():
+        report.setdefault("demo", {})["framework"] = framework
     return reports
+
+
+def _demo_agents() -> tuple[Any, Any, Any, Any, str]:
+    """The LangGraph support agents when LangGraph is installed, else the plain-Python ones.
+
+    The demo's point is a real framework under faults; the plain agents keep ``hbeval demo``
+    working on a core-only install.
+    """
+    try:
+        from hbeval_langgraph import LangGraphAdapter
+        from hbeval_langgraph.examples import careful, naive, tasks
+    except ImportError:
+        from ..examples.plain_agent import careful as p_careful
+        from ..examples.plain_agent import naive as p_naive
+        from ..examples.plain_agent import tasks as p_tasks
+
+        return None, p_careful, p_naive, p_tasks, "plain"
+    return LangGraphAdapter(), careful, naive, tasks, "langgraph"
