@@ -78,11 +78,22 @@ def canonical_claim(name: str) -> str:
 
 
 def collect_claims(claim_events: list[Any], final_state: Any) -> list[tuple[str, Any, str]]:
-    """Claims as (name, value, source): claim events first, then behavioural final-state keys."""
-    out: list[tuple[str, Any, str]] = [(c.name, c.value, "claim_event") for c in claim_events]
+    """Claims as (name, value, source): claim events first, then behavioural final-state keys.
+
+    An adapter may already have turned the final state's fields into claim events (tagged
+    ``attrs.source == "final_state"``, so the stored trace keeps them); those are not counted twice.
+    """
+    out: list[tuple[str, Any, str]] = []
+    echoed: set[str] = set()
+    for c in claim_events:
+        if (getattr(c, "attrs", None) or {}).get("source") == "final_state":
+            echoed.add(c.name)
+            out.append((c.name, c.value, "final_state"))
+        else:
+            out.append((c.name, c.value, "claim_event"))
     if isinstance(final_state, Mapping):
         for key in BEHAVIOURAL_KEYS:
-            if key in final_state:
+            if key in final_state and key not in echoed:
                 out.append((key, final_state[key], "final_state"))
     return out
 

@@ -116,7 +116,7 @@ from ..vocab import (  # noqa: E402 - grouped here, beside the constants they re
     SEVERITY_WRONG,
 )
 
-_UNFINISHED_STATUSES = frozenset({"error", "timeout", "cancelled"})
+_UNFINISHED_STATUSES = frozenset({"error", "timeout", "cancelled", "halted"})
 
 
 @dataclass
