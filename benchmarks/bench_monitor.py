@@ -68,7 +68,9 @@ def main() -> None:
     else:
         print("reference SDK not installed (pip install 'hbeval[bench]'): ours only")
 
-    print(f"record_step, thresholds on, halt and policy off; {args.steps:,} steps x {args.repeats} interleaved runs")
+    print(
+        f"record_step, thresholds on, halt and policy off; {args.steps:,} steps x {args.repeats} interleaved runs"
+    )
     for stream, kwargs in STREAMS.items():
         samples: dict[str, list[float]] = {k: [] for k in impls}
         for _ in range(args.repeats):
@@ -76,7 +78,9 @@ def main() -> None:
                 samples[name].append(rate(make, kwargs, args.steps))
         line = [f"{stream:9s}"]
         for name, xs in samples.items():
-            line.append(f"{name} {statistics.median(xs) / 1e6:.2f}M/s (spread {min(xs) / 1e6:.2f}-{max(xs) / 1e6:.2f})")
+            line.append(
+                f"{name} {statistics.median(xs) / 1e6:.2f}M/s (spread {min(xs) / 1e6:.2f}-{max(xs) / 1e6:.2f})"
+            )
         if "reference" in samples:
             ratio = statistics.median(samples["hbeval"]) / statistics.median(samples["reference"])
             line.append(f"ratio hbeval/reference {ratio:.2f}x")
@@ -89,7 +93,9 @@ def main() -> None:
         print(f"  {name:9s} {size / 1e6:8.1f} MB")
     half = retained_bytes(Monitor, kwargs, args.memory_steps // 2)
     full = retained_bytes(Monitor, kwargs, args.memory_steps)
-    print(f"  hbeval at {args.memory_steps // 2:,} vs {args.memory_steps:,} steps: {half:,} vs {full:,} bytes (flat)")
+    print(
+        f"  hbeval at {args.memory_steps // 2:,} vs {args.memory_steps:,} steps: {half:,} vs {full:,} bytes (flat)"
+    )
 
 
 if __name__ == "__main__":

@@ -31,16 +31,94 @@ def write_trace(path: Path, n_events: int) -> None:
         while i < n_events - 2:
             c = f"c{step}"
             m = f"m{step}"
-            fh.write(json.dumps({"kind": "model_start", "run_id": "r1", "call_id": m, "messages": [{"role": "tool", "content": "order 42 shipped", "tool_call_id": f"c{step - 1}"}]}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "kind": "model_start",
+                        "run_id": "r1",
+                        "call_id": m,
+                        "messages": [
+                            {
+                                "role": "tool",
+                                "content": "order 42 shipped",
+                                "tool_call_id": f"c{step - 1}",
+                            }
+                        ],
+                    }
+                )
+                + "\n"
+            )
             text = "Checking the order status." if step % 3 else ""
-            fh.write(json.dumps({"kind": "model_end", "run_id": "r1", "call_id": m, "text": text, "tool_calls": [{"id": c, "name": "lookup_order", "args": {"order_id": step % 50}}], "usage": {"input_tokens": 120, "output_tokens": 14}}) + "\n")
-            fh.write(json.dumps({"kind": "tool_start", "run_id": "r1", "call_id": c, "tool": "lookup_order", "args": {"order_id": step % 50}}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "kind": "model_end",
+                        "run_id": "r1",
+                        "call_id": m,
+                        "text": text,
+                        "tool_calls": [
+                            {"id": c, "name": "lookup_order", "args": {"order_id": step % 50}}
+                        ],
+                        "usage": {"input_tokens": 120, "output_tokens": 14},
+                    }
+                )
+                + "\n"
+            )
+            fh.write(
+                json.dumps(
+                    {
+                        "kind": "tool_start",
+                        "run_id": "r1",
+                        "call_id": c,
+                        "tool": "lookup_order",
+                        "args": {"order_id": step % 50},
+                    }
+                )
+                + "\n"
+            )
             if step % 5 == 4:
-                fh.write(json.dumps({"kind": "fault_injected", "run_id": "r1", "call_id": c, "tool": "lookup_order", "mode": "error_5xx", "effect": "error", "payload": "HTTP 503"}) + "\n")
-                fh.write(json.dumps({"kind": "tool_error", "run_id": "r1", "call_id": c, "tool": "lookup_order", "error": "HTTP 503 Service Unavailable", "latency_ms": 1.5}) + "\n")
+                fh.write(
+                    json.dumps(
+                        {
+                            "kind": "fault_injected",
+                            "run_id": "r1",
+                            "call_id": c,
+                            "tool": "lookup_order",
+                            "mode": "error_5xx",
+                            "effect": "error",
+                            "payload": "HTTP 503",
+                        }
+                    )
+                    + "\n"
+                )
+                fh.write(
+                    json.dumps(
+                        {
+                            "kind": "tool_error",
+                            "run_id": "r1",
+                            "call_id": c,
+                            "tool": "lookup_order",
+                            "error": "HTTP 503 Service Unavailable",
+                            "latency_ms": 1.5,
+                        }
+                    )
+                    + "\n"
+                )
                 i += 5
             else:
-                fh.write(json.dumps({"kind": "tool_end", "run_id": "r1", "call_id": c, "tool": "lookup_order", "result": {"status": "shipped", "order_id": step % 50}, "latency_ms": 2.0}) + "\n")
+                fh.write(
+                    json.dumps(
+                        {
+                            "kind": "tool_end",
+                            "run_id": "r1",
+                            "call_id": c,
+                            "tool": "lookup_order",
+                            "result": {"status": "shipped", "order_id": step % 50},
+                            "latency_ms": 2.0,
+                        }
+                    )
+                    + "\n"
+                )
                 i += 4
             step += 1
         fh.write('{"kind":"run_end","run_id":"r1"}\n')
@@ -97,7 +175,9 @@ def main() -> None:
         print(f"bare json.loads loop : {mb:.2f} s  ({args.events / mb / 1e6:.2f}M events/s)")
         print(f"hbeval score path    : {mo:.2f} s  ({args.events / mo / 1e6:.2f}M events/s)")
         print(f"ratio hbeval/bare    : {mo / mb:.2f}x (lower is faster)")
-        proc = subprocess.run([sys.executable, "-c", RSS_CODE, str(path)], capture_output=True, text=True, check=True)
+        proc = subprocess.run(
+            [sys.executable, "-c", RSS_CODE, str(path)], capture_output=True, text=True, check=True
+        )
         steps, rss_kb = proc.stdout.split()
         print(f"scoring subprocess   : {int(steps):,} steps, peak RSS {int(rss_kb) / 1024:.0f} MB")
 

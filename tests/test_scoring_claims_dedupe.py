@@ -7,7 +7,9 @@ from hbeval_core.scoring._claims import collect_claims
 
 
 def test_final_state_claim_echoed_as_event_counts_once() -> None:
-    echoed = Claim(run_id="r", name="recovered_intentionally", value=True, attrs={"source": "final_state"})
+    echoed = Claim(
+        run_id="r", name="recovered_intentionally", value=True, attrs={"source": "final_state"}
+    )
     own = Claim(run_id="r", name="deliberate_handling", value=True)
     final_state = {"recovered_intentionally": True, "replanned": True, "answer": "done"}
     claims = collect_claims([echoed, own], final_state)

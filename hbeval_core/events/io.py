@@ -127,7 +127,9 @@ def _slow_line(raw: bytes, lineno: int, validate: Any) -> EventBase | None:
         field, msg = _field_of(exc)
         if obj.get("kind") not in _KINDS:
             field = "kind"
-            msg = f"unknown event kind {obj.get('kind')!r}; known kinds: {', '.join(sorted(_KINDS))}"
+            msg = (
+                f"unknown event kind {obj.get('kind')!r}; known kinds: {', '.join(sorted(_KINDS))}"
+            )
         raise EventFormatError(msg, line=lineno, field=field) from None
 
 
