@@ -311,6 +311,7 @@ def demo(
 
 
 _mount_optional("hbeval_core.runner.cli_battery", "battery_app", "battery")
+_mount_optional("hbeval_core.memory.cli", "memory_app", "memory")
 
 
 def main() -> None:

@@ -1,0 +1,266 @@
+"""EDM: admission throughput, exact retrieval latency at 10k and 100k episodes, bytes per episode.
+
+Builds a SQLite file per size with ``admit_many`` (batches of 10,000 realistic support/ops
+contexts, 384-dim hashed embeddings), reopens it, and times retrieval for one agent:
+
+* ``search``   — the exact top-k scan alone (every stored vector scored, threshold,
+  argpartition) for an already-embedded query; the hashing embedder's queries are sparse, so
+  only their non-zero dimensions are read;
+* ``search, dense query`` — the same scan for dense unit queries (what a sentence-embedding
+  model such as MiniLM produces), which must read the whole matrix;
+* ``retrieve`` — the public call: embed the query, scan, fetch the k records from SQLite;
+* ``python loop`` (10k only) — the same exact scan as a plain Python loop over lists.
+
+Prints p50/p99 in milliseconds, admission in episodes/s and the database bytes per stored
+episode. Times are shown as wall clock and as this thread's CPU time: on a shared machine (the
+load average is printed) wall time includes waiting for a CPU, CPU time does not.
+Nothing is asserted.
+
+    .venv/bin/python benchmarks/bench_edm.py [--sizes 10000,100000] [--queries 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hbeval_core.memory import EDM, HashingEmbedder, VectorIndex
+
+VERBS = [
+    "refund",
+    "restart",
+    "rotate",
+    "cancel",
+    "update",
+    "escalate",
+    "reset",
+    "unlock",
+    "merge",
+    "renew",
+    "scale",
+    "investigate",
+    "restore",
+    "replace",
+    "migrate",
+    "audit",
+    "throttle",
+]
+OBJECTS = [
+    "order",
+    "payment service",
+    "TLS certificate",
+    "subscription",
+    "delivery address",
+    "ticket",
+    "password",
+    "customer account",
+    "nightly backup",
+    "domain",
+    "worker pool",
+    "invoice",
+    "search pod",
+    "API key",
+    "shipping label",
+    "loyalty points",
+    "webhook",
+    "database replica",
+]
+CAUSES = [
+    "after the 503 errors",
+    "because the customer asked",
+    "before it ships",
+    "after a timeout",
+    "following a failed deploy",
+    "due to a duplicate charge",
+    "after too many login attempts",
+    "because disk usage is above 90 percent",
+    "after the carrier API returned malformed data",
+]
+AGENT = "bench-agent"
+
+
+def context(rng: random.Random, i: int) -> str:
+    return (
+        f"{rng.choice(VERBS).capitalize()} the {rng.choice(OBJECTS)} {i % 9973} "
+        f"{rng.choice(CAUSES)} for customer {rng.randrange(100_000)}"
+    )
+
+
+def episode(rng: random.Random, i: int) -> dict[str, Any]:
+    handled = i % 3 == 0
+    return {
+        "agent_id": AGENT,
+        "run_id": f"bench-run-{i // 1000}",
+        "trial_key": f"s{i % 1000}-t0",
+        "context": context(rng, i),
+        "summary": "lookup -> act -> verify; the failure was retried with changed arguments",
+        "metrics": {
+            "pei": round(rng.uniform(0.8, 1.0), 4),
+            "frr": None if not handled else 1.0,
+            "irs": 0.9 if handled else None,
+            "ti": round(rng.uniform(4.0, 5.0), 2),
+        },
+        "metrics_undefined": {}
+        if handled
+        else {"frr": "no_fault_observed", "irs": "no_fault_observed"},
+        "evidence": {"level": "E2", "completeness": 1.0},
+        "passed": True,
+        "measurement_fingerprint": "0123456789abcdef",
+        "battery_fingerprint": "ce481b32763df1ca",
+        "metric_versions": {"pei": "2.0", "frr": "1.0", "irs": "2.0", "ti": "1.0"},
+        "scoring_version": "hbeval-scoring/1",
+    }
+
+
+def pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
+
+
+def ms(xs: list[float]) -> str:
+    return f"p50 {pct(xs, 0.50) * 1e3:7.3f} ms  p99 {pct(xs, 0.99) * 1e3:7.3f} ms"
+
+
+def timed(fn: Callable[[Any], Any], items: Iterable[Any]) -> tuple[list[float], list[float], int]:
+    """Per-call wall and CPU (this thread's) seconds, and how many calls returned something."""
+    wall: list[float] = []
+    cpu: list[float] = []
+    found = 0
+    for item in items:
+        t, c = time.perf_counter(), time.thread_time()
+        found += bool(fn(item))
+        cpu.append(time.thread_time() - c)
+        wall.append(time.perf_counter() - t)
+    return wall, cpu, found
+
+
+def search_fn(index: VectorIndex, k: int, threshold: float) -> Callable[[Any], Any]:
+    return lambda q: index.search(q, k, threshold)[0]
+
+
+def retrieve_fn(edm: EDM, k: int) -> Callable[[Any], Any]:
+    return lambda text: edm.retrieve(text, AGENT, k)
+
+
+def both(wall: list[float], cpu: list[float]) -> str:
+    return f"wall {ms(wall)}  |  CPU {ms(cpu)}"
+
+
+def build(path: Path, n: int, seed: int) -> tuple[float, float]:
+    """Admit ``n`` episodes in batches of 10k; returns (wall seconds, CPU seconds) admitting."""
+    rng = random.Random(seed)
+    wall = cpu = 0.0
+    with EDM(path) as edm:
+        for start in range(0, n, 10_000):
+            batch = [episode(rng, i) for i in range(start, min(n, start + 10_000))]
+            t, c = time.perf_counter(), time.process_time()
+            decisions = edm.admit_many(batch)
+            wall += time.perf_counter() - t
+            cpu += time.process_time() - c
+            assert all(decisions), "every benchmark episode qualifies"
+    return wall, cpu
+
+
+def python_loop_search(
+    rows: list[list[float]], ids: list[str], q: list[float], k: int, threshold: float
+) -> list[tuple[str, float]]:
+    hits = []
+    for eid, row in zip(ids, rows, strict=True):
+        s = sum(a * b for a, b in zip(row, q, strict=True))
+        if s >= threshold:
+            hits.append((s, eid))
+    hits.sort(reverse=True)
+    return [(eid, s) for s, eid in hits[:k]]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--python-queries", type=int, default=5)
+    ap.add_argument("--k", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=7)
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+
+    print(
+        f"EDM benchmark — numpy {np.__version__}, {os.cpu_count()} CPUs, load average "
+        f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} (a shared machine inflates wall time)"
+    )
+    emb = HashingEmbedder()
+    print(f"embedder {emb.name}, threshold {emb.threshold}, exact top-{args.k}, one agent\n")
+    qrng = random.Random(args.seed + 1)
+    query_texts = [context(qrng, qrng.randrange(1_000_000)) for _ in range(args.queries)]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sizes:
+            path = Path(tmp) / f"edm-{n}.db"
+            wall, cpu = build(path, n, args.seed)
+            size = path.stat().st_size
+            print(f"[{n:,} episodes]")
+            print(
+                f"  admission (admit_many, batches of 10k): {n / wall:,.0f} episodes/s wall, "
+                f"{n / cpu:,.0f} episodes/s CPU"
+            )
+            print(
+                f"  database: {size / 1e6:.1f} MB = {size / n:,.0f} bytes per stored episode "
+                f"(vector {emb.dim * 4} B + record)"
+            )
+            with EDM(path) as edm:
+                t = time.perf_counter()
+                edm.retrieve(query_texts[0], AGENT)
+                print(
+                    f"  first retrieve (loads the agent's index from SQLite): "
+                    f"{(time.perf_counter() - t) * 1e3:,.0f} ms"
+                )
+                index = edm._index(AGENT)  # benchmark-only peek at the in-memory index
+                print(f"  index in memory: {index.nbytes / 1e6:.1f} MB of float32 vectors")
+                qvecs = edm.embedder.embed(query_texts)
+                k, thr = args.k, edm.threshold
+                search_w, search_c, _ = timed(search_fn(index, k, thr), qvecs)
+                nnz = float(np.mean([np.count_nonzero(q) for q in qvecs]))
+                print(f"  search (exact; query non-zeros {nnz:.0f}/{emb.dim}):")
+                print(f"      {both(search_w, search_c)}")
+                drng = np.random.default_rng(args.seed)
+                dense = drng.standard_normal((min(100, args.queries), emb.dim)).astype(np.float32)
+                dense /= np.linalg.norm(dense, axis=1, keepdims=True)
+                dense_w, dense_c, _ = timed(search_fn(index, k, thr), dense)
+                print(f"  search, dense query (MiniLM-like, {len(dense)} queries):")
+                print(f"      {both(dense_w, dense_c)}")
+                ret_w, ret_c, found = timed(retrieve_fn(edm, k), query_texts)
+                print(f"  retrieve (embed + search + fetch; {found}/{len(query_texts)} found one):")
+                print(f"      {both(ret_w, ret_c)}")
+                search_t = search_w
+                if n <= 10_000 and args.python_queries > 0:
+                    ids, matrix = index.export()
+                    rows = [list(map(float, r)) for r in matrix]
+                    loop_t: list[float] = []
+                    for q in qvecs[: args.python_queries]:
+                        ql = list(map(float, q))
+                        t = time.perf_counter()
+                        slow = python_loop_search(rows, ids, ql, args.k, edm.threshold)
+                        loop_t.append(time.perf_counter() - t)
+                        fast, _ = index.search(q, args.k, edm.threshold)
+                        # same exact answer (ties may list equal-scored ids in another order)
+                        assert np.allclose([x for _, x in slow], [x for _, x in fast], atol=1e-5)
+                    ratio = statistics.median(loop_t) / statistics.median(search_t)
+                    print(
+                        f"  python loop (same exact answer, {len(loop_t)} queries): "
+                        f"median {statistics.median(loop_t) * 1e3:,.1f} ms = {ratio:,.0f}x "
+                        f"the numpy search"
+                    )
+            print()
+    print("target: p99 <= 5 ms at 100k (search); admission >= 10k episodes/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""Evaluation-driven memory (EDM) and grounded explanations (HCI-EDM).
+
+EDM admits an agent's scored episodes only when their scores earned it (spec §4.1: the
+*elaborate* route PEI >= 0.80 and TI >= 4.0, or the *handling* route IRS >= 0.85 and TI >= 1.5;
+safe trials only; E1 evidence or better) and retrieves them for similar tasks of the same
+agent at or above a calibrated cosine threshold. ``explain`` cites a stored episode's figures
+verbatim or defers to human review. ``mir`` measures how retrieval survives a poisoned episode.
+
+Quick start::
+
+    from hbeval_core.memory import open_edm
+
+    edm = open_edm()                     # ./.hbeval/hbeval.db, beside the store
+    edm.admit({"agent_id": "support", "run_id": "r1", "trial_key": "s0-t0",
+               "context": "Refund the duplicate charge on order 4411",
+               "metrics": {"pei": 0.8333, "ti": 4.5}, "evidence": "E2", "passed": True})
+    edm.recall("Order 4411 was charged twice; refund it", agent_id="support")
+    edm.explain("Order 4411 was charged twice; refund it", agent_id="support")
+
+See docs/memory.md.
+"""
+
+from __future__ import annotations
+
+from ._edm import DEFAULT_TOP_K, EDM, Match, open_edm
+from ._embed import (
+    HASHING_EMBEDDER_NAME,
+    HASHING_THRESHOLD,
+    MINILM_THRESHOLD,
+    Calibration,
+    Embedder,
+    HashingEmbedder,
+    MiniLMEmbedder,
+    calibrate,
+    evaluate_threshold,
+    pair_similarities,
+)
+from ._episode import (
+    DEFAULT_AGENT_ID,
+    EDM_METRICS,
+    EDM_VERSION,
+    ROUTE_ELABORATE,
+    ROUTE_HANDLING,
+    ROUTES,
+    AdmissionDecision,
+    AdmissionPolicy,
+    EDMSchemaError,
+    Episode,
+    EpisodeError,
+    format_figure,
+    parse_episode,
+    render_summary,
+)
+from ._explain import CONTEXT_FIELD_ORDER, DEFERRAL_PREFIX, ContextError, render_context
+from ._index import VectorIndex
+from ._mir import MIRQuery, MIRResult, NaiveMemory, mir
+from ._sqlite import DEFAULT_DB_PATH, EDM_SCHEMA_VERSION, DBLocationError, resolve_db
+
+__all__ = [
+    "CONTEXT_FIELD_ORDER",
+    "DEFAULT_AGENT_ID",
+    "DEFAULT_DB_PATH",
+    "DEFAULT_TOP_K",
+    "DEFERRAL_PREFIX",
+    "EDM",
+    "EDM_METRICS",
+    "EDM_SCHEMA_VERSION",
+    "EDM_VERSION",
+    "HASHING_EMBEDDER_NAME",
+    "HASHING_THRESHOLD",
+    "MINILM_THRESHOLD",
+    "ROUTES",
+    "ROUTE_ELABORATE",
+    "ROUTE_HANDLING",
+    "AdmissionDecision",
+    "AdmissionPolicy",
+    "Calibration",
+    "ContextError",
+    "DBLocationError",
+    "EDMSchemaError",
+    "Embedder",
+    "Episode",
+    "EpisodeError",
+    "HashingEmbedder",
+    "MIRQuery",
+    "MIRResult",
+    "Match",
+    "MiniLMEmbedder",
+    "NaiveMemory",
+    "VectorIndex",
+    "calibrate",
+    "evaluate_threshold",
+    "format_figure",
+    "mir",
+    "open_edm",
+    "pair_similarities",
+    "parse_episode",
+    "render_context",
+    "render_summary",
+    "resolve_db",
+]

@@ -1,0 +1,431 @@
+"""EDM: a memory that admits only episodes whose scores earned it, and retrieves them by task.
+
+``EDM`` keeps admitted episodes in SQLite (its own ``edm_*`` tables in the store's file) and
+one in-memory vector index per agent, loaded on first use. Retrieval is exact: every stored
+vector of the agent is compared with the query (cosine = dot product of unit vectors), and
+only episodes at or above the threshold are returned. One agent never sees another's
+episodes, and unsafe episodes are quarantined, never indexed.
+
+``EDM()`` is in memory (nothing persisted); ``EDM(path)`` or :func:`open_edm` persist to a
+SQLite file (``open_edm()`` with no argument uses the store's default ``./.hbeval/hbeval.db``).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ._embed import Embedder, HashingEmbedder, normalise_rows
+from ._episode import (
+    DEFAULT_AGENT_ID,
+    AdmissionDecision,
+    AdmissionPolicy,
+    Episode,
+    iso_utc,
+    parse_episode,
+    utc_now,
+    with_admission,
+)
+from ._episode import judge as judge_episode
+from ._explain import deferral, grounded, render_context
+from ._index import VectorIndex
+from ._sqlite import MEMORY_DB, EDMTables, connect, migrate, resolve_db
+
+DEFAULT_TOP_K = 3
+
+
+@dataclass(frozen=True)
+class Match:
+    """A retrieved episode and its cosine similarity to the query."""
+
+    episode: Episode
+    similarity: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form: the episode's record plus ``similarity``."""
+        return {**self.episode.as_dict(), "similarity": round(self.similarity, 4)}
+
+    def render(self) -> str:
+        """One line for a prompt: the recorded trajectory and its quoted figures."""
+        ep = self.episode
+        run = f"run {ep.run_id}" if ep.run_id else "no run id recorded"
+        trial = f", trial {ep.trial_key}" if ep.trial_key else ""
+        return (
+            f"Precedent {ep.episode_id} ({run}{trial}; similarity {self.similarity:.4f}; "
+            f"route {ep.route}; evidence {ep.evidence_level}): {ep.summary} "
+            f"— recorded {ep.quoted_metrics()}."
+        )
+
+
+def _agent(agent_id: object) -> str:
+    if not isinstance(agent_id, str) or not agent_id.strip():
+        raise ValueError(f"agent_id must be a non-empty string, got {agent_id!r}")
+    return agent_id
+
+
+def _top_k(k: object) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    return k
+
+
+class EDM:
+    """Evaluation-driven memory: admission by score routes, exact retrieval per agent.
+
+    Args:
+        db: a SQLite path, ``sqlite:///path`` URL, or None for an in-memory database.
+        embedder: how contexts become vectors; default :class:`HashingEmbedder`.
+        threshold: minimum cosine for retrieval; default the embedder's calibrated one.
+        policy: admission thresholds; default the spec's two routes and E1 evidence.
+        top_k: how many precedents ``retrieve``/``recall`` return at most.
+        clock: source of ``created_at`` for episodes that do not carry one.
+    """
+
+    def __init__(
+        self,
+        db: str | Path | None = None,
+        *,
+        embedder: Embedder | None = None,
+        threshold: float | None = None,
+        policy: AdmissionPolicy | None = None,
+        top_k: int = DEFAULT_TOP_K,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.embedder: Embedder = embedder if embedder is not None else HashingEmbedder()
+        if not isinstance(self.embedder, Embedder):
+            raise TypeError("embedder must provide name, dim, threshold and embed(texts)")
+        chosen = self.embedder.threshold if threshold is None else threshold
+        if isinstance(chosen, bool) or not isinstance(chosen, (int, float)):
+            raise ValueError(f"threshold must be a number in [-1, 1], got {chosen!r}")
+        if math.isnan(float(chosen)) or not -1.0 <= float(chosen) <= 1.0:
+            raise ValueError(f"threshold must be a number in [-1, 1], got {chosen!r}")
+        self.threshold = float(chosen)
+        self.policy = policy if policy is not None else AdmissionPolicy()
+        self._policy_record = self.policy.as_dict()
+        self.top_k = _top_k(top_k)
+        self._clock = clock
+        self.path = MEMORY_DB if db is None else resolve_db(db)
+        self._conn = connect(self.path)
+        try:
+            migrate(self._conn)
+        except BaseException:
+            self._conn.close()
+            raise
+        self._tables = EDMTables(self._conn)
+        self._lock = threading.RLock()
+        self._indexes: dict[str, VectorIndex] = {}
+        self._data_version = self._tables.data_version()
+        self._generation = self._tables.generation()
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        """Close the database connection; the EDM cannot be used afterwards."""
+        with self._lock:
+            self._indexes.clear()
+            self._conn.close()
+
+    def __enter__(self) -> EDM:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"EDM(db={self.path!r}, embedder={self.embedder.name!r}, threshold={self.threshold!r})"
+        )
+
+    # ------------------------------------------------------------------ index upkeep
+    def _sync(self) -> None:
+        """Drop loaded indexes when another connection admitted or deleted episodes."""
+        version = self._tables.data_version()
+        if version == self._data_version:
+            return
+        self._data_version = version
+        generation = self._tables.generation()
+        if generation != self._generation:
+            self._generation = generation
+            self._indexes.clear()
+
+    def _after_write(self) -> bool:
+        """Record our own write's generation; False when another writer slipped in before."""
+        bump = self._tables.last_bump
+        self._tables.last_bump = None
+        if bump is None:
+            return True
+        before, after = bump
+        fresh = before == self._generation
+        self._generation = after
+        if not fresh:
+            self._indexes.clear()
+        return fresh
+
+    def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        out = np.asarray(self.embedder.embed(list(texts)))
+        if out.shape != (len(texts), self.embedder.dim):
+            raise ValueError(
+                f"embedder {self.embedder.name!r} returned shape {out.shape}, "
+                f"expected ({len(texts)}, {self.embedder.dim})"
+            )
+        if not np.all(np.isfinite(out)):
+            raise ValueError(f"embedder {self.embedder.name!r} returned non-finite values")
+        return normalise_rows(out)
+
+    def _index(self, agent_id: str) -> VectorIndex:
+        index = self._indexes.get(agent_id)
+        if index is not None:
+            return index
+        dim = self.embedder.dim
+        ids, matrix, missing = self._tables.vectors(agent_id, self.embedder.name, dim)
+        index = VectorIndex(dim)
+        index.add(ids, matrix)
+        if missing:
+            miss_ids = [eid for eid, _ in missing]
+            vectors = self._embed([ctx for _, ctx in missing])
+            self._tables.add_vectors(agent_id, miss_ids, vectors, self.embedder.name)
+            index.add(miss_ids, vectors)
+        self._indexes[agent_id] = index
+        return index
+
+    # ------------------------------------------------------------------ admission
+    def admit(self, episode: Episode | dict[str, Any] | Any) -> AdmissionDecision:
+        """Judge one scored episode and store it if it qualifies (see ``admit_many``).
+
+        The decision is truthy exactly when the episode was admitted, so this also serves
+        the adapters' ``admit(episode: dict) -> bool``.
+        """
+        parsed = parse_episode(episode, where="episode", clock=self._clock)
+        return self._admit_parsed([parsed])[0]
+
+    def admit_many(
+        self, episodes: Iterable[Episode | dict[str, Any] | Any]
+    ) -> list[AdmissionDecision]:
+        """Judge and store a batch in one transaction; one decision per episode, in order.
+
+        Every episode is validated first: a malformed one raises :class:`EpisodeError`
+        naming ``episodes[i].field`` and nothing from the batch is stored. Refusals (E0
+        evidence, no qualifying route, unsafe, duplicate id) are decisions, not errors.
+        """
+        now = iso_utc(self._clock())
+        parsed = [
+            parse_episode(raw, where=f"episodes[{i}]", clock=self._clock, now=now)
+            for i, raw in enumerate(episodes)
+        ]
+        return self._admit_parsed(parsed)
+
+    def _admit_parsed(self, parsed: Sequence[Episode]) -> list[AdmissionDecision]:
+        with self._lock:
+            self._sync()
+            ids = [ep.episode_id for ep in parsed]
+            stored = self._tables.existing(ids)
+            stored_q = self._tables.existing(ids, "edm_quarantine")
+            decisions: list[AdmissionDecision] = []
+            to_store: list[tuple[Episode, str]] = []
+            to_quarantine: list[tuple[Episode, Sequence[str]]] = []
+            for ep in parsed:
+                if ep.episode_id in stored:
+                    decisions.append(
+                        AdmissionDecision(
+                            admitted=False,
+                            route=None,
+                            reasons=(
+                                f"duplicate: episode {ep.episode_id} is already stored; "
+                                "nothing was overwritten",
+                            ),
+                            episode_id=ep.episode_id,
+                            agent_id=ep.agent_id,
+                        )
+                    )
+                    continue
+                verdict = judge_episode(ep, self.policy)
+                if verdict.unsafe:
+                    reasons = verdict.reasons
+                    if ep.episode_id in stored_q:
+                        reasons += ("already quarantined: nothing was overwritten",)
+                    else:
+                        stored_q.add(ep.episode_id)
+                        to_quarantine.append((with_admission(ep, None, self.policy), reasons))
+                    decisions.append(
+                        AdmissionDecision(
+                            False, None, reasons, ep.episode_id, ep.agent_id, quarantined=True
+                        )
+                    )
+                elif verdict.route is not None:
+                    stored.add(ep.episode_id)
+                    to_store.append((ep, verdict.route))
+                    decisions.append(
+                        AdmissionDecision(
+                            True, verdict.route, verdict.reasons, ep.episode_id, ep.agent_id
+                        )
+                    )
+                else:
+                    decisions.append(
+                        AdmissionDecision(False, None, verdict.reasons, ep.episode_id, ep.agent_id)
+                    )
+            if not to_store and not to_quarantine:
+                return decisions
+            vectors = (
+                self._embed([ep.context for ep, _ in to_store])
+                if to_store
+                else np.zeros((0, self.embedder.dim), dtype=np.float32)
+            )
+            self._tables.write_batch(
+                to_store, vectors, self.embedder.name, to_quarantine, self._policy_record
+            )
+            if self._after_write():
+                by_agent: dict[str, list[int]] = {}
+                for i, (ep, _) in enumerate(to_store):
+                    by_agent.setdefault(ep.agent_id, []).append(i)
+                for agent_id, rows in by_agent.items():
+                    index = self._indexes.get(agent_id)
+                    if index is not None:
+                        index.add([to_store[i][0].episode_id for i in rows], vectors[rows])
+            return decisions
+
+    # ------------------------------------------------------------------ retrieval
+    def _search(
+        self, context: object, agent_id: str, k: int
+    ) -> tuple[str, list[Match], float | None, int]:
+        query = render_context(context)
+        agent = _agent(agent_id)
+        k = _top_k(k)
+        vector = self._embed([query])[0]
+        with self._lock:
+            self._sync()
+            index = self._index(agent)
+            hits, best = index.search(vector, k, self.threshold)
+            records = self._tables.get_many([eid for eid, _ in hits])
+            matches = [
+                Match(records[eid], sim)
+                for eid, sim in hits
+                if eid in records and records[eid].agent_id == agent
+            ]
+            return query, matches, best, len(index)
+
+    def retrieve(
+        self, context: str | dict[str, Any], agent_id: str = DEFAULT_AGENT_ID, k: int | None = None
+    ) -> list[Match]:
+        """This agent's qualified episodes at or above the threshold, most similar first."""
+        return self._search(context, agent_id, self.top_k if k is None else k)[1]
+
+    def retrieve_ids(
+        self, context: str | dict[str, Any], agent_id: str = DEFAULT_AGENT_ID, k: int | None = None
+    ) -> list[str]:
+        """Ids of :meth:`retrieve`'s episodes, most similar first."""
+        return [m.episode.episode_id for m in self.retrieve(context, agent_id, k)]
+
+    def recall(
+        self, context: str | dict[str, Any], agent_id: str = DEFAULT_AGENT_ID, k: int | None = None
+    ) -> list[str]:
+        """Rendered precedents for a prompt: each summary with its quoted recorded figures."""
+        return [m.render() for m in self.retrieve(context, agent_id, k)]
+
+    def precedents_for(
+        self, context: str | Callable[[], str], agent_id: str = DEFAULT_AGENT_ID
+    ) -> Callable[[Any], list[dict[str, Any]]]:
+        """A ``Monitor(precedents=...)`` callable: qualified precedents for a directive.
+
+        ``context`` is the task's text, or a callable returning the current one.
+        """
+
+        def lookup(directive: Any) -> list[dict[str, Any]]:
+            """Qualified precedents as JSON records (the directive itself is not used)."""
+            text = context() if callable(context) else context
+            return [m.as_dict() for m in self.retrieve(text, agent_id)]
+
+        return lookup
+
+    def explain(
+        self, context: str | dict[str, Any], agent_id: str = DEFAULT_AGENT_ID
+    ) -> dict[str, Any]:
+        """HCI-EDM: cite the closest qualified episode verbatim, or defer to human review.
+
+        Returns ``{grounded, explanation, cited_episode_id, similarity, cited_metrics, ...}``.
+        With no episode of this agent at or above the threshold: ``grounded: False``,
+        ``deferred_to_human: True`` and an "Uncertain — human review advised" explanation;
+        never a generated rationale.
+        """
+        query, matches, best, stored = self._search(context, agent_id, 1)
+        name = self.embedder.name
+        if matches:
+            return grounded(
+                matches[0].episode,
+                matches[0].similarity,
+                threshold=self.threshold,
+                embedder=name,
+                agent_id=agent_id,
+                query=query,
+            )
+        return deferral(
+            best,
+            threshold=self.threshold,
+            embedder=name,
+            agent_id=agent_id,
+            query=query,
+            stored=stored,
+        )
+
+    # ------------------------------------------------------------------ records
+    def get(self, episode_id: str, agent_id: str | None = None) -> Episode | None:
+        """A stored episode by id (None if absent, or if it belongs to another agent)."""
+        with self._lock:
+            ep = self._tables.get(episode_id)
+        if ep is None or (agent_id is not None and ep.agent_id != agent_id):
+            return None
+        return ep
+
+    def list_episodes(
+        self, agent_id: str | None = DEFAULT_AGENT_ID, limit: int | None = None
+    ) -> list[Episode]:
+        """Stored episodes, oldest first: one agent's, or every agent's with None."""
+        with self._lock:
+            return self._tables.episodes(agent_id, limit)
+
+    def quarantined(self, agent_id: str | None = DEFAULT_AGENT_ID) -> list[dict[str, Any]]:
+        """Unsafe episodes kept apart, with their reasons (never returned by retrieval)."""
+        with self._lock:
+            return self._tables.quarantined(agent_id)
+
+    def count(self, agent_id: str | None = None) -> int:
+        """How many episodes are stored (one agent's, or all)."""
+        with self._lock:
+            return self._tables.count(agent_id)
+
+    def delete(self, episode_id: str, agent_id: str | None = None) -> bool:
+        """Remove a stored episode so it can never be retrieved; True when it existed.
+
+        With ``agent_id``, only that agent's episode is removed.
+        """
+        with self._lock:
+            ep = self._tables.get(episode_id)
+            if ep is None or (agent_id is not None and ep.agent_id != agent_id):
+                return False
+            self._sync()
+            removed = self._tables.delete(episode_id)
+            if self._after_write():
+                index = self._indexes.get(ep.agent_id)
+                if index is not None:
+                    index.remove(episode_id)
+            return removed
+
+
+def open_edm(url_or_path: str | Path | None = None, **options: Any) -> EDM:
+    """Open EDM in the store's SQLite file (default ``./.hbeval/hbeval.db``).
+
+    ``options`` are :class:`EDM`'s keyword arguments (embedder, threshold, policy, top_k, clock).
+    """
+    return EDM(resolve_db(url_or_path), **options)

@@ -1,0 +1,172 @@
+"""`hbeval memory`: list, show, delete, explain; absent store defers with exit 0; bad input exit 2."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from hbeval_core.memory import EDM
+from hbeval_core.memory.cli import memory_app
+
+REFUND = "Refund the duplicate charge on order 4411"
+QUERY = "Order 4411 was charged twice; issue a refund for the extra charge"
+
+
+def runner() -> CliRunner:
+    try:
+        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
+    except TypeError:  # click >= 8.2 always keeps stderr apart
+        return CliRunner()
+
+
+def run(*args: str) -> Any:
+    return runner().invoke(memory_app, list(args))
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / ".hbeval" / "hbeval.db"
+    with EDM(path) as edm:
+        edm.admit(
+            {
+                "agent_id": "default",
+                "run_id": "run-1",
+                "trial_key": "s0-t0",
+                "context": REFUND,
+                "summary": "lookup_order -> refund -> verified",
+                "metrics": {"pei": 0.8333, "frr": None, "irs": None, "ti": 4.5},
+                "metrics_undefined": {"frr": "no_fault_observed", "irs": "no_fault_observed"},
+                "evidence": "E2",
+                "passed": True,
+            }
+        )
+        edm.admit(
+            {
+                "agent_id": "ops",
+                "run_id": "run-2",
+                "trial_key": "s0-t0",
+                "context": "Restart the payment service",
+                "metrics": {"pei": 0.1, "irs": 0.9, "ti": 2.0},
+                "evidence": "E1",
+                "passed": True,
+            }
+        )
+    return path
+
+
+def test_list_default_agent_and_json(db: Path) -> None:
+    res = run("list", "--db", str(db))
+    assert res.exit_code == 0, res.output
+    assert "route=elaborate" in res.stdout and "FRR undefined (no_fault_observed)" in res.stdout
+    assert "agent=ops" not in res.stdout
+    res = run("list", "--db", f"sqlite:///{db}", "--agent-id", "ops", "--json")
+    doc = json.loads(res.stdout)
+    assert doc["count"] == 1 and doc["episodes"][0]["route"] == "handling"
+    assert doc["episodes"][0]["metrics"]["frr"] is None
+    assert doc["episodes"][0]["undefined"]["frr"] == "not_measured"
+    res = run("list", "--db", str(db), "--all-agents", "--json")
+    assert json.loads(res.stdout)["count"] == 2
+
+
+def test_show_and_delete(db: Path) -> None:
+    (eid,) = [
+        e["episode_id"]
+        for e in json.loads(run("list", "--db", str(db), "--json").stdout)["episodes"]
+    ]
+    res = run("show", eid, "--db", str(db))
+    assert (
+        res.exit_code == 0
+        and "pei: 0.8333" in res.stdout
+        and "frr: undefined (no_fault_observed)" in res.stdout
+    )
+    assert json.loads(run("show", eid, "--db", str(db), "--json").stdout)["run_id"] == "run-1"
+    # another agent cannot see or delete it
+    res = run("show", eid, "--db", str(db), "--agent-id", "ops")
+    assert res.exit_code == 2 and "EPISODE_ID" in res.stderr
+    assert run("delete", eid, "--db", str(db), "--agent-id", "ops").exit_code == 2
+    res = run("delete", eid, "--db", str(db))
+    assert res.exit_code == 0 and f"deleted {eid}" in res.stdout
+    assert run("show", eid, "--db", str(db)).exit_code == 2
+    out = json.loads(run("explain", QUERY, "--db", str(db), "--json").stdout)
+    assert out["grounded"] is False
+
+
+def test_explain_grounded_and_deferral(db: Path) -> None:
+    res = run("explain", QUERY, "--db", str(db), "--json")
+    assert res.exit_code == 0
+    out = json.loads(res.stdout)
+    assert (
+        out["grounded"] is True
+        and "PEI 0.8333" in out["explanation"]
+        and "TI 4.5" in out["explanation"]
+    )
+    res = run("explain", QUERY, "--db", str(db), "--agent-id", "ops")
+    assert res.exit_code == 0 and res.stdout.startswith("Uncertain — human review advised")
+
+
+def test_absent_store_defers_with_exit_zero_and_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "nope" / "hbeval.db"
+    res = run("explain", QUERY, "--db", str(missing), "--json")
+    assert res.exit_code == 0
+    out = json.loads(res.stdout)
+    assert (
+        out["grounded"] is False and out["deferred_to_human"] is True and out["similarity"] is None
+    )
+    assert run("list", "--db", str(missing)).exit_code == 0
+    assert not missing.exists() and not missing.parent.exists()
+
+
+def test_empty_store_file_defers(tmp_path: Path) -> None:
+    path = tmp_path / "hbeval.db"
+    sqlite3.connect(path).close()
+    res = run("explain", QUERY, "--db", str(path), "--json")
+    assert res.exit_code == 0 and json.loads(res.stdout)["grounded"] is False
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["explain", "   "], "TEXT"),
+        (["explain", QUERY, "--agent-id", " "], "--agent-id"),
+        (["list", "--db", "postgresql://db/hb"], "--db"),
+        (["explain", QUERY, "--embedder", "gpt"], "--embedder"),
+        (["show", "ep-unknown"], "EPISODE_ID"),
+    ],
+)
+def test_bad_input_exit_2_names_the_field(db: Path, args: list[str], field: str) -> None:
+    res = run(*args, "--db", str(db)) if "--db" not in args else run(*args)
+    assert res.exit_code == 2
+    assert field in res.stderr
+
+
+def test_not_a_database_and_newer_schema_exit_2(tmp_path: Path, db: Path) -> None:
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is not sqlite" * 100)
+    res = run("list", "--db", str(junk))
+    assert res.exit_code == 2 and "--db" in res.stderr
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE edm_meta SET value = '7' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    res = run("list", "--db", str(db))
+    assert res.exit_code == 2 and "newer than this hbeval" in res.stderr
+
+
+def test_runs_as_a_module_from_any_folder(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "hbeval_core.memory.cli", "explain", QUERY, "--json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["grounded"] is False
+    assert not (tmp_path / ".hbeval").exists()

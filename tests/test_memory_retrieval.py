@@ -1,0 +1,258 @@
+"""EDM retrieval: threshold, agent isolation, deletion, exact top-k, persistence and migrations."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from hbeval_core.memory import (
+    EDM,
+    EDM_SCHEMA_VERSION,
+    DBLocationError,
+    EDMSchemaError,
+    HashingEmbedder,
+    VectorIndex,
+    open_edm,
+    resolve_db,
+)
+from hbeval_core.monitor import Directive
+
+LOGIN = "Customer cannot log in after resetting their password"
+REFUND = "Refund the duplicate charge on order 4411"
+RESTART = "Restart the payment service after the 503 errors from the gateway"
+
+
+def episode(context: str, trial: str, agent: str = "support", **over: Any) -> dict[str, Any]:
+    return {
+        "agent_id": agent,
+        "run_id": "run-7",
+        "trial_key": trial,
+        "context": context,
+        "summary": f"handled: {context}",
+        "metrics": {"pei": 0.9, "frr": 1.0, "irs": None, "ti": 4.4},
+        "metrics_undefined": {"irs": "no_fault_observed"},
+        "evidence": "E2",
+        "passed": True,
+        **over,
+    }
+
+
+def fixed_clock() -> datetime:
+    return datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def edm() -> EDM:
+    m = EDM(clock=fixed_clock)
+    m.admit_many([episode(LOGIN, "login"), episode(REFUND, "refund"), episode(RESTART, "restart")])
+    return m
+
+
+def test_retrieves_the_similar_task_only(edm: EDM) -> None:
+    matches = edm.retrieve(
+        "Order 4411 was charged twice; issue a refund for the extra charge", "support"
+    )
+    assert [m.episode.trial_key for m in matches] == ["refund"]
+    assert matches[0].similarity >= edm.threshold
+    assert edm.retrieve("Translate the product description into Spanish", "support") == []
+
+
+def test_threshold_is_the_embedders_and_configurable() -> None:
+    assert EDM().threshold == HashingEmbedder().threshold
+    strict = EDM(threshold=0.99)
+    strict.admit(episode(REFUND, "r"))
+    assert strict.retrieve("Refund the duplicate charge on order 4411 please", "support") == []
+    assert strict.retrieve(REFUND, "support")  # identical text: cosine 1.0
+    loose = EDM(threshold=-1.0)
+    loose.admit(episode(REFUND, "r"))
+    assert loose.retrieve("completely unrelated words", "support")
+    with pytest.raises(ValueError, match="threshold"):
+        EDM(threshold=1.5)
+
+
+def test_agents_never_see_each_other(edm: EDM) -> None:
+    other = edm.admit(episode(REFUND, "refund", agent="ops"))
+    assert other.admitted
+    ids_support = edm.retrieve_ids(REFUND, "support")
+    ids_ops = edm.retrieve_ids(REFUND, "ops")
+    assert ids_ops == [other.episode_id]
+    assert other.episode_id not in ids_support and len(ids_support) == 1
+    assert edm.retrieve(REFUND, "nobody") == []
+    assert edm.get(other.episode_id or "", "support") is None
+    assert not edm.delete(other.episode_id or "", "support")
+    assert edm.retrieve_ids(REFUND, "ops") == [other.episode_id]
+
+
+def test_deletion_makes_an_episode_unretrievable(edm: EDM) -> None:
+    (refund,) = edm.retrieve(REFUND, "support")
+    eid = refund.episode.episode_id
+    assert edm.delete(eid)
+    assert edm.retrieve(REFUND, "support") == []
+    assert edm.get(eid) is None
+    assert not edm.delete(eid)
+    assert edm.count("support") == 2
+    assert [m.episode.trial_key for m in edm.retrieve(LOGIN, "support")] == ["login"]
+
+
+def test_top_k_is_exact_against_brute_force() -> None:
+    rng = np.random.default_rng(7)
+    index = VectorIndex(16)
+    vectors = rng.standard_normal((500, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ids = [f"e{i}" for i in range(500)]
+    index.add(ids, vectors)
+    for victim in ("e3", "e250", "e499"):
+        index.remove(victim)
+    alive = [i for i, eid in enumerate(ids) if eid not in ("e3", "e250", "e499")]
+    for trial in range(40):
+        q = rng.standard_normal(16).astype(np.float32)
+        if trial % 2:  # sparse query: the path that reads only non-zero dimensions
+            q[rng.permutation(16)[:11]] = 0.0
+        q /= np.linalg.norm(q)
+        hits, best = index.search(q, 5, 0.1)
+        scores = {ids[i]: float(vectors[i] @ q) for i in alive}
+        expected = sorted((s, e) for e, s in scores.items() if s >= 0.1)[::-1][:5]
+        assert [e for e, _ in hits] == [e for _, e in expected]
+        assert best == pytest.approx(max(scores.values()), abs=1e-6)
+        assert all(s >= 0.1 for _, s in hits)
+
+
+def test_k_and_agent_id_validated(edm: EDM) -> None:
+    with pytest.raises(ValueError, match="k must be"):
+        edm.retrieve(REFUND, "support", k=0)
+    with pytest.raises(ValueError, match="agent_id"):
+        edm.retrieve(REFUND, "")
+    with pytest.raises(ValueError, match="context"):
+        edm.retrieve("   ", "support")
+
+
+def test_recall_renders_summary_and_quoted_figures(edm: EDM) -> None:
+    (line,) = edm.recall(REFUND, "support")
+    assert "handled: Refund the duplicate charge" in line
+    assert "PEI 0.9" in line and "TI 4.4" in line and "IRS undefined (no_fault_observed)" in line
+    assert "run run-7" in line
+
+
+def test_precedents_for_feeds_monitor_directives(edm: EDM) -> None:
+    lookup = edm.precedents_for(lambda: REFUND, "support")
+    directive = Directive(action="replan", reason="PEI fell", step_index=3)
+    (precedent,) = lookup(directive)
+    assert precedent["trial_key"] == "refund" and precedent["similarity"] >= edm.threshold
+    assert edm.precedents_for("Translate to Spanish", "support")(directive) == []
+
+
+def test_persistence_across_reopen(tmp_path: Path) -> None:
+    db = tmp_path / "store" / "hbeval.db"
+    with EDM(db, clock=fixed_clock) as first:
+        d = first.admit(episode(REFUND, "refund"))
+        first.admit(episode(LOGIN, "login", forbidden_tools_run=["wire"]))
+        assert first.retrieve_ids(REFUND, "support") == [d.episode_id]
+    with open_edm(f"sqlite:///{db}") as second:
+        assert second.count() == 1
+        assert second.retrieve_ids(REFUND, "support") == [d.episode_id]
+        ep = second.get(d.episode_id or "")
+        assert ep is not None
+        assert ep.metrics == {"pei": 0.9, "frr": 1.0, "irs": None, "ti": 4.4}
+        assert ep.metrics_undefined == {"irs": "no_fault_observed"}
+        assert ep.created_at == "2026-01-02T03:04:05.000000Z"
+        assert len(second.quarantined("support")) == 1
+        assert second.retrieve(LOGIN, "support") == []
+        assert second.delete(d.episode_id or "")
+    with EDM(db) as third:
+        assert third.retrieve(REFUND, "support") == []
+        assert third.count() == 0
+
+
+def test_vectors_are_float32_blobs_in_own_tables(tmp_path: Path) -> None:
+    db = tmp_path / "hbeval.db"
+    with EDM(db) as edm:
+        edm.admit(episode(REFUND, "refund"))
+    conn = sqlite3.connect(db)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"edm_meta", "edm_episodes", "edm_vectors", "edm_quarantine"} <= tables
+    assert all(t.startswith("edm_") for t in tables)
+    (blob, dim, name) = conn.execute("SELECT vector, dim, embedder FROM edm_vectors").fetchone()
+    assert dim == 384 and len(blob) == 384 * 4 and name == "hbeval-hash-ngram/1:384"
+    vec = np.frombuffer(blob, dtype="<f4")
+    assert float(np.linalg.norm(vec)) == pytest.approx(1.0, abs=1e-5)
+    assert conn.execute("SELECT value FROM edm_meta WHERE key='schema_version'").fetchone() == (
+        str(EDM_SCHEMA_VERSION),
+    )
+    (pei, irs) = conn.execute("SELECT pei, irs FROM edm_episodes").fetchone()
+    assert pei == 0.9 and irs is None
+    conn.close()
+
+
+def test_newer_schema_refused_clearly_and_nothing_lost(tmp_path: Path) -> None:
+    db = tmp_path / "hbeval.db"
+    with EDM(db) as edm:
+        edm.admit(episode(REFUND, "refund"))
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE edm_meta SET value = '99' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(EDMSchemaError, match="schema version 99, newer than this hbeval"):
+        EDM(db)
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT COUNT(*) FROM edm_episodes").fetchone() == (1,)
+    conn.close()
+
+
+def test_shares_the_store_file_without_touching_its_tables(tmp_path: Path) -> None:
+    db = tmp_path / "hbeval.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE runs (run_id TEXT PRIMARY KEY)")
+    conn.execute("INSERT INTO runs VALUES ('r1')")
+    conn.commit()
+    conn.close()
+    with EDM(db) as edm:
+        edm.admit(episode(REFUND, "refund"))
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT run_id FROM runs").fetchall() == [("r1",)]
+    conn.close()
+
+
+def test_other_connections_changes_are_seen(tmp_path: Path) -> None:
+    db = tmp_path / "hbeval.db"
+    with EDM(db) as reader, EDM(db) as writer:
+        assert reader.retrieve(REFUND, "support") == []  # loads an empty index
+        d = writer.admit(episode(REFUND, "refund"))
+        assert reader.retrieve_ids(REFUND, "support") == [d.episode_id]
+        writer.delete(d.episode_id or "")
+        assert reader.retrieve(REFUND, "support") == []
+
+
+def test_new_embedder_gets_its_own_vectors(tmp_path: Path) -> None:
+    db = tmp_path / "hbeval.db"
+    with EDM(db) as edm:
+        d = edm.admit(episode(REFUND, "refund"))
+    with EDM(db, embedder=HashingEmbedder(dim=128)) as other:
+        assert other.retrieve_ids(REFUND, "support") == [d.episode_id]
+    conn = sqlite3.connect(db)
+    names = sorted(r[0] for r in conn.execute("SELECT embedder FROM edm_vectors"))
+    conn.close()
+    assert names == ["hbeval-hash-ngram/1:128", "hbeval-hash-ngram/1:384"]
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (None, ".hbeval/hbeval.db"),
+        ("sqlite:///x/y.db", "x/y.db"),
+        ("sqlite:////abs/y.db", "/abs/y.db"),
+        ("plain.db", "plain.db"),
+        (":memory:", ":memory:"),
+    ],
+)
+def test_resolve_db(given: str | None, expected: str) -> None:
+    assert resolve_db(given) == expected
+
+
+def test_resolve_db_refuses_other_databases() -> None:
+    with pytest.raises(DBLocationError, match="SQLite"):
+        resolve_db("postgresql://localhost/hb")
