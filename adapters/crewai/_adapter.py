@@ -1,0 +1,330 @@
+"""``CrewAIAdapter``: an existing Crew (or a factory of one) as a battery target.
+
+One trial: the task's question goes in as ``crew.kickoff(inputs={"question": question})`` (a
+task description with ``{question}`` in it receives it); scoped hooks record the run and inject
+the trial's faults; the agents' LLMs are wrapped for the kickoff and put back after it; the
+output, the trace and how the run ended come back as a ``TrialResult``. Nothing of the user's
+crew is changed after the trial.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from hbeval_core.events import EventBase, ModelEnd
+from hbeval_core.monitor import Directive as MonitorDirective
+from hbeval_core.monitor import Monitor
+from hbeval_core.runner.protocol import TrialResult
+from hbeval_core.runner.task import Task
+
+from ._keys import FRAMEWORK, INPUT_KEY
+from ._recorder import CrewAIRecorder, MemoryLike
+
+__all__ = ["CrewAIAdapter", "episode_of", "is_crewai_target", "resolve_crew"]
+
+_INJECTOR: ContextVar[Any] = ContextVar("hbeval_crewai_adapter_injector", default=None)
+_MEMORY: ContextVar[Any] = ContextVar("hbeval_crewai_memory", default=None)
+
+# Exception class names -> TrialResult.status, matched by name so this module need not import
+# the runner's or the monitor's exception classes just to classify.
+_STATUS_FOR: dict[str, str] = {
+    "SafeHaltError": "halted",
+    "BudgetExceeded": "halted",
+    "TrialCancelled": "timeout",
+    "InjectedCrash": "cancelled",
+}
+
+
+def _is_crew(obj: Any) -> bool:
+    for cls in type(obj).__mro__:
+        if cls.__name__ == "Crew" and cls.__module__.startswith("crewai"):
+            return True
+    return False
+
+
+def is_crewai_target(target: Any) -> bool:
+    """Whether ``target`` is a CrewAI ``Crew`` or a factory marked as returning one.
+
+    Looks only at type and module names, so it never imports CrewAI to answer "no".
+    """
+    if _is_crew(target):
+        return True
+    if callable(target):
+        if getattr(target, "__hbeval_target_kind__", None) == FRAMEWORK:
+            return True
+        try:
+            annotation = inspect.signature(target).return_annotation
+        except (TypeError, ValueError):
+            return False
+        text = annotation if isinstance(annotation, str) else getattr(annotation, "__module__", "")
+        name = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+        return isinstance(text, str) and (text.startswith("crewai") or name == "Crew")
+    return False
+
+
+def resolve_crew(target: Any) -> Any:
+    """The crew to run: ``target`` itself, or what a no-argument factory returns."""
+    if _is_crew(target):
+        return target
+    if callable(target):
+        crew = target()
+        if not _is_crew(crew):
+            raise TypeError(
+                f"target factory {getattr(target, '__name__', target)!r} returned "
+                f"{type(crew).__name__}; it must return a crewai.Crew"
+            )
+        return crew
+    raise TypeError(
+        f"a CrewAI target must be a crewai.Crew or a factory returning one (got {type(target).__name__})"
+    )
+
+
+class CrewAIAdapter:
+    """The core ``Adapter`` for CrewAI: instrument, scope, run trials, inject faults, memory.
+
+    Args:
+        monitor_factory: Builds each trial's ``Monitor`` (e.g. ``enforce=True`` with a halt
+            policy); a plain ``Monitor()`` by default.
+        on_directive: Called with every monitor directive of every trial.
+        inputs_builder: ``(task, question) -> kickoff inputs``; the default is
+            ``{"question": question, **task.metadata.get("inputs", {})}``.
+        strict: Re-raise capture errors (tests).
+        check_version: Refuse a crewai outside ``SUPPORTED`` (default True).
+    """
+
+    name = FRAMEWORK
+
+    def __init__(
+        self,
+        *,
+        monitor_factory: Callable[[], Monitor] | None = None,
+        on_directive: Callable[[MonitorDirective], Any] | None = None,
+        inputs_builder: Callable[[Task, str], Mapping[str, Any]] | None = None,
+        strict: bool = False,
+        check_version: bool = True,
+    ) -> None:
+        self.monitor_factory = monitor_factory
+        self.on_directive = on_directive
+        self.inputs_builder = inputs_builder
+        self.strict = strict
+        self.check_version = check_version
+        self._memory: MemoryLike = None
+
+    # ------------------------------------------------------------------ protocol: capture
+    def instrument(self) -> None:
+        """Record every CrewAI kickoff in this process with no code change. Idempotent."""
+        from ._hooks import instrument
+
+        instrument(check_version=self.check_version, strict=self.strict)
+
+    def uninstrument(self) -> None:
+        """Undo ``instrument()``, restoring every hook list and LLM. Idempotent."""
+        from ._hooks import uninstrument
+
+        uninstrument()
+
+    @contextmanager
+    def scope(self, run_id: str) -> Iterator[CrewAIRecorder]:
+        """Record every kickoff started in the block under ``run_id``; yields the recorder."""
+        from ._hooks import capture
+
+        with capture(
+            run_id=run_id,
+            strict=self.strict,
+            injector=_INJECTOR.get(),
+            memory=self.current_memory(),
+            check_version=self.check_version,
+        ) as recorder:
+            yield recorder
+
+    def fault_hook(self, injector: Any) -> None:
+        """Use ``injector`` for this context's trials (None removes it)."""
+        _INJECTOR.set(injector)
+
+    def memory_hook(self, memory: MemoryLike) -> None:
+        """Attach ``memory`` to this context's trials (None detaches).
+
+        Before each task's first model call its ``recall(context, agent_id)`` precedents are put
+        in front of the model; ``admit(episode)`` is offered each scored trial by ``FaultRun``
+        (or by whoever calls ``admit``).
+        """
+        # Kept on the adapter too: the runner's worker threads do not inherit context variables.
+        _MEMORY.set(memory)
+        self._memory = memory
+
+    def current_memory(self) -> Any:
+        """The memory attached with ``memory_hook`` (this context's, else this adapter's), if any."""
+        memory = _MEMORY.get()
+        return memory if memory is not None else self._memory
+
+    def admit(self, episode: Mapping[str, Any]) -> bool:
+        """Offer one scored episode to the attached memory; False when none is attached."""
+        memory = self.current_memory()
+        if memory is None:
+            return False
+        return bool(memory.admit(dict(episode)))
+
+    # ------------------------------------------------------------------ protocol: trials
+    def _inputs(self, task: Task, question: str) -> dict[str, Any]:
+        if self.inputs_builder is not None:
+            return dict(self.inputs_builder(task, question))
+        extra = task.metadata.get("inputs") if isinstance(task.metadata, Mapping) else None
+        return {INPUT_KEY: question, **(dict(extra) if isinstance(extra, Mapping) else {})}
+
+    def _injector_for(self, ctx: Any, task: Task, run_id: str, plan: Any) -> Any:
+        injector = _INJECTOR.get()
+        if injector is None and ctx is not None:
+            injector = ctx.injector
+        if injector is None and plan is not None and ctx is None:
+            # Outside a battery run: inject only if HBEVAL_ALLOW_FAULT_INJECTION allows it.
+            from hbeval_core.faults.runtime import FaultInjector
+
+            forbidden = task.forbidden_tools[0] if task.forbidden_tools else None
+            injector = FaultInjector(plan, run_id=run_id, forbidden_tool=forbidden)
+        return injector
+
+    def run_trial(self, target: Any, task: Task, scenario: Any, plan: Any) -> TrialResult:
+        """Run ``task`` once on ``target`` under ``scenario``'s faults; never raises for the agent.
+
+        The crew's own failures become the result's ``status`` ("error", "halted" for an
+        enforced Safe Halt or an exhausted budget, "timeout" when the trial was cut).
+        """
+        from hbeval_core.runner.context import current_trial
+
+        from ._hooks import capture, ensure_supported
+
+        ctx = current_trial()
+        run_id = ctx.trial_run_id if ctx is not None else task.id
+        question = scenario.question(task.question) if scenario is not None else task.question
+        try:
+            ensure_supported(self.check_version)
+            crew = resolve_crew(target)
+            inputs = self._inputs(task, question)
+        except Exception as exc:
+            # The target could not even be built: the harness's problem, not the agent's.
+            return TrialResult(
+                final_state=None,
+                status="error",
+                error=f"{type(exc).__name__}: {exc}",
+                error_type=type(exc).__name__,
+                infra=True,
+            )
+        injector = self._injector_for(ctx, task, run_id, plan)
+        monitor = self.monitor_factory() if self.monitor_factory is not None else Monitor()
+        memory = self.current_memory()
+        recorder = CrewAIRecorder(
+            run_id=run_id,
+            monitor=monitor,
+            strict=self.strict,
+            injector=injector,
+            memory=memory,
+            agent_id=ctx.agent_id if ctx is not None else None,
+            trial=ctx,
+            run_events=False,
+            on_directive=self.on_directive,
+        )
+        recorder.run_start(
+            agent_id=ctx.agent_id if ctx is not None else None,
+            task_id=task.id,
+            scenario=getattr(scenario, "index", None),
+            trial=ctx.trial_index if ctx is not None else None,
+            input=question,
+        )
+        status, error, error_type, infra = "ok", None, None, False
+        output: Any = None
+        with capture(recorder, check_version=False):
+            try:
+                recorder.attach(crew)
+                output = crew.kickoff(inputs=inputs)
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                error_type = type(exc).__name__
+                status = _status_of(exc)
+                infra = any(c.__name__ == "InfraError" for c in type(exc).__mro__)
+        if recorder.stop is not None:
+            # hbeval stopped the run at a tool boundary; CrewAI may have wrapped our exception.
+            stop = recorder.stop
+            status = _status_of(stop) if _status_of(stop) != "error" else "halted"
+            error, error_type = str(stop), type(stop).__name__
+        elif status == "ok" and ctx is not None and getattr(ctx, "stop", None) is not None:
+            status, error, error_type = "halted", str(ctx.stop), type(ctx.stop).__name__
+        if self.strict and recorder.strict_error is not None:
+            first = recorder.strict_error
+            status, error = "error", f"{type(first).__name__}: {first}"
+            error_type = type(first).__name__
+        text = _response_text(output)
+        recorder.run_end(status=status, output=text, error=error)
+        events: list[EventBase] = list(recorder.events)
+        return TrialResult(
+            final_state=output,
+            events=events,
+            status=status,
+            error=error,
+            error_type=error_type,
+            infra=infra,
+            response_text=text,
+            metadata={
+                "usage": _usage(events),
+                "handler_errors": list(recorder.errors),
+                "memories_injected": recorder.memories_injected,
+            },
+        )
+
+
+def _response_text(output: Any) -> str | None:
+    if output is None:
+        return None
+    raw = getattr(output, "raw", None)
+    if isinstance(raw, str):
+        return raw
+    return output if isinstance(output, str) else str(output)
+
+
+def _status_of(exc: BaseException) -> str:
+    for cls in type(exc).__mro__:
+        status = _STATUS_FOR.get(cls.__name__)
+        if status is not None:
+            return status
+    return "error"
+
+
+def _usage(events: list[EventBase]) -> dict[str, int | None]:
+    tin: int | None = None
+    tout: int | None = None
+    for e in events:
+        if isinstance(e, ModelEnd) and e.usage is not None:
+            if e.usage.input_tokens is not None:
+                tin = (tin or 0) + e.usage.input_tokens
+            if e.usage.output_tokens is not None:
+                tout = (tout or 0) + e.usage.output_tokens
+    return {"input_tokens": tin, "output_tokens": tout}
+
+
+def episode_of(
+    task: Task, result: TrialResult, verdict: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The episode offered to memory after a scored trial: what was asked, done and judged."""
+    tools = [
+        getattr(e, "tool", None) for e in result.events if getattr(e, "kind", None) == "tool_start"
+    ]
+    faults = [
+        {"mode": getattr(e, "mode", None), "tool": getattr(e, "tool", None)}
+        for e in result.events
+        if getattr(e, "kind", None) == "fault_injected"
+    ]
+    run_start = next((e for e in result.events if getattr(e, "kind", None) == "run_start"), None)
+    return {
+        "framework": FRAMEWORK,
+        "task_id": task.id,
+        "question": getattr(run_start, "input", None) or task.question,
+        "agent_id": getattr(run_start, "agent_id", None),
+        "status": result.status,
+        "response": result.response_text,
+        "tools": [t for t in tools if t],
+        "faults": faults,
+        "verdict": dict(verdict) if verdict is not None else None,
+    }

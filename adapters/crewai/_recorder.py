@@ -1,0 +1,996 @@
+"""Record a CrewAI run as hbeval events: the hook functions and the LLM proxy report here.
+
+One ``CrewAIRecorder`` holds the events of the runs it watched, in the order they happened, and
+feeds each one to a live ``Monitor``. CrewAI calls it from several places:
+
+* interception hooks (``crewai.hooks``): ``EXECUTION_START`` / ``EXECUTION_END`` (crew spans, and
+  where the agents' LLMs are wrapped and unwrapped), ``PRE_STEP`` / ``POST_STEP`` of kind
+  ``task`` (task and agent spans), ``PRE_TOOL_CALL`` / ``POST_TOOL_CALL`` (tool events, fault
+  injection, tool boundaries), ``PRE_MODEL_CALL`` (memory precedents, and a halt fallback);
+* ``RecordingLLM``: one ``model_start`` / ``model_end`` pair per model call, on both tool paths.
+
+Hooks are synchronous, so events land in the order CrewAI did things (CrewAI's event bus runs
+handlers in a thread pool and would not). Parallel native tool calls run in worker threads; the
+pre and post hooks of one call are paired by the identity of the ``tool_input`` dict CrewAI
+hands to both.
+
+Capture never breaks the user's crew: an error in this module is logged, kept in ``errors`` and
+swallowed (``strict=True`` keeps the first one and raises it at the next model call, which CrewAI
+lets through, so tests see it). What hbeval stops on purpose (an enforced Safe Halt, a budget,
+a trial timeout) blocks every later tool call at its pre hook and raises at the next model call.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar, Token
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from hbeval_core.events import (
+    Directive,
+    EventBase,
+    FaultInjected,
+    Halt,
+    ModelEnd,
+    ModelStart,
+    RunEnd,
+    RunStart,
+    SpanEnd,
+    SpanStart,
+    ToolCall,
+    ToolEnd,
+    ToolError,
+    ToolStart,
+)
+from hbeval_core.monitor import Directive as MonitorDirective
+from hbeval_core.monitor import Monitor, SafeHaltError
+from hbeval_core.vocab import (
+    CRASH,
+    SCOPE_AGENT,
+    SCOPE_CREW,
+    SCOPE_TASK,
+    TRIGGER_POLICY,
+)
+
+from . import _convert
+from ._faults import BLOCKING_MODES, Applied, apply_after_failure, apply_result, apply_without_call
+from ._keys import (
+    ATTR_AGENT,
+    ATTR_BLOCKED_BY,
+    ATTR_BUDGET,
+    ATTR_LATENCY_MS,
+    ATTR_LINKED,
+    ATTR_MEMORIES,
+    ATTR_PATH,
+    ATTR_STEP_INDEX,
+    ATTR_SYNTHETIC,
+    ATTR_SYNTHETIC_ID,
+    FRAMEWORK,
+    PATH_NATIVE,
+    PATH_REACT,
+)
+
+__all__ = ["CrewAIRecorder", "MemoryLike", "crewai_error_kind"]
+
+log = logging.getLogger("hbeval.crewai")
+
+MemoryLike = Any
+"""An object with ``recall(context, agent_id) -> list[str]`` and ``admit(episode) -> bool``."""
+
+# Texts CrewAI puts where a tool result would be when the call did not succeed. Read from
+# CrewAI's own translations at first use (contract-tested), with the 1.15 wording as fallback.
+_BLOCKED_PREFIX: Final = "Tool execution blocked by hook."
+_NATIVE_ERROR_PREFIX: Final = "Error executing tool:"
+_error_markers: tuple[str, ...] | None = None
+
+PRECEDENTS_HEADER: Final = (
+    "Recalled precedents from earlier evaluated runs (advice to weigh, not instructions):"
+)
+"""First line of the message memory precedents are put in front of the model with."""
+
+
+def _markers() -> tuple[str, ...]:
+    global _error_markers
+    if _error_markers is None:
+        found = [
+            "I encountered an error while trying to use the tool.",
+            "I tried reusing the same input, I must stop using this action input.",
+        ]
+        try:
+            from crewai.utilities.i18n import I18N_DEFAULT
+
+            found = [
+                I18N_DEFAULT.errors("tool_usage_exception").split("{", 1)[0].strip(),
+                I18N_DEFAULT.errors("task_repeated_usage").strip(),
+            ]
+        except Exception:  # pragma: no cover - fallback wording above
+            pass
+        _error_markers = tuple(m for m in found if m)
+    return _error_markers
+
+
+def crewai_error_kind(text: Any) -> str | None:
+    """Why CrewAI put ``text`` where a tool result would be: ``blocked``, ``error`` or None."""
+    if not isinstance(text, str):
+        return None
+    head = text.lstrip()
+    if head.startswith(_BLOCKED_PREFIX):
+        return "blocked"
+    if head.startswith(_NATIVE_ERROR_PREFIX):
+        return "error"
+    if any(head.startswith(m) for m in _markers()):
+        return "error"
+    return None
+
+
+def _sanitize(name: str) -> str:
+    try:
+        from crewai.utilities.string_utils import sanitize_tool_name
+
+        return str(sanitize_tool_name(name))
+    except Exception:
+        return name.strip().lower().replace(" ", "_")
+
+
+def _role(agent: Any) -> str | None:
+    role = getattr(agent, "role", None)
+    return str(role) if role else None
+
+
+@dataclass
+class _Pending:
+    """A tool call a model reply issued that no tool hook has claimed yet."""
+
+    call_id: str
+    name: str
+    args: dict[str, Any]
+
+
+@dataclass
+class _ModelCall:
+    call_id: str
+    t0: float
+    path: str
+    key: int
+    parent: str | None
+    agent: str | None
+    run_id: str
+
+
+@dataclass
+class _ToolCall:
+    call_id: str
+    tool: str
+    args: dict[str, Any]
+    t0: float
+    parent: str | None
+    run_id: str
+    agent: str | None
+    decision: Any = None
+    halted: bool = False
+    attrs: dict[str, Any] = field(default_factory=dict)
+    keep: Any = None
+    """The ``tool_input`` dict itself, held so its id is not reused while the call is open."""
+
+
+@dataclass
+class _Span:
+    span_id: str
+    scope: str
+    name: str
+    parent: str | None
+    run_id: str
+    t0: float
+
+
+_RUN: ContextVar[str | None] = ContextVar("hbeval_crewai_run", default=None)
+"""The run id of the outermost kickoff in progress (``instrument()`` mode, no fixed run id)."""
+
+
+class CrewAIRecorder:
+    """Records CrewAI runs as hb-events/1 events and feeds them to a live ``Monitor``.
+
+    Args:
+        run_id: Run id every event carries. Default: one id per outermost kickoff
+            (``crewai-1``, ``crewai-2``, ...), so one recorder can watch many runs.
+        monitor: Where events are folded into live metrics; a fresh ``Monitor()`` by default.
+        strict: Keep the first capture error and raise it at the next model call (tests).
+        injector: The trial's ``FaultInjector`` (None: no faults).
+        memory: A memory with ``recall(context, agent_id)``; precedents go before the first
+            model call of each task.
+        agent_id: The id memory recall is scoped by (the battery's ``--agent-id``).
+        trial: The runner's ``TrialContext`` (budgets, timeouts), if any.
+        run_events: Emit ``run_start`` / ``run_end`` around each outermost kickoff (capture
+            outside the runner). The adapter emits its own around a trial.
+        on_event: Called with every event as it is recorded (a streaming sink).
+        on_directive: Called with each monitor ``Directive``.
+        on_halt: Called with the halt record when the monitor decides a Safe Halt.
+    """
+
+    def __init__(
+        self,
+        *,
+        run_id: str | None = None,
+        monitor: Monitor | None = None,
+        strict: bool = False,
+        injector: Any = None,
+        memory: MemoryLike = None,
+        agent_id: str | None = None,
+        trial: Any = None,
+        run_events: bool = True,
+        on_event: Callable[[EventBase], Any] | None = None,
+        on_directive: Callable[[MonitorDirective], Any] | None = None,
+        on_halt: Callable[[dict[str, Any]], Any] | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.monitor = monitor if monitor is not None else Monitor(strict=strict)
+        self.strict = strict
+        self.injector = injector
+        self.memory = memory
+        self.agent_id = agent_id
+        self.trial = trial
+        self.run_events = run_events
+        self.on_event = on_event
+        self.on_directive = on_directive
+        self.on_halt = on_halt
+        self.events: list[EventBase] = []
+        """Every event recorded so far, in the order it was recorded."""
+        self.errors: list[str] = []
+        """Capture errors that were swallowed (empty when all is well)."""
+        self.strict_error: BaseException | None = None
+        """In strict mode: the first capture error, raised at the next model call."""
+        self.stop: BaseException | None = None
+        """Why no tool may run any more (SafeHaltError, BudgetExceeded, TrialCancelled)."""
+        self.memories_injected = 0
+        self._lock = threading.RLock()
+        self._seq = 0
+        self._counters: dict[str, int] = {}
+        self._spans: dict[tuple[str, int], _Span] = {}
+        self._span_order: list[_Span] = []
+        self._pending: dict[int, list[_Pending]] = {}
+        self._inflight: dict[int, _ToolCall] = {}
+        self._react_ids: dict[str, str] = {}
+        self._seen: dict[int, dict[int, Any]] = {}
+        self._memory_done: set[tuple[int, int]] = set()
+        self._memory_counts: dict[int, int] = {}
+        self._wrapped: dict[int, tuple[Any, Any]] = {}
+        self._crew_runs: dict[int, tuple[str, Token[str | None] | None]] = {}
+        self._directives_seen = 0
+        self._halt_seen = False
+
+    # ------------------------------------------------------------------ public helpers
+    def events_of(self, run_id: str) -> list[EventBase]:
+        """The events of one run (a recorder that watched several runs holds them all)."""
+        with self._lock:
+            return [e for e in self.events if e.run_id == run_id]
+
+    @property
+    def run_ids(self) -> list[str]:
+        """Run ids seen so far, in order of first appearance."""
+        with self._lock:
+            return list(dict.fromkeys(e.run_id for e in self.events))
+
+    def current_run_id(self) -> str:
+        """The run id events recorded now carry."""
+        if self.run_id is not None:
+            return self.run_id
+        return _RUN.get() or FRAMEWORK
+
+    # ------------------------------------------------------------------ internals: recording
+    def fail(self, where: str, exc: BaseException) -> None:
+        """Record a capture error; in strict mode keep it to raise at the next model call."""
+        self.errors.append(f"{where}: {type(exc).__name__}: {exc}")
+        if self.strict:
+            if self.strict_error is None:
+                self.strict_error = exc
+            raise exc
+        log.warning("hbeval crewai capture error in %s: %r", where, exc, exc_info=True)
+
+    def _next(self, name: str) -> int:
+        with self._lock:
+            n = self._counters.get(name, 0) + 1
+            self._counters[name] = n
+            return n
+
+    def emit(self, cls: type[EventBase], **fields: Any) -> EventBase:
+        """Record one event with the current run id, the next sequence number and a timestamp."""
+        fields.setdefault("run_id", self.current_run_id())
+        with self._lock:
+            fields["seq"] = self._seq
+            fields["ts"] = time.time()
+            self._seq += 1
+            # Fields come from trusted code paths, so skip validation on the hot path; the
+            # conformance suite round-trips every event through the validating parser.
+            event = cls.model_construct(**fields)
+            self.events.append(event)
+            # Observed under the lock so the monitor sees events in list order, even when
+            # parallel tool calls report from several threads.
+            self.monitor.observe(event)
+        if self.on_event is not None:
+            self._call_user(self.on_event, event)
+        self._poll_monitor(event)
+        return event
+
+    def _emit_fault(self, fault: FaultInjected, run_id: str, parent: str | None) -> None:
+        with self._lock:
+            event = fault.model_copy(
+                update={"run_id": run_id, "parent_id": parent, "seq": self._seq}
+            )
+            self._seq += 1
+            self.events.append(event)
+            self.monitor.observe(event)
+        if self.on_event is not None:
+            self._call_user(self.on_event, event)
+
+    def _poll_monitor(self, last: EventBase) -> None:
+        """Turn new monitor directives and a new halt into events and user callbacks."""
+        monitor = self.monitor
+        if len(monitor.directives) == self._directives_seen and (
+            self._halt_seen or not monitor.halted
+        ):
+            return
+        new: list[MonitorDirective] = []
+        record: dict[str, Any] | None = None
+        with self._lock:
+            if len(monitor.directives) > self._directives_seen:
+                new = list(monitor.directives[self._directives_seen :])
+                self._directives_seen += len(new)
+            if monitor.halted and not self._halt_seen:
+                self._halt_seen = True
+                record = dict(monitor.halt_record or {})
+        for d in new:
+            self.emit(
+                Directive,
+                run_id=last.run_id,
+                parent_id=last.parent_id,
+                action=d.action,
+                reason=d.reason,
+                metric=d.metric,
+                value=d.metric_value,
+                tool=d.target,
+                attrs={ATTR_STEP_INDEX: d.step_index},
+            )
+            if self.on_directive is not None:
+                self._call_user(self.on_directive, d)
+        if record is not None:
+            trigger = record.get("trigger_source") or TRIGGER_POLICY
+            if trigger not in ("policy", "policy_engine", "halt_signal", "manual"):
+                trigger = TRIGGER_POLICY
+            self.emit(
+                Halt,
+                run_id=last.run_id,
+                parent_id=last.parent_id,
+                metric=record.get("metric"),
+                value=record.get("metric_value"),
+                threshold=record.get("threshold"),
+                reason=str(record.get("reason") or ""),
+                trigger=trigger,
+                enforced=monitor.enforce,
+                attrs={ATTR_STEP_INDEX: record.get("step_index")},
+            )
+            if self.on_halt is not None:
+                self._call_user(self.on_halt, record)
+
+    def _call_user(self, fn: Callable[..., Any], *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:
+            self.fail(f"user callback {getattr(fn, '__name__', fn)!r}", exc)
+
+    # ------------------------------------------------------------------ runs and spans
+    def run_start(self, **fields: Any) -> None:
+        """Emit the run's ``run_start`` (framework crewai)."""
+        self.emit(RunStart, framework=FRAMEWORK, **fields)
+
+    def run_end(self, **fields: Any) -> None:
+        """Emit the run's ``run_end``."""
+        self.emit(RunEnd, **fields)
+
+    def _open_span(self, key: tuple[str, int], scope: str, name: str, parent: str | None) -> _Span:
+        n = self._next(scope)
+        span = _Span(
+            f"{scope}-{n}", scope, name, parent, self.current_run_id(), time.perf_counter()
+        )
+        with self._lock:
+            self._spans[key] = span
+            self._span_order.append(span)
+        self.emit(
+            SpanStart,
+            run_id=span.run_id,
+            span_id=span.span_id,
+            scope=scope,
+            name=name,
+            parent_id=parent,
+        )
+        return span
+
+    def _close_span(
+        self, key: tuple[str, int], status: str = "ok", error: str | None = None
+    ) -> None:
+        with self._lock:
+            span = self._spans.pop(key, None)
+            if span is None:
+                return
+            if span in self._span_order:
+                self._span_order.remove(span)
+        self.emit(
+            SpanEnd,
+            run_id=span.run_id,
+            span_id=span.span_id,
+            scope=span.scope,
+            name=span.name,
+            parent_id=span.parent,
+            status=status,
+            error=error,
+            attrs={ATTR_LATENCY_MS: (time.perf_counter() - span.t0) * 1000.0},
+        )
+
+    def parent_of(self, agent: Any = None, task: Any = None, crew: Any = None) -> str | None:
+        """The span an event of ``agent`` (in ``task`` of ``crew``) belongs to."""
+        with self._lock:
+            for key in (("agent", id(agent)), ("task", id(task)), ("crew", id(crew))):
+                if key[1] != id(None):
+                    span = self._spans.get(key)
+                    if span is not None:
+                        return span.span_id
+            return self._span_order[-1].span_id if self._span_order else None
+
+    def crew_start(self, crew: Any) -> None:
+        """A kickoff began: wrap its agents' LLMs, open the crew span (and the run, if ours)."""
+        if crew is None:
+            return
+        if self.run_id is None and _RUN.get() is None:
+            run_id = f"{FRAMEWORK}-{self._next('run')}"
+            token = _RUN.set(run_id)
+            with self._lock:
+                self._crew_runs[id(crew)] = (run_id, token)
+            if self.run_events:
+                self.run_start(input=None, attrs={"crew": str(getattr(crew, "name", "") or "")})
+        elif (
+            self.run_events and self.run_id is not None and not self._crew_runs and not self._spans
+        ):
+            with self._lock:
+                self._crew_runs[id(crew)] = (self.run_id, None)
+            self.run_start(input=None, attrs={"crew": str(getattr(crew, "name", "") or "")})
+        self.attach(crew)
+        self._open_span(
+            ("crew", id(crew)),
+            SCOPE_CREW,
+            str(getattr(crew, "name", "") or "crew"),
+            self.parent_of(),
+        )
+
+    def crew_end(
+        self, crew: Any, status: str = "completed", error: Any = None, output: Any = None
+    ) -> None:
+        """A kickoff ended: close what is still open under it, the crew span, and the run if ours."""
+        if crew is None:
+            return
+        failed = status != "completed"
+        text = f"{type(error).__name__}: {error}" if error is not None else None
+        crew_span = self._spans.get(("crew", id(crew)))
+        if crew_span is not None:
+            with self._lock:
+                inner = [
+                    (k, s)
+                    for k, s in self._spans.items()
+                    if s.scope in (SCOPE_TASK, SCOPE_AGENT)
+                    and self._span_order.index(s) > self._span_order.index(crew_span)
+                ]
+            for key, _ in sorted(inner, key=lambda ks: -self._span_order.index(ks[1])):
+                self._close_span(key, "error" if failed else "ok", text)
+        self._close_span(("crew", id(crew)), "error" if failed else "ok", text)
+        with self._lock:
+            owned = self._crew_runs.pop(id(crew), None)
+        if owned is not None:
+            if self.run_events:
+                raw = getattr(output, "raw", None)
+                self.run_end(
+                    status="error" if failed else "ok",
+                    output=raw if isinstance(raw, str) else None,
+                    error=text,
+                )
+            if owned[1] is not None:
+                try:
+                    _RUN.reset(owned[1])
+                except ValueError:
+                    _RUN.set(None)
+            self.detach()
+
+    def task_start(self, task: Any, agent: Any) -> None:
+        """A task began: open its span and, inside it, the span of the agent doing it."""
+        name = str(getattr(task, "name", None) or getattr(task, "description", "") or "task")
+        parent = self.parent_of(crew=getattr(agent, "crew", None))
+        span = self._open_span(("task", id(task)), SCOPE_TASK, name[:200], parent)
+        self._open_span(("agent", id(agent)), SCOPE_AGENT, _role(agent) or "agent", span.span_id)
+
+    def task_end(self, task: Any, agent: Any) -> None:
+        """A task ended: close the agent span, then the task span."""
+        self._close_span(("agent", id(agent)))
+        self._close_span(("task", id(task)))
+
+    # ------------------------------------------------------------------ LLM wrapping
+    def attach(self, crew: Any) -> None:
+        """Route the model calls of ``crew``'s agents (and its manager) through a recording proxy."""
+        from ._llm import wrap_agent
+
+        agents = list(getattr(crew, "agents", None) or [])
+        manager = getattr(crew, "manager_agent", None)
+        if manager is not None:
+            agents.append(manager)
+        for agent in agents:
+            with self._lock:
+                if id(agent) in self._wrapped:
+                    continue
+            original = wrap_agent(agent, self)
+            if original is not None:
+                with self._lock:
+                    self._wrapped[id(agent)] = (agent, original)
+
+    def detach(self) -> None:
+        """Put every LLM this recorder wrapped back on its agent. Idempotent."""
+        from ._llm import unwrap_agent
+
+        with self._lock:
+            wrapped = list(self._wrapped.values())
+            self._wrapped.clear()
+        for agent, original in reversed(wrapped):
+            try:
+                unwrap_agent(agent, original)
+            except Exception as exc:  # restoring must go on for the others
+                self.errors.append(f"detach: {type(exc).__name__}: {exc}")
+
+    def close(self) -> None:
+        """End of a capture: unwrap LLMs and close spans left open (a kickoff that raised)."""
+        self.detach()
+        with self._lock:
+            open_keys = [
+                k
+                for k, _ in sorted(
+                    self._spans.items(), key=lambda ks: -self._span_order.index(ks[1])
+                )
+            ]
+        for key in open_keys:
+            try:
+                self._close_span(key, "error", "the kickoff ended before this span closed")
+            except Exception as exc:
+                self.errors.append(f"close: {type(exc).__name__}: {exc}")
+
+    # ------------------------------------------------------------------ model calls (proxy)
+    def model_start(
+        self, llm: Any, messages: Any, tools: Any, task: Any, agent: Any
+    ) -> _ModelCall | None:
+        """A model call is about to go to the inner LLM; raises what hbeval stopped the run for."""
+        if self.stop is not None:
+            raise self.stop
+        if self.strict_error is not None:
+            raise self.strict_error
+        try:
+            n = self._next("model")
+            key = id(agent) if agent is not None else 0
+            path = PATH_NATIVE if tools else PATH_REACT
+            msgs = [messages] if isinstance(messages, str) else list(messages or [])
+            with self._lock:
+                # Calls the previous reply issued and no tool claimed never ran (unknown tools).
+                self._pending.pop(key, None)
+                fresh = self._new_messages(key, msgs)
+                memories = self._memory_counts.pop(key, 0)
+            converted = _convert.chat_messages(fresh, self._react_ids)
+            parent = self.parent_of(agent, task)
+            attrs: dict[str, Any] = {ATTR_PATH: path}
+            role = _role(agent)
+            if role:
+                attrs[ATTR_AGENT] = role
+            if memories:
+                attrs[ATTR_MEMORIES] = memories
+            call = _ModelCall(
+                f"model-{n}", time.perf_counter(), path, key, parent, role, self.current_run_id()
+            )
+            if self.trial is not None:
+                self.trial.count_turn()
+            self.emit(
+                ModelStart,
+                run_id=call.run_id,
+                call_id=call.call_id,
+                model=str(getattr(getattr(llm, "inner", llm), "model", "") or "") or None,
+                messages=converted,
+                parent_id=parent,
+                attrs=attrs,
+            )
+            return call
+        except Exception as exc:
+            self.fail("model_start", exc)
+            return None
+
+    def _new_messages(self, key: int, messages: Sequence[Any]) -> list[Any]:
+        """Messages not sent with this agent's previous call (new, or changed in place)."""
+        seen = self._seen.get(key, {})
+        fresh: list[Any] = []
+        now: dict[int, Any] = {}
+        for m in messages:
+            content = m.get("content") if isinstance(m, Mapping) else m
+            now[id(m)] = (m, content)
+            old = seen.get(id(m))
+            if old is None or old[0] is not m or old[1] is not content:
+                fresh.append(m)
+        self._seen[key] = now
+        return fresh
+
+    def model_end(self, call: _ModelCall | None, answer: Any) -> None:
+        """The inner LLM answered: record the reply and the tool calls it issued."""
+        if call is None:
+            return
+        try:
+            if call.path == PATH_REACT and isinstance(answer, str):
+                reply = _convert.react_reply(answer)
+            else:
+                reply = _convert.native_reply(answer)
+            tool_calls: list[ToolCall] = []
+            pending: list[_Pending] = []
+            for issued in reply.calls:
+                call_id = issued.id or f"call-{self._next('call')}"
+                tool_calls.append(ToolCall(id=call_id, name=issued.name, args=issued.args))
+                pending.append(_Pending(call_id, _sanitize(issued.name), issued.args))
+            with self._lock:
+                if pending:
+                    self._pending.setdefault(call.key, []).extend(pending)
+                if call.path == PATH_REACT and tool_calls and isinstance(answer, str):
+                    self._react_ids[answer.strip()] = tool_calls[0].id
+            attrs: dict[str, Any] = {ATTR_PATH: call.path}
+            if call.agent:
+                attrs[ATTR_AGENT] = call.agent
+            if call.path == PATH_REACT and tool_calls:
+                attrs[ATTR_SYNTHETIC_ID] = True
+            self.emit(
+                ModelEnd,
+                run_id=call.run_id,
+                call_id=call.call_id,
+                text=reply.text,
+                reasoning=reply.reasoning,
+                tool_calls=tool_calls,
+                latency_ms=(time.perf_counter() - call.t0) * 1000.0,
+                parent_id=call.parent,
+                attrs=attrs,
+            )
+        except Exception as exc:
+            self.fail("model_end", exc)
+
+    def model_error(self, call: _ModelCall | None, exc: BaseException) -> None:
+        """The model call raised (or hbeval stopped it): close it with the error."""
+        if call is None:
+            return
+        try:
+            self.emit(
+                ModelEnd,
+                run_id=call.run_id,
+                call_id=call.call_id,
+                error=f"{type(exc).__name__}: {exc}",
+                latency_ms=(time.perf_counter() - call.t0) * 1000.0,
+                parent_id=call.parent,
+                attrs={ATTR_PATH: call.path},
+            )
+        except Exception as err:
+            self.fail("model_error", err)
+
+    # ------------------------------------------------------------------ tool calls (hooks)
+    def _claim(self, agent: Any, name: str, args: dict[str, Any]) -> tuple[str, bool]:
+        """The id the model gave (or hbeval made up for) this call; False when none matched."""
+        key = id(agent) if agent is not None else 0
+        with self._lock:
+            queue = self._pending.get(key)
+            if not queue and key != 0:
+                queue = self._pending.get(0)
+            if queue:
+                # The same tool with the same arguments first, else the same tool.
+                for exact in (True, False):
+                    for i, p in enumerate(queue):
+                        if p.name == name and (not exact or p.args == args):
+                            del queue[i]
+                            return p.call_id, True
+        return f"call-{self._next('call')}", False
+
+    def _boundary(self) -> None:
+        """Decide whether a tool may run: an enforced halt, a budget or a timeout stops it."""
+        if self.stop is not None:
+            return
+        try:
+            self.monitor.check_tool_boundary()
+        except SafeHaltError as exc:
+            self.stop = exc
+            return
+        trial = self.trial
+        if trial is None:
+            return
+        from hbeval_core.runner.context import BudgetExceeded, TrialStop
+
+        try:
+            trial.check_tool_boundary()
+        except TrialStop as exc:
+            self.stop = exc
+            if isinstance(exc, BudgetExceeded):
+                self.emit(
+                    Halt,
+                    metric=None,
+                    value=float(exc.used),
+                    threshold=float(exc.limit),
+                    reason=str(exc),
+                    trigger=TRIGGER_POLICY,
+                    enforced=True,
+                    parent_id=self.parent_of(),
+                    attrs={ATTR_BUDGET: exc.budget},
+                )
+
+    def pre_tool(self, ctx: Any) -> bool | None:
+        """``PRE_TOOL_CALL``: check the boundary, open the call, decide its fault (False blocks)."""
+        try:
+            key = id(ctx.tool_input)
+            name = str(ctx.tool_name)
+            agent = getattr(ctx, "agent", None)
+            self._boundary()
+            if self.stop is not None:
+                with self._lock:
+                    self._inflight[key] = _ToolCall(
+                        "",
+                        name,
+                        {},
+                        time.perf_counter(),
+                        None,
+                        self.current_run_id(),
+                        None,
+                        halted=True,
+                        keep=ctx.tool_input,
+                    )
+                return False
+            args = _convert.tool_args(ctx.tool_input)
+            call_id, linked = self._claim(agent, name, args)
+            parent = self.parent_of(agent, getattr(ctx, "task", None), getattr(ctx, "crew", None))
+            attrs: dict[str, Any] = {}
+            role = _role(agent)
+            if role:
+                attrs[ATTR_AGENT] = role
+            if not linked:
+                attrs[ATTR_LINKED] = False
+            call = _ToolCall(
+                call_id,
+                name,
+                args,
+                time.perf_counter(),
+                parent,
+                self.current_run_id(),
+                role,
+                attrs=attrs,
+                keep=ctx.tool_input,
+            )
+            self.emit(
+                ToolStart,
+                run_id=call.run_id,
+                call_id=call_id,
+                tool=name,
+                args=args,
+                parent_id=parent,
+                attrs=dict(attrs),
+            )
+            injector = self.injector
+            if injector is not None and injector.enabled and injector.plan is not None:
+                call.decision = injector.decide(name, args, call_id)
+                if call.decision is not None and call.decision.spec.after_ms > 0:
+                    injector.clock.sleep(call.decision.spec.after_ms / 1000.0)
+            with self._lock:
+                self._inflight[key] = call
+            if call.decision is not None and call.decision.mode in BLOCKING_MODES:
+                return False
+        except Exception as exc:
+            self.fail("pre_tool", exc)
+        return None
+
+    def post_tool(self, ctx: Any) -> str | None:
+        """``POST_TOOL_CALL``: close the call; apply its fault (a returned str is what the agent reads)."""
+        try:
+            with self._lock:
+                call = self._inflight.pop(id(ctx.tool_input), None)
+            if call is None:
+                # A hook registered before ours blocked the call, so our pre hook never ran.
+                self._boundary()
+                name = str(ctx.tool_name)
+                args = _convert.tool_args(ctx.tool_input)
+                agent = getattr(ctx, "agent", None)
+                call_id, linked = self._claim(agent, name, args)
+                parent = self.parent_of(
+                    agent, getattr(ctx, "task", None), getattr(ctx, "crew", None)
+                )
+                attrs: dict[str, Any] = {} if linked else {ATTR_LINKED: False}
+                call = _ToolCall(
+                    call_id,
+                    name,
+                    args,
+                    time.perf_counter(),
+                    parent,
+                    self.current_run_id(),
+                    _role(agent),
+                    attrs=attrs,
+                )
+                self.emit(
+                    ToolStart,
+                    run_id=call.run_id,
+                    call_id=call_id,
+                    tool=name,
+                    args=args,
+                    parent_id=parent,
+                    attrs=dict(attrs),
+                )
+            if call.halted:
+                return f"Tool '{call.tool}' was not run: hbeval stopped this run ({self.stop})."
+            return self._finish_tool(call, ctx.tool_result, ctx.raw_tool_result)
+        except Exception as exc:
+            self.fail("post_tool", exc)
+        return None
+
+    def _finish_tool(self, call: _ToolCall, text: Any, raw: Any) -> str | None:
+        latency = (time.perf_counter() - call.t0) * 1000.0
+        attrs = dict(call.attrs)
+        kind = crewai_error_kind(text) or crewai_error_kind(raw)
+        d = call.decision
+        if d is None:
+            if kind == "blocked":
+                attrs[ATTR_BLOCKED_BY] = "user_hook"
+                attrs[ATTR_SYNTHETIC] = True
+            result = raw if raw is not None and kind is None else text
+            self.emit(
+                ToolEnd,
+                run_id=call.run_id,
+                call_id=call.call_id,
+                tool=call.tool,
+                result=_convert.jsonable(result),
+                status="error" if kind else "ok",
+                latency_ms=latency,
+                parent_id=call.parent,
+                attrs=attrs,
+            )
+            return None
+        injector = self.injector
+        applied: Applied
+        if d.mode in BLOCKING_MODES:
+            applied = apply_without_call(injector, d)
+            attrs[ATTR_SYNTHETIC] = True
+        elif kind is not None:
+            applied = apply_after_failure(injector, d, "ToolError")
+        else:
+            applied = apply_result(injector, d, raw if raw is not None else text)
+        # The receipt precedes the call's end event (hb-derive/1).
+        self._emit_fault(applied.fault, call.run_id, call.parent)
+        if d.mode == CRASH:
+            self.emit(
+                ToolError,
+                run_id=call.run_id,
+                call_id=call.call_id,
+                tool=call.tool,
+                error=applied.error or "",
+                error_type=applied.error_type,
+                latency_ms=latency,
+                parent_id=call.parent,
+                attrs=attrs,
+            )
+        elif applied.error is not None or kind is not None:
+            self.emit(
+                ToolEnd,
+                run_id=call.run_id,
+                call_id=call.call_id,
+                tool=call.tool,
+                result=applied.error if applied.error is not None else _convert.jsonable(text),
+                status="error",
+                latency_ms=latency,
+                parent_id=call.parent,
+                attrs=attrs,
+            )
+        else:
+            self.emit(
+                ToolEnd,
+                run_id=call.run_id,
+                call_id=call.call_id,
+                tool=call.tool,
+                result=_convert.jsonable(applied.result),
+                status="ok",
+                latency_ms=latency,
+                parent_id=call.parent,
+                attrs=attrs,
+            )
+        return applied.text
+
+    # ------------------------------------------------------------------ memory and model hook
+    def pre_model(self, ctx: Any) -> None:
+        """``PRE_MODEL_CALL``: put memory precedents before a task's first model call.
+
+        Also a fallback stop: when hbeval stopped the run and the agent's LLM is not our proxy
+        (so nothing else would raise), the model call is aborted here.
+        """
+        if self.stop is not None:
+            from ._llm import RecordingLLM
+
+            if not isinstance(getattr(ctx, "llm", None), RecordingLLM):
+                from crewai.hooks import HookAborted
+
+                raise HookAborted(str(self.stop), source="hbeval")
+        memory = self.memory
+        if memory is None or getattr(ctx, "iterations", 0) != 0:
+            return
+        try:
+            executor, task, agent = getattr(ctx, "executor", None), ctx.task, ctx.agent
+            marker = (id(executor), id(task))
+            with self._lock:
+                if marker in self._memory_done:
+                    return
+                self._memory_done.add(marker)
+            context = precedent_context(task, agent)
+            agent_id = self.agent_id or _role(agent) or "default"
+            precedents = [
+                str(p) for p in (memory.recall(context, agent_id) or []) if str(p).strip()
+            ]
+            if not precedents:
+                return
+            text = PRECEDENTS_HEADER + "\n" + "\n".join(f"- {p}" for p in precedents)
+            messages = ctx.messages
+            pos = 0
+            while (
+                pos < len(messages)
+                and isinstance(messages[pos], Mapping)
+                and messages[pos].get("role") == "system"
+            ):
+                pos += 1
+            messages.insert(pos, {"role": "user", "content": text})
+            with self._lock:
+                self.memories_injected += len(precedents)
+                key = id(agent) if agent is not None else 0
+                self._memory_counts[key] = self._memory_counts.get(key, 0) + len(precedents)
+        except Exception as exc:
+            self.fail("pre_model", exc)
+
+    # ------------------------------------------------------------------ step and execution hooks
+    def exec_start(self, ctx: Any) -> None:
+        """``EXECUTION_START``: a crew kickoff began."""
+        try:
+            self.crew_start(getattr(ctx, "crew", None))
+        except Exception as exc:
+            self.fail("exec_start", exc)
+
+    def exec_end(self, ctx: Any) -> None:
+        """``EXECUTION_END``: a crew kickoff ended (completed or failed)."""
+        try:
+            self.crew_end(
+                getattr(ctx, "crew", None),
+                str(getattr(ctx, "status", "completed")),
+                getattr(ctx, "error", None),
+                getattr(ctx, "output", None),
+            )
+        except Exception as exc:
+            self.fail("exec_end", exc)
+
+    def pre_step(self, ctx: Any) -> None:
+        """``PRE_STEP``: a task began."""
+        if getattr(ctx, "kind", None) != "task":
+            return
+        try:
+            self.task_start(ctx.task, ctx.agent)
+        except Exception as exc:
+            self.fail("pre_step", exc)
+
+    def post_step(self, ctx: Any) -> None:
+        """``POST_STEP``: a task ended."""
+        if getattr(ctx, "kind", None) != "task":
+            return
+        try:
+            self.task_end(ctx.task, ctx.agent)
+        except Exception as exc:
+            self.fail("post_step", exc)
+
+
+def precedent_context(task: Any, agent: Any) -> str:
+    """What memory recall is asked about: the task's description and the agent's role."""
+    parts = [str(getattr(task, "description", "") or "")]
+    role = _role(agent)
+    if role:
+        parts.append(f"agent: {role}")
+    return "\n".join(p for p in parts if p)

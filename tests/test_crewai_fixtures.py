@@ -1,0 +1,203 @@
+"""Scripted CrewAI crews for the CrewAI adapter tests, offline and outside the home folder.
+
+Importing this module points CrewAI's telemetry switches, data folders and ``HOME`` at a fresh
+temporary folder *before* CrewAI is imported (some of its paths are computed at import), so the
+tests write nothing under the real home folder. CrewAI itself is imported once per session.
+
+``scripted_crew(native=...)`` runs the conformance suite's standard script: explain and call
+``lookup(query="order A1")``, explain and call ``add(a=2, b=3)``, answer ``done``. The scripted
+model decides each reply from the messages it receives (how many tool results it has read), so
+the same object serves any number of runs on either tool path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+from hbeval_crewai import offline_environment
+
+_REAL_HOME = os.path.expanduser("~")
+ORIGINAL_HOME_STATE = {
+    path: os.path.exists(path)
+    for path in (
+        os.path.join(_REAL_HOME, ".local", "share", "crewai"),
+        os.path.join(_REAL_HOME, ".config", "crewai"),
+        os.path.join(_REAL_HOME, ".crewai"),
+    )
+}
+"""Whether CrewAI's folders existed under the real home folder before these tests ran."""
+
+OFFLINE_ROOT = offline_environment()
+"""The temporary folder CrewAI writes to during these tests."""
+
+crewai = pytest.importorskip("crewai")
+
+from crewai import Agent, Crew, Process, Task  # noqa: E402
+from crewai.llms.base_llm import BaseLLM  # noqa: E402
+from crewai.tools import BaseTool  # noqa: E402
+from pydantic import BaseModel, Field, PrivateAttr  # noqa: E402
+
+QUESTION_TASK = "Answer this: {question}"
+"""Task description of the scripted crew; a battery question is interpolated into it."""
+
+
+def tool_results_read(messages: Any) -> int:
+    """How many tool results a model input holds, on either path."""
+    if isinstance(messages, str):
+        return messages.count("\nObservation:")
+    count = 0
+    for m in messages:
+        content = str(m.get("content") or "")
+        if m.get("role") == "tool":
+            count += 1
+        elif m.get("role") == "assistant" and "\nObservation:" in content:
+            # One per reply: a result may quote CrewAI's format reminder, which says "Observation:".
+            count += 1
+    return count
+
+
+class ScriptedLLM(BaseLLM):
+    """A deterministic model: its reply depends only on how many tool results it has read."""
+
+    native: bool = False
+    script: list[tuple[str, str | None, dict[str, Any]]] = Field(default_factory=list)
+    """``(words, tool or None, args)`` per turn; a turn without a tool is the final answer."""
+    _calls: list[Any] = PrivateAttr(default_factory=list)
+
+    @property
+    def calls(self) -> list[Any]:
+        """The messages of every call, in order."""
+        return self._calls
+
+    def call(
+        self,
+        messages: Any,
+        tools: Any = None,
+        callbacks: Any = None,
+        available_functions: Any = None,
+        from_task: Any = None,
+        from_agent: Any = None,
+        response_model: Any = None,
+    ) -> Any:
+        self._calls.append(messages if isinstance(messages, str) else list(messages))
+        turn = min(tool_results_read(messages), len(self.script) - 1)
+        words, tool, args = self.script[turn]
+        if tool is None:
+            return words if self.native else f"Thought: {words}\nFinal Answer: {words}"
+        if self.native:
+            return [
+                {
+                    "id": f"tc-{turn}",
+                    "type": "function",
+                    "function": {"name": tool, "arguments": json.dumps(args)},
+                    "text": words,
+                }
+            ]
+        return f"Thought: {words}\nAction: {tool}\nAction Input: {json.dumps(args)}"
+
+    def supports_function_calling(self) -> bool:
+        return self.native
+
+    def supports_stop_words(self) -> bool:
+        return False
+
+    def get_context_window_size(self) -> int:
+        return 32_000
+
+    def get_input_tokens_count(
+        self, messages: Any, tools: Any = None, response_model: Any = None
+    ) -> int:
+        text = (
+            messages
+            if isinstance(messages, str)
+            else " ".join(str(m.get("content")) for m in messages)
+        )
+        return (len(text) + 3) // 4  # the base class's estimate, without its warning
+
+
+STANDARD_SCRIPT: list[tuple[str, str | None, dict[str, Any]]] = [
+    ("I need the order record first, so I look it up.", "lookup", {"query": "order A1"}),
+    ("The lookup answered; now I add the two numbers.", "add", {"a": 2, "b": 3}),
+    ("done", None, {}),
+]
+
+
+class LookupArgs(BaseModel):
+    query: str = Field(description="What to look up.")
+
+
+class AddArgs(BaseModel):
+    a: int = Field(description="First number.")
+    b: int = Field(description="Second number.")
+
+
+class LookupTool(BaseTool):
+    """Looks an order up (records each real call in ``ran``)."""
+
+    name: str = "lookup"
+    description: str = "Look up an order record."
+    args_schema: type[BaseModel] = LookupArgs
+    ran: Any = None
+
+    def _run(self, query: str) -> str:
+        self.ran.append("lookup")
+        return f"record for {query}: status shipped"
+
+
+class AddTool(BaseTool):
+    """Adds two numbers (records each real call in ``ran``)."""
+
+    name: str = "add"
+    description: str = "Add two numbers."
+    args_schema: type[BaseModel] = AddArgs
+    ran: Any = None
+
+    def _run(self, a: int, b: int) -> int:
+        self.ran.append("add")
+        return a + b
+
+
+def scripted_crew(
+    *, native: bool = False, script: list[tuple[str, str | None, dict[str, Any]]] | None = None
+) -> Crew:
+    """A one-agent crew running ``script`` (the standard one by default) on a scripted model."""
+    ran: list[str] = []
+    lookup, add = LookupTool(), AddTool()
+    # Assigned after construction: pydantic would copy a list given to the constructor.
+    lookup.ran = add.ran = ran
+    llm = ScriptedLLM(model="scripted", native=native, script=list(script or STANDARD_SCRIPT))
+    agent = Agent(
+        role="clerk",
+        goal="answer the question with the tools",
+        backstory="A careful clerk.",
+        llm=llm,
+        tools=[lookup, add],
+        verbose=False,
+        max_iter=8,
+    )
+    task = Task(description=QUESTION_TASK, expected_output="the answer", agent=agent)
+    return Crew(agents=[agent], tasks=[task], process=Process.sequential, verbose=False)
+
+
+def ran_tools(crew: Crew) -> list[str]:
+    """Names of the tools whose real body ran on ``crew``, in order."""
+    return list(crew.agents[0].tools[0].ran)  # type: ignore[attr-defined]
+
+
+def scripted_llm(crew: Crew) -> ScriptedLLM:
+    """The scripted model of ``crew``'s only agent (under any proxy)."""
+    llm = crew.agents[0].llm
+    return getattr(llm, "inner", llm)  # type: ignore[no-any-return]
+
+
+def test_fixture_crews_run_offline_on_both_paths() -> None:
+    for native in (False, True):
+        crew = scripted_crew(native=native)
+        out = crew.kickoff(inputs={"question": "Look up order A1, then add 2 and 3."})
+        assert out.raw.strip().endswith("done")
+        assert ran_tools(crew) == ["lookup", "add"]
+        assert len(scripted_llm(crew).calls) == 3
+    assert str(OFFLINE_ROOT) in os.environ["HOME"]
