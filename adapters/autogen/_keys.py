@@ -1,0 +1,46 @@
+"""Attribute keys and labels this adapter writes into events' ``attrs``.
+
+Spelled once here so no module writes them by hand. They are AutoGen-specific today; if another
+adapter needs the same key it moves to ``hbeval_core.vocab``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+FRAMEWORK: Final = "autogen"
+"""``RunStart.framework`` of runs this adapter records."""
+
+ATTR_AGENT: Final = "agent"
+"""Name of the AutoGen agent an event happened in."""
+ATTR_SYNTHETIC: Final = "synthetic"
+"""True on tool events of a call whose real tool never ran (a fault or a halt answered instead)."""
+ATTR_SOURCE: Final = "source"
+"""Where a tool event came from when the workbench wrapper did not see the call."""
+SOURCE_STREAM: Final = "run_stream"
+"""Value of ``ATTR_SOURCE``: rebuilt from ``ToolCallRequestEvent`` / ``ToolCallExecutionEvent``."""
+ATTR_FINISH_REASON: Final = "finish_reason"
+"""``CreateResult.finish_reason`` of a model call."""
+ATTR_MEMORIES: Final = "memories"
+"""How many memory items an agent's memories put into its context before a turn."""
+ATTR_ABORT: Final = "abort"
+"""On ``run_end``: why hbeval aborted the run (crash, halt, budget, timeout)."""
+ATTR_STOP_REASON: Final = "stop_reason"
+"""On ``run_end``: AutoGen's ``TaskResult.stop_reason``."""
+META_EVENT_LOOP: Final = "event_loop"
+"""Trial metadata: ``"fresh"`` (an agent the adapter built, on a new loop) or ``"home"`` (an
+agent object handed in, on its home loop; see ``_loops``)."""
+ATTR_BUDGET: Final = "budget"
+"""On a budget ``halt``: which budget ran out."""
+ATTR_STEP_INDEX: Final = "step_index"
+"""Monitor step index behind a directive or a halt."""
+
+# TrialResult.metadata keys
+META_USAGE: Final = "usage"
+"""Trial metadata: summed token usage ``{"input_tokens", "output_tokens"}``."""
+META_AGENT_ID: Final = "agent_id"
+"""Trial metadata: the agent id the trial ran under (scopes memory)."""
+META_EPISODE: Final = "episode"
+"""Trial metadata: the episode draft ``AutoGenAdapter.admit`` offers to memory once scored."""
+META_CAPTURE_ERRORS: Final = "capture_errors"
+"""Trial metadata: capture errors that were swallowed (empty when all is well)."""

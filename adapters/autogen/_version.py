@@ -1,0 +1,119 @@
+"""The AutoGen versions this adapter supports, in one place, and the check made at instrument time.
+
+The adapter touches private attributes of ``AssistantAgent`` (``_workbench``, ``_model_client``,
+``_memory``) and relies on a few internal behaviours (see tests/test_autogen_contract.py). Those
+can change in any release, so the supported range is pinned here (and mirrored by the
+``[autogen]`` extra in pyproject.toml), checked before anything is patched, and every private
+attribute and behaviour has a contract test.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from importlib import metadata
+from typing import Final
+
+__all__ = [
+    "CHECKED_DISTRIBUTIONS",
+    "SUPPORTED",
+    "UnsupportedVersionError",
+    "check_supported",
+    "installed_versions",
+    "version_in_range",
+]
+
+SUPPORTED: Final = ">=0.7.5,<0.8"
+"""Supported versions of autogen-agentchat and autogen-core (the pyproject extra says the same)."""
+
+CHECKED_DISTRIBUTIONS: Final = ("autogen-agentchat", "autogen-core")
+"""Distributions whose installed version must fall in ``SUPPORTED``."""
+
+_CLAUSE = re.compile(r"^\s*(>=|<=|==|!=|>|<)\s*([0-9][0-9A-Za-z.\-+]*)\s*$")
+_RELEASE = re.compile(r"^(\d+(?:\.\d+)*)")
+
+
+class UnsupportedVersionError(RuntimeError):
+    """AutoGen is missing, or installed at a version this adapter was not verified against."""
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """The numeric release part of a version, padded to three places ("0.7.5rc1" -> (0, 7, 5))."""
+    match = _RELEASE.match(version.strip())
+    if match is None:
+        raise ValueError(f"not a version number: {version!r}")
+    parts = tuple(int(p) for p in match.group(1).split("."))
+    return parts + (0,) * max(0, 3 - len(parts))
+
+
+def _is_prerelease(version: str) -> bool:
+    match = _RELEASE.match(version.strip())
+    return match is not None and match.end() < len(version.strip())
+
+
+def version_in_range(version: str, spec: str = SUPPORTED) -> bool:
+    """Whether ``version`` satisfies every comma-separated clause of ``spec`` (">=0.7.5,<0.8").
+
+    Compares release numbers only; a pre-release of the lower bound ("0.7.5rc1") is outside
+    ``>=0.7.5``, as pip would say.
+    """
+    release = _release(version)
+    for clause in spec.split(","):
+        match = _CLAUSE.match(clause)
+        if match is None:
+            raise ValueError(f"cannot read version clause {clause!r} of {spec!r}")
+        op, bound = match.group(1), _release(match.group(2))
+        ok = {
+            ">=": release >= bound,
+            "<=": release <= bound,
+            ">": release > bound,
+            "<": release < bound,
+            "==": release == bound,
+            "!=": release != bound,
+        }[op]
+        if op == ">=" and release == bound and _is_prerelease(version):
+            ok = False
+        if not ok:
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=1)
+def _lookup_versions() -> tuple[tuple[str, str | None], ...]:
+    # Reading package metadata costs milliseconds: once per process is enough.
+    found: list[tuple[str, str | None]] = []
+    for dist in CHECKED_DISTRIBUTIONS:
+        try:
+            found.append((dist, metadata.version(dist)))
+        except metadata.PackageNotFoundError:
+            found.append((dist, None))
+    return tuple(found)
+
+
+def installed_versions() -> dict[str, str | None]:
+    """The installed version of each checked distribution (None when it is not installed)."""
+    return dict(_lookup_versions())
+
+
+def check_supported(versions: dict[str, str | None] | None = None) -> dict[str, str]:
+    """Raise ``UnsupportedVersionError`` unless every checked distribution is in ``SUPPORTED``.
+
+    Returns the versions found, for manifests. ``versions`` overrides what is installed (tests).
+    """
+    found = installed_versions() if versions is None else versions
+    missing = [d for d, v in found.items() if v is None]
+    if missing:
+        raise UnsupportedVersionError(
+            f"hbeval_autogen needs {', '.join(missing)} {SUPPORTED}, which is not installed; "
+            "install it with: pip install 'hbeval[autogen]'"
+        )
+    bad = {d: v for d, v in found.items() if v is not None and not version_in_range(v)}
+    if bad:
+        listed = ", ".join(f"{d} {v}" for d, v in bad.items())
+        raise UnsupportedVersionError(
+            f"hbeval_autogen supports autogen-agentchat and autogen-core {SUPPORTED}, "
+            f"but found {listed}. The adapter relies on private attributes that may have "
+            f"changed; install a supported version (pip install 'hbeval[autogen]'), or pass "
+            f"check_version=False to try anyway at your own risk."
+        )
+    return {d: v for d, v in found.items() if v is not None}
