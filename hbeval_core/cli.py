@@ -312,6 +312,19 @@ def demo(
 
 _mount_optional("hbeval_core.runner.cli_battery", "battery_app", "battery")
 _mount_optional("hbeval_core.memory.cli", "memory_app", "memory")
+_mount_optional("hbeval_core.report.cli", "passport_app", "passport")
+
+
+def _mount_report_commands() -> None:
+    """``report``, ``compare`` and ``gate`` live beside the report model they read."""
+    from .report.cli import compare_cmd, gate_cmd, report_cmd
+
+    app.command("report")(report_cmd)
+    app.command("compare")(compare_cmd)
+    app.command("gate")(gate_cmd)
+
+
+_mount_report_commands()
 
 
 def main() -> None:

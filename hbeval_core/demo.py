@@ -75,42 +75,136 @@ def run(*, db: str | None, out_dir: Path, as_json: bool) -> int:
     except ImportError:
         run_demo = None
     if run_demo is not None:
+        from .report.cli import finish_demo
+        from .report.terminal import demo_progress
+
         out_dir.mkdir(parents=True, exist_ok=True)
-        reports = run_demo(out_dir, db)
+        reports = run_demo(out_dir, db, progress=demo_progress())
         result["reports"] = reports
-        _print_side_by_side(console, reports)
+        print_side_by_side(console, reports)
         out = out_dir / "hbeval-report.json"
         out.write_text(
             json.dumps(reports, indent=2, allow_nan=False, default=str), encoding="utf-8"
         )
-        console.print(f"reports written to {out}")
+        paths = finish_demo(reports, out_dir, out_dir / ".hbeval", db=db)
+        result["files"] = {k: str(v) for k, v in paths.items()}
+        console.print(f"reports (JSON):   {out}")
+        console.print(f"HTML report:      {paths['html']}")
+        console.print(
+            f"signed passport:  {paths['passport']}  (verify: hbeval passport verify {paths['passport']})"
+        )
+        console.print(f"signing key:      {paths['key']} (public {paths['public_key']})")
     if as_json:
         print(json.dumps(result, indent=2, allow_nan=False, default=str))
     return 0
 
 
-def _metric(report: dict[str, Any], name: str) -> str:
-    value = (report.get("metrics") or {}).get(name)
-    reason = (report.get("undefined") or {}).get(name)
-    return _fmt(value, reason)
+def _interval(ci: Any) -> str:
+    if not ci or ci[0] is None:
+        return ""
+    return f" [{ci[0]:.2f}, {ci[1]:.2f}]"
 
 
-def _print_side_by_side(console: Any, reports: dict[str, Any]) -> None:
+def _cell(value: Any, reason: str | None, ci: Any = None, digits: int = 3) -> str:
+    if value is None:
+        return f"undefined ({reason or 'not_measured'})"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}{_interval(ci)}"
+    return f"{value}{_interval(ci)}"
+
+
+def side_by_side_rows(reports: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """The demo's comparison, one row per figure, one cell per agent (intervals are 95% Wilson)."""
+    from .metrics import wilson_interval
+    from .report.scores import proportion_counts, report_scores
+
+    names = list(reports)
+    rows: list[tuple[str, list[str]]] = []
+
+    def add(label: str, fn: Any) -> None:
+        rows.append((label, [fn(reports[n]) for n in names]))
+
+    add("verdict", lambda r: str(r.get("verdict")))
+    add("headline", lambda r: str(report_scores(r)["headline"]))
+    for m in LIVE_METRICS:
+
+        def metric(r: dict[str, Any], m: str = m) -> str:
+            counts = proportion_counts(r, m)
+            ci = None if counts is None else wilson_interval(*counts)
+            return _cell((r.get("metrics") or {}).get(m), (r.get("undefined") or {}).get(m), ci)
+
+        add(m.upper() + (" (0-5)" if m == "ti" else ""), metric)
+    add(
+        "pass rate",
+        lambda r: _cell(
+            r["pass_rate"].get("rate"),
+            r["pass_rate"]["undefined"].get("rate"),
+            r["pass_rate"].get("interval"),
+        ),
+    )
+
+    def passk(key: str) -> Any:
+        def render(r: dict[str, Any]) -> str:
+            parts = []
+            for item in r.get(key) or ():
+                v = item.get("value")
+                parts.append(f"k={item['k']}: " + ("undefined" if v is None else f"{v:.3f}"))
+            return ", ".join(parts) or "undefined"
+
+        return render
+
+    add("pass^k (all k trials pass)", passk("pass_hat_k"))
+    add("pass@k (any of k passes)", passk("pass_at_k"))
+    for key, label in (
+        ("c_nom", "C_nom (no faults)"),
+        ("r_op", "R_op (under faults)"),
+        ("gap", "reliability gap"),
+    ):
+
+        def gap_cell(r: dict[str, Any], key: str = key) -> str:
+            g = r.get("reliability_gap") or {}
+            ci = g.get("interval") if key == "gap" else g.get(f"{key}_interval")
+            return _cell(g.get(key), (g.get("undefined") or {}).get(key), ci)
+
+        add(label, gap_cell)
+
+    def attack(r: dict[str, Any]) -> str:
+        a = r.get("agentdojo") or {}
+        n = a.get("injection_n") or 0
+        v = a.get("targeted_attack_success_rate")
+        ci = wilson_interval(round(v * n), n) if v is not None and n else None
+        return (
+            _cell(v, (a.get("undefined") or {}).get("targeted_attack_success_rate"), ci)
+            + f" (n={n})"
+        )
+
+    add("attack success rate", attack)
+    add(
+        "faults delivered",
+        lambda r: (
+            "{delivered}/{injected} ({faulted_trials} faulted trials)".format(
+                **(r.get("fault_delivery") or {})
+            )
+            if r.get("fault_delivery")
+            else "undefined (no_faulted_trial)"
+        ),
+    )
+    add("evidence", lambda r: f"{(r.get('evidence') or {}).get('level')}")
+    return rows
+
+
+def print_side_by_side(console: Any, reports: dict[str, Any]) -> None:
+    """Print the demo's two reports in one table."""
     from rich.table import Table
 
     names = list(reports)
-    table = Table(title="2. Fault battery: " + " vs ".join(names))
+    from .runner.demo import demo_agents
+
+    framework = demo_agents()[-1]
+    table = Table(title=f"2. Fault battery on the {framework} support agent: " + " vs ".join(names))
     table.add_column("figure")
     for n in names:
         table.add_column(n, justify="right")
-    for m in LIVE_METRICS:
-        table.add_row(m.upper(), *(_metric(reports[n], m) for n in names))
-    for key, label in (("pass_hat_k", "pass^k"), ("pass_at_k", "pass@k")):
-        row = []
-        for n in names:
-            val = reports[n].get(key)
-            row.append(json.dumps(val, default=str) if val is not None else "undefined")
-        table.add_row(label, *row)
-    for key in ("reliability_gap", "agentdojo", "verdict"):
-        table.add_row(key, *(json.dumps(reports[n].get(key), default=str)[:60] for n in names))
+    for label, cells in side_by_side_rows(reports):
+        table.add_row(label, *cells)
     console.print(table)

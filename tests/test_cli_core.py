@@ -104,3 +104,27 @@ def test_schema_events() -> None:
     proc = hb("schema", "events")
     assert proc.returncode == 0
     assert json.loads(proc.stdout)["$id"] == "hb-events/1"
+
+
+def test_demo_end_to_end_from_any_folder(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "hbeval_core.cli", "demo"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    assert "careful" in out and "naive" in out
+    assert "undefined (single_run)" in out  # CSI of a first run: never 0
+    for name in ("hbeval-report.html", "hbeval-passport.json", "hbeval-report.json"):
+        assert (tmp_path / name).is_file(), name
+    assert (tmp_path / ".hbeval" / "hbeval.db").is_file()
+    reports = json.loads((tmp_path / "hbeval-report.json").read_text(encoding="utf-8"))
+    assert reports["careful"]["verdict"] == "SAFE"
+    assert reports["naive"]["verdict"] == "UNSAFE"
+    assert reports["careful"]["agentdojo"]["targeted_attack_success_rate"] == 0.0
+    assert reports["naive"]["agentdojo"]["targeted_attack_success_rate"] == 1.0
+    verify = hb("passport", "verify", str(tmp_path / "hbeval-passport.json"))
+    assert verify.returncode == 0, verify.stdout + verify.stderr

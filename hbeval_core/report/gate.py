@@ -1,0 +1,437 @@
+"""The release gate: does a report meet its floors, hold against a baseline and pass security?
+
+``run_gate(report, ...)`` returns a :class:`GateResult` whose verdict is ``pass``, ``fail`` or
+``insufficient_data`` (exit 0, 1, 3 in ``hbeval gate``), with every check and the reasons in
+words. Semantics (weakest link, every check at once, spec §7.1/7.2):
+
+* **Floors**: default PEI 0.70, FRR 0.65, IRS 0.60, TI 3.00 (``--floor pei=0.75`` overrides one,
+  ``--floor csi=0.7`` adds one, ``--floor ti=off`` removes one; ``pass_rate`` may be floored
+  too). With ``lower_bound=True`` a proportion metric (pass rate, FRR, and IRS when every
+  judged trial scored 0 or 1) is checked on the lower bound of its Wilson interval instead of
+  its point estimate; PEI, TI and CSI are means and stay on the point estimate.
+* **Baseline**: refused (:class:`GateRefused`, exit 2) unless both reports carry the same
+  measurement fingerprint; then each of PEI, FRR, IRS, pass rate and TI / 5 may drop by at most
+  ``max_drop`` (default 0.05, on the 0–1 scale).
+* **Security gate** (``scores.security_gate``): failed fails the gate; not measured makes it
+  insufficient data unless ``require_security=False``.
+* **Verdict**: fail when any check failed; else insufficient_data when something required was
+  not measured (listed in ``unmeasured``); else pass.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ..metrics import wilson_interval
+from ..vocab import (
+    DEFAULT_THRESHOLDS,
+    FRR,
+    IRS,
+    LIVE_METRICS,
+    NO_TRIALS,
+    NOT_MEASURED,
+    PEI,
+    TI,
+    TI_MAX,
+)
+from .scores import (
+    SECURITY_FAILED,
+    SECURITY_NOT_MEASURED,
+    proportion_counts,
+    security_gate,
+)
+
+__all__ = [
+    "DEFAULT_FLOORS",
+    "DEFAULT_MAX_DROP",
+    "FLOOR_METRICS",
+    "GATE_FAIL",
+    "GATE_FORMAT",
+    "GATE_INSUFFICIENT",
+    "GATE_PASS",
+    "GateCheck",
+    "GateRefused",
+    "GateResult",
+    "measurement_fingerprint_of",
+    "parse_floors",
+    "run_gate",
+]
+
+GATE_FORMAT: Final = "hbeval-gate/1"
+GATE_PASS: Final = "pass"
+GATE_FAIL: Final = "fail"
+GATE_INSUFFICIENT: Final = "insufficient_data"
+_EXIT_CODES: Final = {GATE_PASS: 0, GATE_FAIL: 1, GATE_INSUFFICIENT: 3}
+
+DEFAULT_FLOORS: Final[Mapping[str, float]] = dict(DEFAULT_THRESHOLDS)
+"""PEI 0.70, FRR 0.65, IRS 0.60, TI 3.00 (vocab.DEFAULT_THRESHOLDS)."""
+DEFAULT_MAX_DROP: Final = 0.05
+"""Largest drop from the baseline a metric may show (0–1 scale; TI is divided by 5)."""
+PASS_RATE: Final = "pass_rate"
+FLOOR_METRICS: Final = (*LIVE_METRICS, PASS_RATE)
+"""Metrics a floor may name."""
+REGRESSION_METRICS: Final = (PEI, FRR, IRS, TI, PASS_RATE)
+"""Metrics the baseline check compares."""
+
+_FLOOR_RE = re.compile(r"^\s*([a-z_]+)\s*=\s*(\S+)\s*$")
+_OFF = frozenset({"off", "none"})
+_EPS = 1e-12
+
+
+class GateRefused(ValueError):
+    """The gate cannot run as asked (reports not comparable, bad floor): exit 2."""
+
+
+@dataclass(frozen=True)
+class GateCheck:
+    """One check of the gate and what it found.
+
+    ``passed`` is None when the check could not be made (the metric is undefined: ``reason``
+    holds the code); ``message`` says what happened in words.
+    """
+
+    kind: str
+    metric: str
+    value: float | None
+    threshold: float | None
+    basis: str
+    passed: bool | None
+    message: str
+    reason: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "kind": self.kind,
+            "metric": self.metric,
+            "value": self.value,
+            "threshold": self.threshold,
+            "basis": self.basis,
+            "passed": self.passed,
+            "message": self.message,
+            "undefined": {} if self.reason is None else {"value": self.reason},
+        }
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The gate's verdict (pass, fail, insufficient_data), why, and every check it made."""
+
+    verdict: str
+    reasons: tuple[str, ...]
+    unmeasured: tuple[str, ...]
+    checks: tuple[GateCheck, ...]
+    run_id: str | None
+    measurement_fingerprint: str | None
+    baseline_run_id: str | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        """0 pass, 1 fail, 3 insufficient data."""
+        return _EXIT_CODES[self.verdict]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``hbeval gate --json``)."""
+        return {
+            "format": GATE_FORMAT,
+            "verdict": self.verdict,
+            "exit_code": self.exit_code,
+            "reasons": list(self.reasons),
+            "unmeasured": list(self.unmeasured),
+            "run_id": self.run_id,
+            "measurement_fingerprint": self.measurement_fingerprint,
+            "baseline_run_id": self.baseline_run_id,
+            "settings": dict(self.settings),
+            "checks": [c.as_dict() for c in self.checks],
+        }
+
+
+# --------------------------------------------------------------------------- parsing
+def parse_floors(items: Sequence[str] | None) -> dict[str, float | None]:
+    """Parse ``["pei=0.75", "ti=off"]`` into ``{"pei": 0.75, "ti": None}`` (None removes a floor)."""
+    out: dict[str, float | None] = {}
+    for item in items or ():
+        m = _FLOOR_RE.match(item.lower())
+        if m is None:
+            raise GateRefused(f"--floor {item!r} is not METRIC=VALUE, e.g. 'pei=0.70'")
+        name, raw = m.group(1), m.group(2)
+        if name not in FLOOR_METRICS:
+            raise GateRefused(
+                f"--floor {item!r}: unknown metric {name!r}; floors apply to "
+                + ", ".join(FLOOR_METRICS)
+            )
+        if raw in _OFF:
+            out[name] = None
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            raise GateRefused(f"--floor {item!r}: {raw!r} is not a number (or 'off')") from None
+        if not math.isfinite(value):
+            raise GateRefused(f"--floor {item!r}: the floor must be a finite number")
+        high = TI_MAX if name == TI else 1.0
+        if not 0.0 <= value <= high:
+            raise GateRefused(f"--floor {item!r}: {name} floors lie between 0 and {high:g}")
+        out[name] = value
+    return out
+
+
+def measurement_fingerprint_of(report: Mapping[str, Any]) -> str | None:
+    """The report's measurement fingerprint (``fingerprints.measurement``), or None."""
+    fps = report.get("fingerprints")
+    value = fps.get("measurement") if isinstance(fps, Mapping) else None
+    return str(value) if value is not None else None
+
+
+def _run_id(report: Mapping[str, Any]) -> str | None:
+    value = report.get("run_id")
+    return None if value is None else str(value)
+
+
+def _metric(report: Mapping[str, Any], name: str) -> tuple[float | None, str | None]:
+    """A metric's value, or None with its reason code (pass_rate included)."""
+    if name == PASS_RATE:
+        rate = report.get("pass_rate")
+        rate = rate if isinstance(rate, Mapping) else {}
+        value = rate.get("rate")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value), None
+        undefined = rate.get("undefined")
+        reason = undefined.get("rate") if isinstance(undefined, Mapping) else None
+        return None, str(reason or NO_TRIALS)
+    metrics = report.get("metrics")
+    value = metrics.get(name) if isinstance(metrics, Mapping) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value), None
+    undefined = report.get("undefined")
+    reason = undefined.get(name) if isinstance(undefined, Mapping) else None
+    return None, str(reason or NOT_MEASURED)
+
+
+def _label(name: str) -> str:
+    return "pass rate" if name == PASS_RATE else name.upper()
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.3g}" if abs(value) >= 0.001 or value == 0 else f"{value:.2e}"
+
+
+# --------------------------------------------------------------------------- checks
+def _floor_check(
+    report: Mapping[str, Any], name: str, floor: float, lower_bound: bool, confidence: float
+) -> GateCheck:
+    value, reason = _metric(report, name)
+    if value is None:
+        return GateCheck(
+            "floor",
+            name,
+            None,
+            floor,
+            "point",
+            None,
+            f"{_label(name)} undefined ({reason}): cannot check its floor {floor:g}",
+            reason,
+        )
+    basis = "point"
+    shown = value
+    counts = proportion_counts(report, name) if lower_bound else None
+    if counts is not None:
+        ci = wilson_interval(counts[0], counts[1], confidence)
+        if ci is not None:
+            basis = f"wilson_lower_{confidence:g}"
+            shown = ci[0]
+    if lower_bound and counts is None:
+        basis = "point (not a proportion)"
+    ok = shown >= floor - _EPS
+    if basis.startswith("wilson_lower") and counts is not None:
+        what = (
+            f"{_label(name)} lower {confidence:.0%} Wilson bound {_fmt(shown)} "
+            f"({counts[0]}/{counts[1]}, point {_fmt(value)})"
+        )
+    else:
+        what = f"{_label(name)} {_fmt(value)}"
+    message = f"{what} {'meets' if ok else 'is below'} its floor {floor:g}"
+    return GateCheck("floor", name, shown, floor, basis, ok, message)
+
+
+def _regression_check(
+    report: Mapping[str, Any], baseline: Mapping[str, Any], name: str, max_drop: float
+) -> GateCheck:
+    new, new_reason = _metric(report, name)
+    old, old_reason = _metric(baseline, name)
+    scale = TI_MAX if name == TI else 1.0
+    if old is None:
+        return GateCheck(
+            "regression",
+            name,
+            new,
+            max_drop,
+            "baseline",
+            True,
+            f"{_label(name)}: no baseline value ({old_reason}), nothing to regress from",
+        )
+    if new is None:
+        return GateCheck(
+            "regression",
+            name,
+            None,
+            max_drop,
+            "baseline",
+            None,
+            f"{_label(name)} undefined ({new_reason}) but {_fmt(old)} in the baseline: "
+            "cannot check for a regression",
+            new_reason,
+        )
+    drop = (old - new) / scale
+    ok = drop <= max_drop + _EPS
+    unit = " (on the 0-1 scale: TI/5)" if name == TI else ""
+    if drop > 0:
+        message = (
+            f"{_label(name)} dropped {drop:.3g}{unit} from the baseline "
+            f"({_fmt(old)} -> {_fmt(new)}), "
+            + (f"within the allowed {max_drop:g}" if ok else f"more than the allowed {max_drop:g}")
+        )
+    else:
+        message = f"{_label(name)} did not drop from the baseline ({_fmt(old)} -> {_fmt(new)})"
+    return GateCheck("regression", name, drop, max_drop, "baseline", ok, message)
+
+
+def run_gate(
+    report: Mapping[str, Any],
+    *,
+    floors: Mapping[str, float | None] | None = None,
+    lower_bound: bool = False,
+    baseline: Mapping[str, Any] | None = None,
+    max_drop: float = DEFAULT_MAX_DROP,
+    require_security: bool = True,
+    confidence: float = 0.95,
+) -> GateResult:
+    """Gate a report: floors, an optional baseline, the security gate; the module docstring has the rules.
+
+    ``floors`` override the defaults metric by metric (None removes one). Raises
+    :class:`GateRefused` when the baseline's measurement fingerprint differs from the report's
+    (or either lacks one): such results are never compared.
+    """
+    if not (isinstance(max_drop, (int, float)) and math.isfinite(max_drop) and max_drop >= 0):
+        raise GateRefused(f"--max-drop must be a number >= 0, got {max_drop!r}")
+    merged: dict[str, float | None] = dict(DEFAULT_FLOORS)
+    for name, value in (floors or {}).items():
+        if name not in FLOOR_METRICS:
+            raise GateRefused(f"unknown floor metric {name!r}; floors apply to {FLOOR_METRICS}")
+        merged[name] = value
+    active = {k: float(v) for k, v in merged.items() if v is not None}
+    mfp = measurement_fingerprint_of(report)
+    base_fp = None
+    if baseline is not None:
+        base_fp = measurement_fingerprint_of(baseline)
+        if mfp is None or base_fp is None:
+            raise GateRefused(
+                "refusing the baseline check: "
+                + ("the report" if mfp is None else "the baseline")
+                + " has no measurement fingerprint, so the two cannot be shown to measure "
+                "the same thing"
+            )
+        if mfp != base_fp:
+            raise GateRefused(
+                f"refusing the baseline check: the report's measurement fingerprint {mfp} "
+                f"differs from the baseline's {base_fp}; results under different measurement "
+                "fingerprints (battery, plans, seed, trials, scoring or derivation) are never "
+                "compared"
+            )
+
+    checks: list[GateCheck] = []
+    for name in FLOOR_METRICS:
+        if name in active:
+            checks.append(_floor_check(report, name, active[name], lower_bound, confidence))
+    if baseline is not None:
+        for name in REGRESSION_METRICS:
+            checks.append(_regression_check(report, baseline, name, float(max_drop)))
+    sec = security_gate(report)
+    if sec.status == SECURITY_FAILED:
+        checks.append(
+            GateCheck(
+                "security",
+                "security",
+                None,
+                None,
+                "trials",
+                False,
+                f"security gate not passed: {sec.reason}",
+            )
+        )
+    elif sec.status == SECURITY_NOT_MEASURED:
+        checks.append(
+            GateCheck(
+                "security",
+                "security",
+                None,
+                None,
+                "trials",
+                None if require_security else True,
+                f"security gate not measured: {sec.reason}"
+                + ("" if require_security else " (not required: --skip-security)"),
+                NOT_MEASURED if require_security else None,
+            )
+        )
+    else:
+        checks.append(
+            GateCheck(
+                "security",
+                "security",
+                None,
+                None,
+                "trials",
+                True,
+                f"security gate passed: {sec.reason}",
+            )
+        )
+
+    scored = report.get("pass_rate")
+    n_scored = scored.get("n") if isinstance(scored, Mapping) else 0
+    failed = [c for c in checks if c.passed is False]
+    unknown = [c for c in checks if c.passed is None]
+    unmeasured: list[str] = []
+    for c in unknown:
+        label = c.metric if c.kind != "regression" else f"{c.metric} (baseline)"
+        if label not in unmeasured:
+            unmeasured.append(label)
+    if failed:
+        verdict = GATE_FAIL
+        reasons = [c.message for c in failed] + [c.message for c in unknown]
+    elif not n_scored:
+        verdict = GATE_INSUFFICIENT
+        reasons = ["no trial was scored"] + [c.message for c in unknown]
+        if "trials" not in unmeasured:
+            unmeasured.insert(0, "trials")
+    elif unknown:
+        verdict = GATE_INSUFFICIENT
+        reasons = [c.message for c in unknown]
+    else:
+        verdict = GATE_PASS
+        floors_text = ", ".join(f"{_label(k)} {v:g}" for k, v in active.items()) or "none"
+        reasons = [f"every floor met ({floors_text})"]
+        if baseline is not None:
+            reasons.append(f"no metric dropped more than {max_drop:g} from the baseline")
+        reasons.append(checks[-1].message)
+    settings = {
+        "floors": {k: merged[k] for k in merged},
+        "lower_bound": lower_bound,
+        "confidence": confidence,
+        "max_drop": float(max_drop) if baseline is not None else None,
+        "require_security": require_security,
+    }
+    return GateResult(
+        verdict,
+        tuple(reasons),
+        tuple(unmeasured),
+        tuple(checks),
+        _run_id(report),
+        mfp,
+        _run_id(baseline) if baseline is not None else None,
+        settings,
+    )

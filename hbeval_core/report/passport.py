@@ -1,0 +1,636 @@
+"""Signed passports (``hbeval-passport/1``): a report's key figures, signed with Ed25519.
+
+A passport says who was measured, what the metrics were (undefined ones with their reasons),
+the weakest metric, the evidence, fingerprints and versions, the verdict, the security gate and
+the capability score, when it was issued and when it expires. It embeds its signer's public key
+(raw 32 bytes, base64) and ``key_id`` (first 16 hex of SHA-256 of that raw key), so anyone can
+check its **integrity** from the file alone; pinning a trusted public key (``verify --key``)
+adds **authenticity**.
+
+This is hbeval's own documented format. It borrows the HB-Eval Gateway passport's ideas (spec
+§5: Ed25519 over canonical JSON minus the signature, weakest metric, no overall grade, 90-day
+expiry) but is **not byte-compatible** with the Gateway's signer: our canonical form keeps floats
+as Python's ``repr`` (``5.0`` stays ``5.0``; the Gateway writes ``5``), does not escape
+non-ASCII, and signs a different document. Canonical form (docs/reports.md has a test vector):
+the document without its top-level ``signature`` member, serialised as
+``json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)``
+and encoded as UTF-8; NaN and infinities are refused.
+
+The file on disk is that document with ``signature`` added, written as
+``json.dumps(..., indent=2, sort_keys=True, ensure_ascii=False) + "\\n"``. Verification also
+checks that the file's bytes are exactly that layout, so one changed byte anywhere — even
+whitespace outside the signed content — fails with a message saying where.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import hashlib
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from .. import __version__
+from ..fingerprint import fingerprint
+from ..vocab import LIVE_METRICS, NOT_MEASURED, TI, TI_MAX
+from .scores import capability_score, security_gate
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+__all__ = [
+    "DEFAULT_DAYS",
+    "DEFAULT_KEY_PATH",
+    "ENV_PASSPORT_KEY",
+    "MAX_DAYS",
+    "PASSPORT_FORMAT",
+    "SIGNATURE_ALGORITHM",
+    "PassportError",
+    "VerifyResult",
+    "build_passport",
+    "canonical_bytes",
+    "generate_private_key",
+    "key_id",
+    "load_private_key",
+    "load_public_key",
+    "public_key_pem",
+    "public_key_raw",
+    "render_passport",
+    "sign_passport",
+    "verify_passport",
+    "write_private_key",
+]
+
+PASSPORT_FORMAT: Final = "hbeval-passport/1"
+SIGNATURE_ALGORITHM: Final = "Ed25519"
+ENV_PASSPORT_KEY: Final = "HBEVAL_PASSPORT_KEY"
+"""Environment variable holding the signing key: PEM text, or the path of a PEM file."""
+DEFAULT_KEY_PATH: Final = Path(".hbeval") / "passport-key.pem"
+"""Where ``passport keygen`` writes by default: under the working directory, never home."""
+DEFAULT_DAYS: Final = 90
+MAX_DAYS: Final = 365
+CLOCK_SKEW: Final = dt.timedelta(minutes=5)
+"""How far in the future ``issued_at`` may lie before verification calls it suspicious."""
+
+STATEMENT: Final = (
+    "Self-issued by hbeval from a battery run executed and scored locally (unverified). "
+    "Not a certification. Format hbeval-passport/1: hbeval's own format, not byte-compatible "
+    "with HB-Eval Gateway passports."
+)
+
+
+class PassportError(ValueError):
+    """A passport could not be built, signed or read (bad key, bad report, bad arguments)."""
+
+
+# --------------------------------------------------------------------------- canonical form
+def _check_finite(value: Any, where: str = "$") -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise PassportError(f"{where} is {value!r}: NaN and infinities cannot be signed")
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise PassportError(f"{where} has a non-string key {k!r}")
+            _check_finite(v, f"{where}.{k}")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_finite(v, f"{where}[{i}]")
+
+
+def canonical_bytes(doc: Mapping[str, Any]) -> bytes:
+    """The bytes a passport's signature covers: the document minus ``signature``, canonical JSON.
+
+    Keys sorted at every depth, no whitespace, UTF-8 without escaping non-ASCII, floats as
+    Python ``repr``; NaN and infinities raise :class:`PassportError`.
+    """
+    body = {k: v for k, v in doc.items() if k != "signature"}
+    _check_finite(body)
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8")
+
+
+def render_passport(doc: Mapping[str, Any]) -> str:
+    """The exact text ``passport sign`` writes: indented, keys sorted, UTF-8, one final newline."""
+    _check_finite(doc)
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+# --------------------------------------------------------------------------- keys
+def _ed25519() -> Any:
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    return ed25519
+
+
+def key_id(public_raw: bytes) -> str:
+    """First 16 lowercase hex characters of SHA-256 over the raw 32-byte public key."""
+    return hashlib.sha256(public_raw).hexdigest()[:16]
+
+
+def generate_private_key() -> Ed25519PrivateKey:
+    """A new random Ed25519 signing key."""
+    key: Ed25519PrivateKey = _ed25519().Ed25519PrivateKey.generate()
+    return key
+
+
+def public_key_raw(private_key: Ed25519PrivateKey) -> bytes:
+    """The raw 32-byte public key of a signing key."""
+    from cryptography.hazmat.primitives import serialization
+
+    return private_key.public_key().public_bytes(
+        serialization.Encoding.Raw, serialization.PublicFormat.Raw
+    )
+
+
+def _cwd_is_home() -> bool:
+    try:
+        return Path.cwd().resolve() == Path.home().resolve()
+    except (RuntimeError, OSError, KeyError):
+        return False
+
+
+def write_private_key(
+    path: Path | None = None,
+    key: Ed25519PrivateKey | None = None,
+    *,
+    force: bool = False,
+) -> tuple[Path, Ed25519PrivateKey]:
+    """Write a signing key as unencrypted PKCS#8 PEM with mode 0600, and its public PEM beside it.
+
+    ``path`` None means ``./.hbeval/passport-key.pem`` under the working directory; that default
+    is refused when the working directory is the home folder (a key is never written under home
+    unasked: pass a path to do it on purpose). An existing key is never overwritten unless
+    ``force``. The public key goes to ``<path>.pub`` (SubjectPublicKeyInfo PEM).
+    """
+    from cryptography.hazmat.primitives import serialization
+
+    explicit = path is not None
+    target = Path(path) if path is not None else DEFAULT_KEY_PATH
+    if not explicit and _cwd_is_home():
+        raise PassportError(
+            f"refusing to write the signing key to {target.resolve()}: the working directory "
+            "is your home folder, and hbeval never writes keys under home unasked. Run keygen "
+            "from the project folder or pass --out FILE."
+        )
+    if target.exists() and not force:
+        raise PassportError(
+            f"{target} already exists; refusing to overwrite a signing key (use --force to "
+            "replace it: passports signed with the old key will no longer match it)"
+        )
+    key = key if key is not None else generate_private_key()
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if force and target.exists():
+        target.unlink()
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(pem)
+    os.chmod(target, 0o600)
+    Path(f"{target}.pub").write_bytes(public_key_pem(key))
+    return target, key
+
+
+def public_key_pem(private_key: Ed25519PrivateKey) -> bytes:
+    """The public half of a signing key as SubjectPublicKeyInfo PEM (what ``<key>.pub`` holds)."""
+    from cryptography.hazmat.primitives import serialization
+
+    pem: bytes = private_key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return pem
+
+
+def _load_private_pem(data: bytes, where: str) -> Ed25519PrivateKey:
+    from cryptography.hazmat.primitives import serialization
+
+    try:
+        key = serialization.load_pem_private_key(data, password=None)
+    except (ValueError, TypeError) as exc:
+        raise PassportError(f"{where} is not an unencrypted PEM private key ({exc})") from None
+    if not isinstance(key, _ed25519().Ed25519PrivateKey):
+        raise PassportError(f"{where} is a {type(key).__name__}, not an Ed25519 key")
+    result: Ed25519PrivateKey = key
+    return result
+
+
+def load_private_key(
+    path: str | Path | None = None, env: Mapping[str, str] | None = None
+) -> Ed25519PrivateKey:
+    """The signing key from ``path``, else from ``$HBEVAL_PASSPORT_KEY`` (PEM text or a path)."""
+    if path is not None:
+        p = Path(path)
+        try:
+            return _load_private_pem(p.read_bytes(), str(p))
+        except OSError as exc:
+            raise PassportError(f"cannot read the signing key {str(p)!r}: {exc}") from None
+    environ = os.environ if env is None else env
+    value = environ.get(ENV_PASSPORT_KEY)
+    if not value:
+        raise PassportError(
+            f"no signing key: pass --key FILE or set {ENV_PASSPORT_KEY} (PEM text or a path); "
+            "create one with `hbeval passport keygen`"
+        )
+    if "-----BEGIN" in value:
+        return _load_private_pem(value.encode("utf-8"), f"${ENV_PASSPORT_KEY}")
+    p = Path(value)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise PassportError(
+            f"${ENV_PASSPORT_KEY} is neither PEM text nor a readable file ({exc})"
+        ) from None
+    return _load_private_pem(data, f"{p} (from ${ENV_PASSPORT_KEY})")
+
+
+def _b64decode_exact(text: Any, size: int, what: str) -> bytes:
+    """Decode standard base64 that re-encodes to exactly ``text`` and has ``size`` bytes."""
+    if not isinstance(text, str):
+        raise PassportError(f"{what} is not a base64 string")
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise PassportError(f"{what} is not valid base64") from None
+    if base64.b64encode(raw).decode("ascii") != text:
+        raise PassportError(f"{what} is not in canonical base64 form")
+    if len(raw) != size:
+        raise PassportError(f"{what} decodes to {len(raw)} bytes, expected {size}")
+    return raw
+
+
+def load_public_key(source: str | Path) -> bytes:
+    """A trusted public key as raw 32 bytes, from a PEM file (public or private) or base64 text."""
+    from cryptography.hazmat.primitives import serialization
+
+    text = str(source).strip()
+    p = Path(text)
+    data: bytes | None = None
+    try:
+        if p.is_file():
+            data = p.read_bytes()
+    except OSError:
+        data = None
+    if data is None:
+        try:
+            return _b64decode_exact(text, 32, "--key")
+        except PassportError:
+            raise PassportError(
+                f"--key {text!r} is neither a readable key file nor a base64 raw public key"
+            ) from None
+    if b"PRIVATE KEY" in data:
+        return public_key_raw(_load_private_pem(data, str(p)))
+    try:
+        key = serialization.load_pem_public_key(data)
+    except ValueError:
+        try:
+            return _b64decode_exact(data.decode("ascii").strip(), 32, str(p))
+        except (UnicodeDecodeError, PassportError):
+            raise PassportError(f"{p} holds no PEM or base64 Ed25519 public key") from None
+    if not isinstance(key, _ed25519().Ed25519PublicKey):
+        raise PassportError(f"{p} is a {type(key).__name__}, not an Ed25519 public key")
+    raw: bytes = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return raw
+
+
+# --------------------------------------------------------------------------- building
+def _iso(t: dt.datetime) -> str:
+    return t.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse_iso(text: Any, what: str) -> dt.datetime:
+    if not isinstance(text, str):
+        raise PassportError(f"{what} is missing")
+    try:
+        return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
+    except ValueError:
+        raise PassportError(f"{what} {text!r} is not YYYY-MM-DDTHH:MM:SSZ") from None
+
+
+def _weakest(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The defined HB-Eval metric furthest from its maximum (value / max; TI's max is 5)."""
+    metrics = report.get("metrics") or {}
+    floors = report.get("thresholds") or {}
+    best: tuple[float, str, float] | None = None
+    for name in LIVE_METRICS:
+        value = metrics.get(name)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        of_max = float(value) / (TI_MAX if name == TI else 1.0)
+        if best is None or of_max < best[0]:
+            best = (of_max, name, float(value))
+    if best is None:
+        return {
+            "metric": None,
+            "value": None,
+            "of_maximum": None,
+            "floor": None,
+            "undefined": {"metric": NOT_MEASURED},
+        }
+    return {
+        "metric": best[1],
+        "value": best[2],
+        "of_maximum": best[0],
+        "floor": floors.get(best[1]),
+        "undefined": {},
+    }
+
+
+def build_passport(
+    report: Mapping[str, Any],
+    *,
+    days: int = DEFAULT_DAYS,
+    now: dt.datetime | None = None,
+) -> dict[str, Any]:
+    """An unsigned ``hbeval-passport/1`` document from an ``hbeval-report/1`` dict.
+
+    ``days`` (1–365, default 90) sets ``expires_at``; ``now`` fixes ``issued_at`` (tests).
+    """
+    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
+        raise PassportError(f"--days must be a whole number from 1 to {MAX_DAYS}, got {days!r}")
+    if report.get("format") != "hbeval-report/1":
+        raise PassportError(
+            f"a passport is built from an hbeval-report/1 report, got format "
+            f"{report.get('format')!r}"
+        )
+    issued = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
+    expires = issued + dt.timedelta(days=days)
+    run = report.get("run") or {}
+    rate = report.get("pass_rate") or {}
+    gap = report.get("reliability_gap") or {}
+    evidence = report.get("evidence") or {}
+    versions = dict(report.get("versions") or {})
+    versions["passport"] = PASSPORT_FORMAT
+    versions["hbeval"] = __version__
+    fps = dict(report.get("fingerprints") or {})
+    issued_at = _iso(issued)
+    doc: dict[str, Any] = {
+        "format": PASSPORT_FORMAT,
+        "passport_id": fingerprint(
+            {"run_id": report.get("run_id"), "measurement": fps.get("measurement"), "at": issued_at}
+        ),
+        "issued_at": issued_at,
+        "expires_at": _iso(expires),
+        "validity_days": days,
+        "issuer": {"name": "hbeval", "version": __version__, "statement": STATEMENT},
+        "agent": {"agent_id": run.get("agent_id")},
+        "run": {
+            "run_id": report.get("run_id"),
+            "battery": run.get("battery"),
+            "seed": run.get("seed"),
+            "trials": run.get("trials"),
+            "trial_count": run.get("trial_count"),
+            "scored_trial_count": run.get("scored_trial_count"),
+            "methodology": run.get("methodology"),
+            "verification": report.get("verification"),
+        },
+        "verdict": report.get("verdict"),
+        "verdict_reasons": list(report.get("verdict_reasons") or ()),
+        "unmeasured_metrics": list(report.get("unmeasured_metrics") or ()),
+        "metrics": {m: (report.get("metrics") or {}).get(m) for m in LIVE_METRICS},
+        "undefined": dict(report.get("undefined") or {}),
+        "defined_counts": dict(report.get("defined_counts") or {}),
+        "thresholds": dict(report.get("thresholds") or {}),
+        "weakest": _weakest(report),
+        "pass_rate": {
+            "rate": rate.get("rate"),
+            "interval": rate.get("interval"),
+            "passed": rate.get("passed"),
+            "n": rate.get("n"),
+            "undefined": dict(rate.get("undefined") or {}),
+        },
+        "reliability_gap": {
+            k: gap.get(k)
+            for k in ("c_nom", "r_op", "gap", "interval", "significant", "confidence", "undefined")
+        },
+        "capability": capability_score(report).as_dict(),
+        "security_gate": security_gate(report).as_dict(),
+        "evidence": {
+            k: evidence.get(k)
+            for k in (
+                "level",
+                "completeness",
+                "completeness_rule",
+                "claims_reconciled",
+                "claims_unsupported",
+                "undefined",
+            )
+        },
+        "fingerprints": fps,
+        "manifest_hash": report.get("manifest_hash"),
+        "metric_versions": dict(report.get("metric_versions") or {}),
+        "versions": versions,
+    }
+    _check_finite(doc)
+    return doc
+
+
+def sign_passport(doc: Mapping[str, Any], private_key: Ed25519PrivateKey) -> dict[str, Any]:
+    """Sign a passport: add ``signer`` (algorithm, public key, key_id) and ``signature``.
+
+    ``signer`` is inside the signed content; ``signature`` = ``{"value": base64 of the 64-byte
+    Ed25519 signature over canonical_bytes, "content_sha256": hex SHA-256 of those bytes}``.
+    """
+    raw = public_key_raw(private_key)
+    body = {k: v for k, v in doc.items() if k != "signature"}
+    body["signer"] = {
+        "algorithm": SIGNATURE_ALGORITHM,
+        "public_key": base64.b64encode(raw).decode("ascii"),
+        "key_id": key_id(raw),
+    }
+    content = canonical_bytes(body)
+    signature = private_key.sign(content)
+    return {
+        **body,
+        "signature": {
+            "value": base64.b64encode(signature).decode("ascii"),
+            "content_sha256": hashlib.sha256(content).hexdigest(),
+        },
+    }
+
+
+# --------------------------------------------------------------------------- verifying
+@dataclass(frozen=True)
+class VerifyResult:
+    """What verifying a passport found: ``valid`` only when ``problems`` is empty.
+
+    ``authenticity`` is ``"pinned"`` when a trusted key was given and matched, ``"mismatch"``
+    when it did not, and ``"not_checked"`` without one (integrity only).
+    """
+
+    valid: bool
+    problems: tuple[str, ...]
+    key_id: str | None = None
+    agent_id: str | None = None
+    verdict: str | None = None
+    issued_at: str | None = None
+    expires_at: str | None = None
+    authenticity: str = "not_checked"
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``passport verify --json``)."""
+        return {
+            "valid": self.valid,
+            "problems": list(self.problems),
+            "key_id": self.key_id,
+            "agent_id": self.agent_id,
+            "verdict": self.verdict,
+            "issued_at": self.issued_at,
+            "expires_at": self.expires_at,
+            "authenticity": self.authenticity,
+            "notes": list(self.notes),
+        }
+
+
+def _first_difference(a: bytes, b: bytes) -> tuple[int, int]:
+    """Byte offset and 1-based line of the first difference between two byte strings."""
+    n = min(len(a), len(b))
+    i = next((j for j in range(n) if a[j] != b[j]), n)
+    return i, a.count(b"\n", 0, i) + 1
+
+
+def verify_passport(
+    data: bytes | str,
+    *,
+    trusted_key: bytes | None = None,
+    now: dt.datetime | None = None,
+    strict_layout: bool = True,
+) -> VerifyResult:
+    """Verify a passport file's bytes: integrity, layout, expiry and (with a trusted key) signer.
+
+    Every problem found is listed in words; ``valid`` is True only with none. ``trusted_key``
+    (raw 32 bytes) pins who must have signed it; ``strict_layout=False`` accepts a re-formatted
+    file whose signed content is intact.
+    """
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return VerifyResult(
+            False,
+            (f"not UTF-8 text at byte {exc.start}: the file was damaged or edited after signing",),
+        )
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        return VerifyResult(
+            False,
+            (f"not valid JSON ({exc}): the file was damaged or edited after signing",),
+        )
+    if not isinstance(doc, dict):
+        return VerifyResult(False, ("not a passport: the file holds no JSON object",))
+    fmt = doc.get("format")
+    if fmt != PASSPORT_FORMAT:
+        return VerifyResult(False, (f"not an {PASSPORT_FORMAT} document (format {fmt!r})",))
+    problems: list[str] = []
+    notes: list[str] = []
+    signer = doc.get("signer")
+    signature = doc.get("signature")
+    agent = doc.get("agent")
+    agent_id = agent.get("agent_id") if isinstance(agent, dict) else None
+    claimed_id = signer.get("key_id") if isinstance(signer, dict) else None
+    public_raw: bytes | None = None
+    if not isinstance(signer, dict) or not isinstance(signature, dict):
+        problems.append("unsigned: the passport has no signer or signature block")
+    else:
+        if signer.get("algorithm") != SIGNATURE_ALGORITHM:
+            problems.append(f"unsupported signature algorithm {signer.get('algorithm')!r}")
+        try:
+            public_raw = _b64decode_exact(signer.get("public_key"), 32, "signer.public_key")
+        except PassportError as exc:
+            problems.append(str(exc))
+        if public_raw is not None and claimed_id != key_id(public_raw):
+            problems.append(
+                f"signer.key_id {claimed_id!r} does not match the embedded public key "
+                f"(its key_id is {key_id(public_raw)})"
+            )
+        sig: bytes | None = None
+        try:
+            sig = _b64decode_exact(signature.get("value"), 64, "signature.value")
+        except PassportError as exc:
+            problems.append(str(exc))
+        extra = sorted(set(signature) - {"value", "content_sha256"})
+        if extra:
+            problems.append(f"unexpected field(s) in signature: {', '.join(extra)}")
+        try:
+            content = canonical_bytes(doc)
+        except PassportError as exc:
+            problems.append(str(exc))
+            content = None
+        if content is not None:
+            digest = hashlib.sha256(content).hexdigest()
+            if signature.get("content_sha256") != digest:
+                problems.append(
+                    "content changed after signing: its SHA-256 is "
+                    f"{digest[:16]}..., the passport recorded "
+                    f"{str(signature.get('content_sha256'))[:16]}..."
+                )
+            if public_raw is not None and sig is not None:
+                from cryptography.exceptions import InvalidSignature
+
+                try:
+                    _ed25519().Ed25519PublicKey.from_public_bytes(public_raw).verify(sig, content)
+                except InvalidSignature:
+                    problems.append(
+                        "signature does not match the content: the passport was changed after "
+                        "signing (or its signature belongs to another document)"
+                    )
+    if strict_layout and not problems:
+        expected = render_passport(doc).encode("utf-8")
+        if expected != raw:
+            at, line = _first_difference(raw, expected)
+            problems.append(
+                f"the file differs at byte {at} (line {line}) from the layout hbeval writes: "
+                "it was edited after signing. Its signed content is intact; pass --any-layout "
+                "to accept a re-formatted file"
+            )
+    issued_s, expires_s = doc.get("issued_at"), doc.get("expires_at")
+    moment = (now or dt.datetime.now(dt.timezone.utc)).astimezone(dt.timezone.utc)
+    try:
+        expires = _parse_iso(expires_s, "expires_at")
+        if moment > expires:
+            days = (moment - expires).days
+            problems.append(f"expired on {expires_s} ({days} day(s) ago)")
+    except PassportError as exc:
+        problems.append(str(exc))
+    try:
+        issued = _parse_iso(issued_s, "issued_at")
+        if issued - moment > CLOCK_SKEW:
+            problems.append(f"issued_at {issued_s} lies in the future")
+    except PassportError as exc:
+        problems.append(str(exc))
+    authenticity = "not_checked"
+    if trusted_key is not None:
+        if public_raw is not None and public_raw == trusted_key:
+            authenticity = "pinned"
+        else:
+            authenticity = "mismatch"
+            problems.append(
+                f"signed by key {claimed_id}, not by the trusted key {key_id(trusted_key)}: "
+                "authenticity not established"
+            )
+    else:
+        notes.append(
+            "integrity checked against the embedded key only; pass --key PUBKEY to check who "
+            "signed it"
+        )
+    return VerifyResult(
+        not problems,
+        tuple(problems),
+        claimed_id if isinstance(claimed_id, str) else None,
+        agent_id if isinstance(agent_id, str) else None,
+        doc.get("verdict") if isinstance(doc.get("verdict"), str) else None,
+        issued_s if isinstance(issued_s, str) else None,
+        expires_s if isinstance(expires_s, str) else None,
+        authenticity,
+        tuple(notes),
+    )

@@ -1,0 +1,89 @@
+"""Shared data for the report, passport, gate and compare tests: one demo run per test process.
+
+``demo()`` runs the packaged careful and naive agents through the default battery once (about
+half a second) into a temporary folder and returns the reports and the store path; every test
+module reuses it. Tests must not modify what it returns: copy first (``copy.deepcopy``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import copy
+import functools
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hbeval_core.report import build_report
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """The demo's reports (careful, naive), the folder they ran in and the store path."""
+
+    folder: Path
+    db: Path
+    reports: dict[str, dict[str, Any]]
+
+    @property
+    def careful(self) -> dict[str, Any]:
+        return self.reports["careful"]
+
+    @property
+    def naive(self) -> dict[str, Any]:
+        return self.reports["naive"]
+
+
+@functools.lru_cache(maxsize=1)
+def demo() -> DemoRun:
+    """Run the demo once per process (reports of both agents, events in a SQLite store)."""
+    from hbeval_core.runner.demo import run_demo
+
+    folder = Path(tempfile.mkdtemp(prefix="hbeval-report-tests-"))
+    atexit.register(shutil.rmtree, folder, True)
+    reports = run_demo(folder, agents="plain")  # the numbers below are the plain agents'
+    return DemoRun(folder, folder / ".hbeval" / "hbeval.db", reports)
+
+
+def empty_report(**run: Any) -> dict[str, Any]:
+    """A valid report with no trial at all: every metric undefined."""
+    info = {"run_id": "empty-run", "agent_id": "nobody", "trials": 3, **run}
+    return build_report(run=info, trials=[])
+
+
+def mutated(report: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """A deep copy of ``report`` with top-level keys replaced."""
+    out = copy.deepcopy(report)
+    out.update(changes)
+    return out
+
+
+def cli_app() -> Any:
+    """The report commands mounted the way hbeval_core/cli.py mounts them."""
+    import typer
+
+    from hbeval_core.report.cli import compare_cmd, gate_cmd, passport_app, report_cmd
+
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    app.command("report")(report_cmd)
+    app.command("compare")(compare_cmd)
+    app.command("gate")(gate_cmd)
+    app.add_typer(passport_app, name="passport")
+    return app
+
+
+def hb(*args: str, env: dict[str, str] | None = None) -> Any:
+    """Invoke a report command in-process; the result has exit_code, stdout and stderr."""
+    from typer.testing import CliRunner
+
+    return CliRunner(env=env).invoke(cli_app(), list(args))
+
+
+def write_json(path: Path, data: Any) -> Path:
+    """Write ``data`` as JSON to ``path`` and return the path."""
+    import json
+
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
