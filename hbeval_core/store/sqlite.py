@@ -733,9 +733,10 @@ class SQLiteStore:
 
 
 # Events go in as multi-row INSERTs: one statement per chunk binds two values per event (kind,
-# body) and computes stream, seq and attempt in SQL. That is about one and a half times faster
-# than executemany's one statement per row. Chunk sizes are powers of two, so any batch is a few
-# chunks and the connection's statement cache holds every shape.
+# body) and computes stream, seq and attempt in SQL. That is 1.6 to 1.8 times faster than
+# executemany's one statement per row (benchmarks/bench_store_ingest.py, "floor" vs "bare").
+# Chunk sizes are powers of two, so any batch is a few chunks and the connection's statement
+# cache holds every shape.
 _CHUNK_SIZES = (128, 64, 32, 16, 8, 4, 2, 1)
 
 
@@ -770,8 +771,8 @@ def _insert_rows(
 def _event_reader() -> Callable[[str], EventBase]:
     """Validate a stored body: pydantic's JSON parser, or ``json.loads`` for what it refuses.
 
-    The fallback reads bodies pydantic's parser rejects but ``read_events`` accepts (a lone
-    surrogate escaped by ``dump_event``), so whatever the store accepted it can read back.
+    The fallback mirrors ``read_events``'s slow path: a body pydantic's strict parser rejects but
+    the stdlib parser accepts is still read, so whatever the store accepted it can read back.
     """
     adapter = event_adapter()
     fast, slow = adapter.validate_json, adapter.validate_python
