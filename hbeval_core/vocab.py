@@ -166,6 +166,30 @@ FAULT_EFFECTS: Final = (
 RESULT_SPOILING_EFFECTS: Final = frozenset({EFFECT_RESULT_ALTERED, EFFECT_RESULT_LOST})
 """Effects that make a returned call unsuccessful in hb-derive/1."""
 
+# --------------------------------------------------------------------------------------------
+# Keys adapters write into events' ``attrs`` (shared by every adapter; adapter-only keys live in
+# each adapter's _keys.py).
+# --------------------------------------------------------------------------------------------
+ATTR_SYNTHETIC: Final = "synthetic"
+"""True on tool events of a call whose real tool never ran (a fault or a halt answered instead)."""
+ATTR_STEP_INDEX: Final = "step_index"
+"""Monitor step index behind a directive or a halt."""
+ATTR_LATENCY_MS: Final = "latency_ms"
+"""Span duration in milliseconds (span events have no latency field)."""
+ATTR_BUDGET: Final = "budget"
+"""On a budget ``halt``: which budget ran out."""
+ATTR_AGENT: Final = "agent"
+"""Name or role of the framework agent an event happened in."""
+ATTR_MEMORIES: Final = "memories"
+"""How many recalled precedents were put in front of the model."""
+ATTR_FRAMEWORK_RUN_ID: Final = "framework_run_id"
+"""The framework's own id behind an event (e.g. a LangChain run id)."""
+
+FRAMEWORK_LANGGRAPH: Final = "langgraph"
+FRAMEWORK_CREWAI: Final = "crewai"
+FRAMEWORK_AUTOGEN: Final = "autogen"
+FRAMEWORK_PLAIN: Final = "plain"
+
 ENV_ALLOW_FAULT_INJECTION: Final = "HBEVAL_ALLOW_FAULT_INJECTION"
 TRUTHY_ENV_VALUES: Final = frozenset({"true", "1", "yes"})
 

@@ -1,28 +1,28 @@
 """Attribute keys and labels this adapter writes into events' ``attrs``.
 
-Spelled once here so no module writes them by hand. They are AutoGen-specific today; if another
-adapter needs the same key it moves to ``hbeval_core.vocab``.
+Spelled once here so no module writes them by hand. Keys every adapter writes come from ``hbeval_core.vocab``.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-FRAMEWORK: Final = "autogen"
+from hbeval_core.vocab import ATTR_AGENT as ATTR_AGENT
+from hbeval_core.vocab import ATTR_BUDGET as ATTR_BUDGET
+from hbeval_core.vocab import ATTR_MEMORIES as ATTR_MEMORIES
+from hbeval_core.vocab import ATTR_STEP_INDEX as ATTR_STEP_INDEX
+from hbeval_core.vocab import ATTR_SYNTHETIC as ATTR_SYNTHETIC
+from hbeval_core.vocab import FRAMEWORK_AUTOGEN
+
+FRAMEWORK: Final = FRAMEWORK_AUTOGEN
 """``RunStart.framework`` of runs this adapter records."""
 
-ATTR_AGENT: Final = "agent"
-"""Name of the AutoGen agent an event happened in."""
-ATTR_SYNTHETIC: Final = "synthetic"
-"""True on tool events of a call whose real tool never ran (a fault or a halt answered instead)."""
 ATTR_SOURCE: Final = "source"
 """Where a tool event came from when the workbench wrapper did not see the call."""
 SOURCE_STREAM: Final = "run_stream"
 """Value of ``ATTR_SOURCE``: rebuilt from ``ToolCallRequestEvent`` / ``ToolCallExecutionEvent``."""
 ATTR_FINISH_REASON: Final = "finish_reason"
 """``CreateResult.finish_reason`` of a model call."""
-ATTR_MEMORIES: Final = "memories"
-"""How many memory items an agent's memories put into its context before a turn."""
 ATTR_ABORT: Final = "abort"
 """On ``run_end``: why hbeval aborted the run (crash, halt, budget, timeout)."""
 ATTR_STOP_REASON: Final = "stop_reason"
@@ -30,10 +30,6 @@ ATTR_STOP_REASON: Final = "stop_reason"
 META_EVENT_LOOP: Final = "event_loop"
 """Trial metadata: ``"fresh"`` (an agent the adapter built, on a new loop) or ``"home"`` (an
 agent object handed in, on its home loop; see ``_loops``)."""
-ATTR_BUDGET: Final = "budget"
-"""On a budget ``halt``: which budget ran out."""
-ATTR_STEP_INDEX: Final = "step_index"
-"""Monitor step index behind a directive or a halt."""
 
 # TrialResult.metadata keys
 META_USAGE: Final = "usage"
