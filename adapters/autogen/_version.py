@@ -10,9 +10,11 @@ attribute and behaviour has a contract test.
 from __future__ import annotations
 
 import functools
-import re
 from importlib import metadata
 from typing import Final
+
+from hbeval_core.versions import UnsupportedVersionError
+from hbeval_core.versions import version_in_range as _in_range
 
 __all__ = [
     "CHECKED_DISTRIBUTIONS",
@@ -29,53 +31,10 @@ SUPPORTED: Final = ">=0.7.5,<0.8"
 CHECKED_DISTRIBUTIONS: Final = ("autogen-agentchat", "autogen-core")
 """Distributions whose installed version must fall in ``SUPPORTED``."""
 
-_CLAUSE = re.compile(r"^\s*(>=|<=|==|!=|>|<)\s*([0-9][0-9A-Za-z.\-+]*)\s*$")
-_RELEASE = re.compile(r"^(\d+(?:\.\d+)*)")
-
-
-class UnsupportedVersionError(RuntimeError):
-    """AutoGen is missing, or installed at a version this adapter was not verified against."""
-
-
-def _release(version: str) -> tuple[int, ...]:
-    """The numeric release part of a version, padded to three places ("0.7.5rc1" -> (0, 7, 5))."""
-    match = _RELEASE.match(version.strip())
-    if match is None:
-        raise ValueError(f"not a version number: {version!r}")
-    parts = tuple(int(p) for p in match.group(1).split("."))
-    return parts + (0,) * max(0, 3 - len(parts))
-
-
-def _is_prerelease(version: str) -> bool:
-    match = _RELEASE.match(version.strip())
-    return match is not None and match.end() < len(version.strip())
-
 
 def version_in_range(version: str, spec: str = SUPPORTED) -> bool:
-    """Whether ``version`` satisfies every comma-separated clause of ``spec`` (">=0.7.5,<0.8").
-
-    Compares release numbers only; a pre-release of the lower bound ("0.7.5rc1") is outside
-    ``>=0.7.5``, as pip would say.
-    """
-    release = _release(version)
-    for clause in spec.split(","):
-        match = _CLAUSE.match(clause)
-        if match is None:
-            raise ValueError(f"cannot read version clause {clause!r} of {spec!r}")
-        op, bound = match.group(1), _release(match.group(2))
-        ok = {
-            ">=": release >= bound,
-            "<=": release <= bound,
-            ">": release > bound,
-            "<": release < bound,
-            "==": release == bound,
-            "!=": release != bound,
-        }[op]
-        if op == ">=" and release == bound and _is_prerelease(version):
-            ok = False
-        if not ok:
-            return False
-    return True
+    """Whether ``version`` satisfies ``spec`` (default: this adapter's supported range)."""
+    return _in_range(version, spec)
 
 
 @functools.lru_cache(maxsize=1)

@@ -8,9 +8,11 @@ extra in pyproject.toml says the same) and checked before anything is patched.
 
 from __future__ import annotations
 
-import re
 from importlib import metadata
 from typing import Final
+
+from hbeval_core.versions import UnsupportedVersionError
+from hbeval_core.versions import version_in_range as _in_range
 
 __all__ = [
     "DISTRIBUTION",
@@ -26,53 +28,10 @@ SUPPORTED: Final = ">=1.15,<2"
 
 DISTRIBUTION: Final = "crewai"
 
-_CLAUSE = re.compile(r"^\s*(>=|<=|==|!=|>|<)\s*([0-9][0-9A-Za-z.\-+]*)\s*$")
-_RELEASE = re.compile(r"^(\d+(?:\.\d+)*)")
-
-
-class UnsupportedVersionError(RuntimeError):
-    """CrewAI is missing, or installed at a version this adapter was not verified against."""
-
-
-def _release(version: str) -> tuple[int, ...]:
-    """The numeric release part of a version, padded to three places ("1.15rc1" -> (1, 15, 0))."""
-    match = _RELEASE.match(version.strip())
-    if match is None:
-        raise ValueError(f"not a version number: {version!r}")
-    parts = tuple(int(p) for p in match.group(1).split("."))
-    return parts + (0,) * max(0, 3 - len(parts))
-
-
-def _is_prerelease(version: str) -> bool:
-    match = _RELEASE.match(version.strip())
-    return match is not None and match.end() < len(version.strip())
-
 
 def version_in_range(version: str, spec: str = SUPPORTED) -> bool:
-    """Whether ``version`` satisfies every comma-separated clause of ``spec`` (">=1.15,<2").
-
-    Compares release numbers only; a pre-release of the lower bound ("1.15.0rc1") is outside
-    ``>=1.15``, as pip would say.
-    """
-    release = _release(version)
-    for clause in spec.split(","):
-        match = _CLAUSE.match(clause)
-        if match is None:
-            raise ValueError(f"cannot read version clause {clause!r} of {spec!r}")
-        op, bound = match.group(1), _release(match.group(2))
-        ok = {
-            ">=": release >= bound,
-            "<=": release <= bound,
-            ">": release > bound,
-            "<": release < bound,
-            "==": release == bound,
-            "!=": release != bound,
-        }[op]
-        if op == ">=" and release == bound and _is_prerelease(version):
-            ok = False
-        if not ok:
-            return False
-    return True
+    """Whether ``version`` satisfies ``spec`` (default: this adapter's supported range)."""
+    return _in_range(version, spec)
 
 
 def installed_version() -> str | None:
