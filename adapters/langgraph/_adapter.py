@@ -4,17 +4,26 @@ One trial: the task's question goes in as ``{"messages": [HumanMessage(question)
 runs with a fresh ``HBEvalCallbackHandler`` attached through the context-variable hook and with
 its ToolNodes routed through the trial's ``FaultInjector``; the final state, the trace and how the
 run ended come back as a ``TrialResult``. Nothing of the user's graph is changed after the trial.
+
+With a memory attached (``memory_hook``, done by ``run_battery(..., memory=edm)``) each trial
+first recalls the precedents of its own agent id for the question. When any qualify, a
+``SystemMessage`` listing them goes into the input messages just before the question, so the
+model reads them on its first call; the ``run_start`` event records what was recalled in
+``attrs["memory_recall"]``; and the trial's ``Monitor`` gets a precedents lookup, so Adapt-Plan
+directives carry the same precedents. The scored episode is admitted by the runner at the end
+of the run, not here.
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from hbeval_core.events import EventBase, ModelEnd
+from hbeval_core.events import EventBase, ModelEnd, RunStart
 from hbeval_core.monitor import Directive as MonitorDirective
 from hbeval_core.monitor import Monitor
 from hbeval_core.runner.protocol import TrialResult
@@ -25,6 +34,10 @@ from ._keys import FRAMEWORK
 
 __all__ = ["LangGraphAdapter", "is_langgraph_target", "resolve_graph"]
 
+log = logging.getLogger("hbeval.langgraph")
+
+_DEFAULT_AGENT_ID = "default"
+"""The agent id precedents are recalled for outside a battery run."""
 _INJECTOR: ContextVar[Any] = ContextVar("hbeval_langgraph_adapter_injector", default=None)
 _MEMORY: ContextVar[Any] = ContextVar("hbeval_langgraph_memory", default=None)
 
@@ -105,6 +118,7 @@ class LangGraphAdapter:
         self.config: dict[str, Any] = {"recursion_limit": 50, **dict(config or {})}
         self.input_builder = input_builder
         self.strict = strict
+        self._memory: Any = None
 
     # ------------------------------------------------------------------ protocol: capture
     def instrument(self) -> None:
@@ -134,17 +148,21 @@ class LangGraphAdapter:
         _INJECTOR.set(injector)
 
     def memory_hook(self, memory: Any) -> None:
-        """Make ``memory`` available to this context's trials (None detaches).
+        """Recall this agent's precedents before each trial's first model call (None detaches).
 
-        The LangGraph adapter does not yet put recalled episodes in front of the model; the
-        memory is kept for ``current_memory()`` so agents may consult it themselves.
+        ``memory`` has ``recall(context, agent_id) -> list[str]`` (an ``hbeval_core.memory.EDM``
+        returns only qualified episodes of that agent id at or above its similarity threshold)
+        and optionally ``precedents_for(context, agent_id)`` for Adapt-Plan directives. Kept on
+        the adapter as well as in this context: the runner's worker threads do not inherit
+        context variables.
         """
         _MEMORY.set(memory)
+        self._memory = memory
 
-    @staticmethod
-    def current_memory() -> Any:
-        """The memory attached with ``memory_hook`` in this context, if any."""
-        return _MEMORY.get()
+    def current_memory(self) -> Any:
+        """The memory attached with ``memory_hook`` (this context's, else this adapter's), if any."""
+        memory = _MEMORY.get()
+        return memory if memory is not None else self._memory
 
     # ------------------------------------------------------------------ protocol: trials
     def _inputs(self, task: Task, question: str) -> Any:
@@ -155,6 +173,18 @@ class LangGraphAdapter:
         messages: list[Any] = [SystemMessage(task.system)] if task.system else []
         messages.append(HumanMessage(question))
         return {"messages": messages}
+
+    def _monitor(self, lookup: Callable[[Any], list[Any]] | None) -> Monitor:
+        """The trial's monitor; with ``lookup``, Adapt-Plan directives carry memory precedents.
+
+        A ``monitor_factory`` gets the lookup only if it accepts a ``precedents`` keyword.
+        """
+        factory = self.monitor_factory
+        if factory is None:
+            return Monitor(precedents=lookup) if lookup is not None else Monitor()
+        if lookup is not None and _accepts_keyword(factory, "precedents"):
+            return factory(precedents=lookup)  # type: ignore[call-arg]
+        return factory()
 
     def _injector_for(self, ctx: Any, task: Task, run_id: str, plan: Any) -> Any:
         injector = _INJECTOR.get()
@@ -184,7 +214,21 @@ class LangGraphAdapter:
         run_id = ctx.trial_run_id if ctx is not None else task.id
         injector = self._injector_for(ctx, task, run_id, plan)
         question = scenario.question(task.question) if scenario is not None else task.question
-        monitor = self.monitor_factory() if self.monitor_factory is not None else Monitor()
+        memory = self.current_memory()
+        recall: Any = None
+        lookup: Callable[[Any], list[Any]] | None = None
+        if memory is not None:
+            from hbeval_core.memory._adapters import precedent_lookup, recall_precedents
+
+            agent_id = ctx.agent_id if ctx is not None else _DEFAULT_AGENT_ID
+            recall = recall_precedents(memory, question, agent_id, strict=self.strict)
+            try:
+                lookup = precedent_lookup(memory, question, agent_id)
+            except Exception as exc:  # memory never breaks the agent
+                if self.strict:
+                    raise
+                log.warning("memory precedent lookup could not be built: %r", exc)
+        monitor = self._monitor(lookup)
         handler = HBEvalCallbackHandler(
             run_id=run_id,
             monitor=monitor,
@@ -201,9 +245,12 @@ class LangGraphAdapter:
         handler.trial = ctx
         status, error, error_type, infra = "ok", None, None, False
         final: Any = None
+        delivery = "none"
         try:
             graph = resolve_graph(target)
             inputs = self._inputs(task, question)
+            if recall is not None and recall.message() is not None:
+                inputs, delivery = _with_precedents(inputs, recall.message())
         except Exception as exc:
             # The target could not even be built: the harness's problem, not the agent's.
             return TrialResult(
@@ -228,6 +275,8 @@ class LangGraphAdapter:
             # The graph swallowed the budget stop and finished: still a halted trial.
             status, error, error_type = "halted", str(ctx.stop), type(ctx.stop).__name__
         events: list[EventBase] = list(handler.events)
+        if recall is not None:
+            events = _record_recall(events, recall.record(delivery))
         return TrialResult(
             final_state=final,
             events=events,
@@ -238,6 +287,54 @@ class LangGraphAdapter:
             response_text=_convert.last_ai_text(final),
             metadata={"usage": _usage(events), "handler_errors": list(handler.errors)},
         )
+
+
+def _accepts_keyword(fn: Callable[..., Any], name: str) -> bool:
+    """Whether ``fn`` takes the keyword argument ``name`` (or any keyword)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(
+        p.kind is inspect.Parameter.VAR_KEYWORD
+        or (p.name == name and p.kind is not inspect.Parameter.POSITIONAL_ONLY)
+        for p in params
+    )
+
+
+def _with_precedents(inputs: Any, text: str) -> tuple[Any, str]:
+    """``inputs`` with a ``SystemMessage(text)`` just before the first human message.
+
+    Only a ``{"messages": [...]}`` input can carry it; any other shape is left as it is and
+    the delivery is "none" (a custom ``input_builder`` decides its own input).
+    """
+    if not isinstance(inputs, Mapping) or not isinstance(inputs.get("messages"), list):
+        return inputs, "none"
+    from langchain_core.messages import SystemMessage
+
+    messages = list(inputs["messages"])
+    at = next(
+        (i for i, m in enumerate(messages) if getattr(m, "type", None) == "human"),
+        len(messages),
+    )
+    messages.insert(at, SystemMessage(text))
+    return {**inputs, "messages": messages}, "system_message"
+
+
+def _record_recall(events: list[EventBase], record: dict[str, Any]) -> list[EventBase]:
+    """The trace with ``record`` under ``attrs["memory_recall"]`` of its first ``run_start``.
+
+    The recall happens before the graph starts, so the run's own start event is where it is
+    recorded; the event is copied, never mutated.
+    """
+    from hbeval_core.memory._adapters import ATTR_MEMORY_RECALL
+
+    for i, event in enumerate(events):
+        if isinstance(event, RunStart):
+            attrs = {**event.attrs, ATTR_MEMORY_RECALL: record}
+            events[i] = event.model_copy(update={"attrs": attrs})
+            break
+    return events
 
 
 def _status_of(exc: BaseException) -> str:

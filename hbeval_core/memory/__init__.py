@@ -5,6 +5,8 @@ EDM admits an agent's scored episodes only when their scores earned it (spec §4
 safe trials only; E1 evidence or better) and retrieves them for similar tasks of the same
 agent at or above a calibrated cosine threshold. ``explain`` cites a stored episode's figures
 verbatim or defers to human review. ``mir`` measures how retrieval survives a poisoned episode.
+``episode_from_trial`` builds the episode of a scored battery trial (``run_battery(...,
+memory=edm)`` admits every trial of a run with it).
 
 Quick start::
 
@@ -22,6 +24,7 @@ See docs/memory.md.
 
 from __future__ import annotations
 
+from ._adapters import episode_from_trial, trajectory_summary
 from ._edm import DEFAULT_TOP_K, EDM, Match, open_edm
 from ._embed import (
     HASHING_EMBEDDER_NAME,
@@ -89,6 +92,7 @@ __all__ = [
     "NaiveMemory",
     "VectorIndex",
     "calibrate",
+    "episode_from_trial",
     "evaluate_threshold",
     "format_figure",
     "mir",
@@ -98,4 +102,5 @@ __all__ = [
     "render_context",
     "render_summary",
     "resolve_db",
+    "trajectory_summary",
 ]

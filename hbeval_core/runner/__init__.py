@@ -3,8 +3,9 @@
 - ``run_battery(adapter, target, tasks, battery, ...)`` runs a battery and returns the report.
 - ``Task`` / ``load_tasks`` define the work; ``RunManifest`` / ``load_manifest`` pin a run.
 - ``PlainAdapter`` runs ``agent(question) -> str | dict`` with ``@tool``, ``think`` and
-  ``model_input`` making its faults and reasoning visible; ``register_adapter`` lets framework
-  adapters add their own target kinds.
+  ``model_input`` making its faults and reasoning visible and ``precedents()`` handing it
+  what memory recalled; ``register_adapter`` lets framework adapters add their own target
+  kinds.
 - ``current_trial()`` gives any adapter the trial in progress (ids, injector, budgets).
 
 Names load on first use, so importing one submodule does not import the rest.
@@ -39,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "ToolCallError": "plain",
     "claim": "plain",
     "model_input": "plain",
+    "precedents": "plain",
     "replan": "plain",
     "think": "plain",
     "tool": "plain",
@@ -80,6 +82,7 @@ __all__ = [
     "load_object",
     "load_tasks",
     "model_input",
+    "precedents",
     "register_adapter",
     "replan",
     "resolve_target",
@@ -116,7 +119,16 @@ if TYPE_CHECKING:
     from .demo import run_demo
     from .loader import TargetError, TaskFileError, load_object, load_tasks
     from .manifest import ManifestError, ManifestMismatchError, RunManifest, load_manifest
-    from .plain import PlainAdapter, ToolCallError, claim, model_input, replan, think, tool
+    from .plain import (
+        PlainAdapter,
+        ToolCallError,
+        claim,
+        model_input,
+        precedents,
+        replan,
+        think,
+        tool,
+    )
     from .protocol import Adapter, TrialResult
     from .registry import TargetKindError, detect_target_kind, register_adapter, resolve_target
     from .run import ProgressUpdate, VirtualClock, run_battery

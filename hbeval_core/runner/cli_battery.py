@@ -170,6 +170,53 @@ class _Progress:
             sys.stderr.write(line + "\n")
 
 
+class _Admissions:
+    """Counts EDM's admission decisions of a ``--memory`` run, for the closing summary."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+
+    def __call__(self, record: Any) -> None:
+        self.records.append(dict(record))
+
+    def line(self) -> str:
+        """``memory: 4 admitted (elaborate 2, handling 2), 2 quarantined, ...``."""
+        routes: dict[str, int] = {}
+        counts = {"refused": 0, "quarantined": 0, "not offered": 0, "errors": 0}
+        for r in self.records:
+            if r.get("error"):
+                counts["errors"] += 1
+            elif not r.get("offered"):
+                counts["not offered"] += 1
+            elif r.get("admitted"):
+                route = str(r.get("route") or "unknown route")
+                routes[route] = routes.get(route, 0) + 1
+            elif r.get("quarantined"):
+                counts["quarantined"] += 1
+            else:
+                counts["refused"] += 1
+        admitted = sum(routes.values())
+        text = f"  memory: {admitted} admitted"
+        if routes:
+            text += " (" + ", ".join(f"{k} {v}" for k, v in sorted(routes.items())) + ")"
+        for name, n in counts.items():
+            text += f", {n} {name}"
+        return text
+
+
+def _open_memory(db: str | None, store: Any) -> Any:
+    """The EDM in the same SQLite file as the store (``--memory``); exit 2 when it cannot open."""
+    import sqlite3
+
+    from ..memory import EDMSchemaError, open_edm
+
+    try:
+        return open_edm(db)
+    except (EDMSchemaError, OSError, ValueError, sqlite3.Error) as exc:
+        store.close()
+        _fail(f"--memory: {exc}")
+
+
 def _summary(report: dict[str, Any], out: Path | None) -> None:
     metrics = report.get("metrics") or {}
     undefined = report.get("undefined") or {}
@@ -262,6 +309,14 @@ def run_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the report JSON to stdout.")
     ] = False,
+    memory: Annotated[
+        bool,
+        typer.Option(
+            "--memory",
+            help="Use evaluation-driven memory (EDM) in the --db file: recall this agent's "
+            "qualified precedents during trials, admit the run's qualified trials at its end.",
+        ),
+    ] = False,
 ) -> None:
     """Run the battery against TARGET and write the report (exit 0 whatever it says)."""
     from ..store import StoreError, open_store
@@ -347,6 +402,10 @@ def run_command(
         store = open_store(db)
     except (StoreError, OSError) as exc:
         _fail(f"--db: {exc}")
+    edm: Any = None
+    if memory:
+        edm = _open_memory(db, store)
+    admissions = _Admissions()
     progress = _Progress()
     try:
         report = run_battery(
@@ -367,6 +426,8 @@ def run_command(
             progress=progress,
             target_kind=kind,
             judge_label=judge_ref,
+            memory=edm,
+            on_admission=admissions if edm is not None else None,
         )
     except ManifestMismatchError as exc:
         _fail(f"--manifest: {exc}")
@@ -384,6 +445,8 @@ def run_command(
         raise typer.Exit(130) from None
     finally:
         store.close()
+        if edm is not None:
+            edm.close()
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(
@@ -392,5 +455,9 @@ def run_command(
         )
     if as_json:
         _emit_json(report)
+        if edm is not None:
+            typer.echo(admissions.line(), err=True)
     else:
         _summary(report, out)
+        if edm is not None:
+            typer.echo(admissions.line())

@@ -9,6 +9,9 @@ A plain agent has no framework to hook, so it opts in with three small helpers:
 * ``think(text, tool_calls=[(name, args)], reasoning=None)`` records a model turn: what the agent
   decided and why. Tool calls it declares are linked by id to the calls that follow, which is
   what makes a step traceable.
+* ``precedents()`` gives the agent the precedents memory recalled for this trial (with
+  ``run_battery(..., memory=edm)``: this agent's qualified episodes of earlier runs, each a
+  line quoting its recorded figures); put them in your prompt if you want them used.
 * ``model_input(messages)`` records what the agent read before a turn. When an agent calls
   ``think`` without it, the turn's input is the tool results and errors the agent received since
   its previous turn, because in plain Python that is exactly what it read. Fault delivery
@@ -75,6 +78,7 @@ __all__ = [
     "claim",
     "current_scope",
     "model_input",
+    "precedents",
     "replan",
     "response_text_of",
     "think",
@@ -98,6 +102,8 @@ BEHAVIOURAL_FIELDS: Final = (
 """The reference runner's eight behavioural keys; kept as claims, never as facts."""
 
 _RESPONSE_KEYS: Final = ("response", "answer", "output", "final_answer", "text")
+DEFAULT_AGENT_ID: Final = "default"
+"""The agent id precedents are recalled for outside a battery run."""
 
 
 class ToolCallError(Exception):
@@ -214,6 +220,8 @@ class TrialScope:
         """Tool results and errors the agent received since its last model input."""
         self._open_model: str | None = None
         self._halted = False
+        self.precedents: list[str] = []
+        """Precedents memory recalled for this trial (see ``precedents()``)."""
 
     # ------------------------------------------------------------------ recording
     def emit(self, event_cls: type[EventBase], **fields: Any) -> None:
@@ -547,6 +555,16 @@ def model_input(messages: Iterable[Any]) -> str | None:
     return scope.model_input(messages)
 
 
+def precedents() -> list[str]:
+    """The precedents memory recalled for the current trial ([] outside one, or with no memory).
+
+    Each is one line: a stored episode of this agent's id, what it did and its recorded
+    figures. The runner recalls them with the trial's question before the agent is called.
+    """
+    scope = _SCOPE.get()
+    return list(scope.precedents) if scope is not None else []
+
+
 def replan(reason: str | None = None) -> None:
     """Declare a re-plan (why the plan changed); a no-op outside a trial."""
     scope = _SCOPE.get()
@@ -619,6 +637,7 @@ class PlainAdapter:
     """
 
     name = "plain"
+    _memory: Any = None
 
     def instrument(self) -> None:
         """Nothing to patch: plain agents opt in with ``@tool``. Idempotent."""
@@ -647,8 +666,18 @@ class PlainAdapter:
         _INJECTOR.set(injector)
 
     def memory_hook(self, memory: Any) -> None:
-        """Make ``memory`` available to plain agents in this context (None detaches)."""
+        """Recall precedents from ``memory`` for each trial, read with ``precedents()`` (None detaches).
+
+        Kept on the adapter as well as in this context: the runner's worker threads do not
+        inherit context variables.
+        """
         _MEMORY.set(memory)
+        self._memory = memory
+
+    def current_memory(self) -> Any:
+        """The memory attached with ``memory_hook`` (this context's, else this adapter's)."""
+        memory = _MEMORY.get()
+        return memory if memory is not None else self._memory
 
     def run_trial(self, target: Any, task: Task, scenario: Any, plan: Any) -> TrialResult:
         """Run ``task`` once on the agent ``target`` under ``scenario``; errors become the status.
@@ -670,6 +699,16 @@ class PlainAdapter:
         scope = TrialScope(
             run_id, injector=injector, context=ctx, clock=ctx.clock if ctx is not None else None
         )
+        attrs: dict[str, Any] = {}
+        memory = self.current_memory()
+        if memory is not None:
+            from ..memory._adapters import ATTR_MEMORY_RECALL, recall_precedents
+
+            recall = recall_precedents(
+                memory, question, ctx.agent_id if ctx is not None else DEFAULT_AGENT_ID
+            )
+            scope.precedents = list(recall.precedents)
+            attrs[ATTR_MEMORY_RECALL] = recall.record("precedents()")
         scope.emit(
             RunStart,
             agent_id=ctx.agent_id if ctx is not None else None,
@@ -678,6 +717,7 @@ class PlainAdapter:
             trial=ctx.trial_index if ctx is not None else None,
             framework="plain",
             input=question,
+            attrs=attrs,
         )
         status, error, error_type, infra = "ok", None, None, False
         value: Any = None

@@ -36,6 +36,19 @@ trial that was already recorded.
 **Faults and time.** Fault injection is enabled inside battery runs. Time-based faults wait on
 a virtual clock unless ``clock`` is given: the agent sees the same timeout error without the
 runner sleeping for it (the manifest records ``clock: virtual``).
+
+**Memory.** With ``memory`` (an ``hbeval_core.memory.EDM``, or anything with ``admit(episode)``
+and ``recall(context, agent_id)``) the adapter gets ``memory_hook(memory)`` before the first
+trial and ``memory_hook(None)`` after the last, so it can put the agent's qualified precedents
+in front of the model. Once every trial is recorded, each scored trial becomes an episode
+(``hbeval_core.memory.episode_from_trial``) and is offered to ``memory.admit``, in trial order.
+Admission waits for the end of the run on purpose: trials of one run stay independent (none
+recalls another trial of the same run, whatever the concurrency), so a run's verdicts depend
+only on the memory as it stood when the run began, and admission never changes a verdict.
+Infra errors and skipped trials are not offered (the harness failed, not the agent). A memory
+that raises is logged and recorded as that trial's ``error``; the run goes on. Each decision
+is handed to ``on_admission`` and kept on the runner's trial dict as ``memory``; the run's
+stored config records which memory was attached.
 """
 
 from __future__ import annotations
@@ -103,6 +116,8 @@ log = logging.getLogger("hbeval.runner")
 DEFAULT_TRIALS: Final = 3
 DEFAULT_SEED: Final = 42
 _METHODOLOGIES: Final = (METHODOLOGY_A, METHODOLOGY_B, METHODOLOGY_C)
+_NOT_OFFERED: Final = (OUTCOME_INFRA_ERROR, OUTCOME_SKIPPED)
+"""Outcomes whose trials are never offered to memory: the harness failed, not the agent."""
 
 
 class VirtualClock:
@@ -199,6 +214,8 @@ class _Done:
     verdict: dict[str, Any] | None
     trial: dict[str, Any]
     scoring_error: str | None = None
+    episode: dict[str, Any] | str | None = None
+    """The episode offered to memory once the run ends (see ``_Runner.episode``)."""
 
 
 def _usage(verdict: Mapping[str, Any] | None, events: Sequence[EventBase]) -> dict[str, Any]:
@@ -248,6 +265,7 @@ class _Runner:
         methodology: str,
         judge: Any,
         max_infra_retries: int,
+        memory_run: Mapping[str, Any] | None = None,
     ) -> None:
         self.resolved = resolved
         self.adapter: Adapter = resolved.adapter
@@ -263,6 +281,8 @@ class _Runner:
         self.methodology = methodology
         self.judge = judge
         self.max_infra_retries = max_infra_retries
+        self.memory_run = memory_run
+        """Run ids and fingerprints for episodes; None when no memory is attached."""
         # A shared agent is one object: trials on it must not overlap, even after a timeout
         # left one running (documented: its background run may still touch the object).
         self._agent_lock = threading.Lock()
@@ -433,7 +453,25 @@ class _Runner:
             latency_ms=final.latency_ms,
             events=final.result.events,
         )
-        return _Done(job, attempts, outcome, verdict, trial, scoring_error)
+        episode = self.episode(job, trial, final.result.events)
+        return _Done(job, attempts, outcome, verdict, trial, scoring_error, episode)
+
+    def episode(
+        self, job: _Job, trial: Mapping[str, Any], events: Sequence[EventBase]
+    ) -> dict[str, Any] | str | None:
+        """The trial's episode for memory; None when there is none to offer, the error text when
+        it could not be built (no memory, not scored or not the agent's failure give None)."""
+        if self.memory_run is None or trial.get("verdict") is None:
+            return None
+        if trial.get("outcome") in _NOT_OFFERED:
+            return None
+        try:
+            from ..memory._adapters import episode_from_trial
+
+            return episode_from_trial(job.task, job.scenario, trial, self.memory_run, events=events)
+        except Exception as exc:  # memory never breaks the run
+            log.warning("could not build the episode of %s: %r", job.key, exc)
+            return f"episode could not be built: {type(exc).__name__}: {exc}"
 
     def trial_dict(
         self,
@@ -552,8 +590,8 @@ def _record_trial_metrics(store: Any, run_id: str, key: str, verdict: Mapping[st
 
 def _resumed_trial(
     runner: _Runner, job: _Job, store: Any, record: Any, last_attempt: Mapping[str, int]
-) -> dict[str, Any]:
-    """Rebuild a stored trial's dict from its record and its final attempt's events."""
+) -> tuple[dict[str, Any], dict[str, Any] | str | None]:
+    """Rebuild a stored trial's dict (and its episode for memory) from its record and events."""
     final = last_attempt.get(job.key)
     events = (
         list(store.iter_events(runner.run_id, job.key, attempt=final)) if final is not None else []
@@ -562,7 +600,7 @@ def _resumed_trial(
     if verdict is not None and not store.get_metrics(runner.run_id, job.key).values:
         # The run stopped between the trial record and its metrics: write them now.
         _record_trial_metrics(store, runner.run_id, job.key, verdict)
-    return runner.trial_dict(
+    trial = runner.trial_dict(
         job,
         outcome=record.outcome,
         verdict=verdict,
@@ -570,6 +608,145 @@ def _resumed_trial(
         latency_ms=record.latency_ms,
         events=events,
     )
+    return trial, runner.episode(job, trial, events)
+
+
+# ---------------------------------------------------------------------- memory
+def _check_memory(memory: Any) -> None:
+    if memory is None:
+        return
+    if not callable(getattr(memory, "admit", None)):
+        raise ValueError(
+            f"memory must provide admit(episode) (and recall(context, agent_id) for precedents), "
+            f"such as hbeval_core.memory.EDM; got {type(memory).__name__}"
+        )
+
+
+def _memory_config(memory: Any) -> dict[str, Any]:
+    """What the run's stored config says about the attached memory (JSON-ready)."""
+    embedder = getattr(memory, "embedder", None)
+    name = getattr(embedder, "name", None)
+    threshold = getattr(memory, "threshold", None)
+    policy = getattr(memory, "policy", None)
+    as_dict = getattr(policy, "as_dict", None)
+    return {
+        "kind": type(memory).__name__,
+        "embedder": name if isinstance(name, str) else None,
+        "threshold": (
+            float(threshold)
+            if isinstance(threshold, (int, float)) and not isinstance(threshold, bool)
+            else None
+        ),
+        "policy": as_dict() if callable(as_dict) else None,
+    }
+
+
+def _set_memory_hook(adapter: Any, memory: Any) -> None:
+    """``adapter.memory_hook(memory)``; an adapter without one (or one that fails) only loses recall."""
+    hook = getattr(adapter, "memory_hook", None)
+    if not callable(hook):
+        if memory is not None:
+            log.warning(
+                "adapter %s has no memory_hook: episodes are admitted but no precedents are "
+                "recalled during trials",
+                getattr(adapter, "name", type(adapter).__name__),
+            )
+        return
+    try:
+        hook(memory)
+    except Exception as exc:  # memory never breaks the run
+        log.warning("memory_hook of adapter %s failed: %r", getattr(adapter, "name", "?"), exc)
+
+
+def _decision_record(decision: Any) -> dict[str, Any]:
+    """An ``AdmissionDecision`` (or any truthy/falsy answer of ``admit``) as a JSON-ready dict."""
+    as_dict = getattr(decision, "as_dict", None)
+    data = as_dict() if callable(as_dict) else None
+    if not isinstance(data, Mapping):
+        return {
+            "admitted": bool(decision),
+            "route": None,
+            "reasons": [],
+            "episode_id": None,
+            "quarantined": False,
+        }
+    reasons = data.get("reasons") or ()
+    return {
+        "admitted": bool(data.get("admitted", bool(decision))),
+        "route": data.get("route"),
+        "reasons": [str(r) for r in reasons],
+        "episode_id": data.get("episode_id"),
+        "quarantined": bool(data.get("quarantined", False)),
+    }
+
+
+def _admit_run(
+    memory: Any,
+    jobs: Sequence[_Job],
+    trial_dicts: Mapping[str, dict[str, Any]],
+    episodes: Mapping[str, dict[str, Any] | str | None],
+    on_admission: Callable[[Mapping[str, Any]], Any] | None,
+) -> dict[str, int]:
+    """Offer every scored trial's episode to ``memory``, in trial order; returns the tallies.
+
+    Each trial dict gets ``memory``: ``{offered, admitted, route, reasons, episode_id,
+    quarantined, error}``. An exception from ``memory.admit`` is logged and recorded as
+    ``error``; it never stops the run.
+    """
+    tally = {"admitted": 0, "refused": 0, "quarantined": 0, "not_offered": 0, "errors": 0}
+    for job in jobs:
+        trial = trial_dicts[job.key]
+        episode = episodes.get(job.key)
+        record: dict[str, Any] = {
+            "offered": isinstance(episode, dict),
+            "admitted": False,
+            "route": None,
+            "reasons": [],
+            "episode_id": None,
+            "quarantined": False,
+            "error": None,
+        }
+        if episode is None:
+            record["reasons"] = [
+                f"not offered: outcome {trial.get('outcome')}"
+                + (" (no verdict)" if trial.get("verdict") is None else "")
+            ]
+            tally["not_offered"] += 1
+        elif isinstance(episode, str):
+            record["error"] = episode
+            tally["errors"] += 1
+        else:
+            try:
+                record.update(_decision_record(memory.admit(episode)))
+            except Exception as exc:  # memory never breaks the run: log and record it
+                log.warning("memory.admit failed for %s: %r", job.key, exc)
+                record["error"] = f"{type(exc).__name__}: {exc}"
+                tally["errors"] += 1
+            else:
+                key = (
+                    "admitted"
+                    if record["admitted"]
+                    else ("quarantined" if record["quarantined"] else "refused")
+                )
+                tally[key] += 1
+        trial["memory"] = record
+        if on_admission is not None:
+            on_admission(
+                {
+                    "trial_key": job.key,
+                    "task_id": job.task.id,
+                    "scenario_index": job.scenario.index,
+                    "trial_index": job.trial_index,
+                    "outcome": trial.get("outcome"),
+                    **record,
+                }
+            )
+    log.info(
+        "memory: %(admitted)d admitted, %(refused)d refused, %(quarantined)d quarantined, "
+        "%(not_offered)d not offered, %(errors)d errors",
+        tally,
+    )
+    return tally
 
 
 # ---------------------------------------------------------------------- the public entry point
@@ -650,6 +827,8 @@ def run_battery(
     clock: Any = None,
     target_kind: str | None = None,
     judge_label: str | None = None,
+    memory: Any = None,
+    on_admission: Callable[[Mapping[str, Any]], Any] | None = None,
 ) -> dict[str, Any]:
     """Run ``battery`` against ``target`` on ``tasks`` and return the ``hbeval-report/1`` dict.
 
@@ -657,12 +836,15 @@ def run_battery(
     forces ``factory``, ``agent`` or an adapter kind. ``battery`` is a ``Battery`` or its name
     ("hbeval" / "compat", built with ``seed``). ``store`` is a ``Recorder`` (a ``MemoryStore``
     when None). ``manifest`` supplies budgets, a price table and pinned hashes; a pinned hash
-    that differs raises ``ManifestMismatchError`` before anything runs. Bad arguments raise
+    that differs raises ``ManifestMismatchError`` before anything runs. ``memory`` (an EDM)
+    recalls the agent's precedents during trials and admits the run's scored trials at its
+    end; ``on_admission`` receives each trial's admission record. Bad arguments raise
     ``ValueError`` naming the argument. The module docstring gives the rules.
     """
     _check_args(
         tasks, trials, seed, concurrency, timeout, methodology, judge, max_infra_retries, agent_id
     )
+    _check_memory(memory)
     tasks = list(tasks)
     if isinstance(battery, str):
         battery = Battery.build(battery, seed=seed)
@@ -734,6 +916,8 @@ def run_battery(
         "spec_fingerprint": spec_fp,
         "plan_fingerprint": plan_fp,
     }
+    if memory is not None:
+        config["memory"] = _memory_config(memory)
     store.start_run(
         RunRecord(
             run_id=run_id,
@@ -760,6 +944,15 @@ def run_battery(
         methodology=methodology,
         judge=judge,
         max_infra_retries=max_infra_retries,
+        memory_run=(
+            None
+            if memory is None
+            else {
+                "run_id": run_id,
+                "agent_id": agent_id,
+                "fingerprints": {"battery_spec": spec_fp, "measurement": mfp},
+            }
+        ),
     )
     jobs: list[_Job] = []
     for scenario in battery.scenarios:
@@ -774,11 +967,14 @@ def run_battery(
     for a in store.list_attempts(run_id):
         last_attempt[a.trial_key] = max(a.attempt, last_attempt.get(a.trial_key, -1))
     trial_dicts: dict[str, dict[str, Any]] = {}
+    episodes: dict[str, dict[str, Any] | str | None] = {}
     pending: list[_Job] = []
     for job in jobs:
         record = stored.get(job.key)
         if record is not None:
-            trial_dicts[job.key] = _resumed_trial(runner, job, store, record, last_attempt)
+            trial_dicts[job.key], episodes[job.key] = _resumed_trial(
+                runner, job, store, record, last_attempt
+            )
         else:
             if job.key in last_attempt:  # an interrupted earlier try: keep its attempts
                 job.first_attempt = last_attempt[job.key] + 1
@@ -793,18 +989,23 @@ def run_battery(
         nonlocal failed
         _record(store, run_id, done)
         trial_dicts[done.job.key] = done.trial
+        episodes[done.job.key] = done.episode
         if done.outcome != OUTCOME_PASS:
             failed += 1
         if progress is not None:
             progress(ProgressUpdate(run_id, len(trial_dicts), total, failed, resumed, done.trial))
 
     runner.adapter.instrument()
+    if memory is not None:
+        _set_memory_hook(runner.adapter, memory)
     try:
         if workers == 1:
             for job in pending:
                 finish(runner.run_trial(job))
         else:
             _run_parallel(runner, pending, workers, finish)
+        if memory is not None:
+            _admit_run(memory, jobs, trial_dicts, episodes, on_admission)
     except KeyboardInterrupt:
         store.finish_run(run_id, RUN_INTERRUPTED)
         raise
@@ -812,6 +1013,8 @@ def run_battery(
         store.finish_run(run_id, RUN_FAILED)
         raise
     finally:
+        if memory is not None:
+            _set_memory_hook(runner.adapter, None)
         runner.adapter.uninstrument()
 
     history = [
