@@ -15,10 +15,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from hbeval_core.events import EventBase, ModelEnd
+from hbeval_core.events import EventBase
 from hbeval_core.monitor import Directive as MonitorDirective
 from hbeval_core.monitor import Monitor
-from hbeval_core.runner.protocol import TrialResult
+from hbeval_core.runner.protocol import TrialResult, run_status_of, token_usage
 from hbeval_core.runner.task import Task
 
 from ._keys import FRAMEWORK, INPUT_KEY
@@ -29,16 +29,9 @@ __all__ = ["CrewAIAdapter", "episode_of", "is_crewai_target", "resolve_crew"]
 _INJECTOR: ContextVar[Any] = ContextVar("hbeval_crewai_adapter_injector", default=None)
 _MEMORY: ContextVar[Any] = ContextVar("hbeval_crewai_memory", default=None)
 
+
 # Exception class names -> TrialResult.status, matched by name so this module need not import
 # the runner's or the monitor's exception classes just to classify.
-_STATUS_FOR: dict[str, str] = {
-    "SafeHaltError": "halted",
-    "BudgetExceeded": "halted",
-    "TrialCancelled": "timeout",
-    "InjectedCrash": "cancelled",
-}
-
-
 def _is_crew(obj: Any) -> bool:
     for cls in type(obj).__mro__:
         if cls.__name__ == "Crew" and cls.__module__.startswith("crewai"):
@@ -243,12 +236,12 @@ class CrewAIAdapter:
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"
                 error_type = type(exc).__name__
-                status = _status_of(exc)
+                status = run_status_of(exc)
                 infra = any(c.__name__ == "InfraError" for c in type(exc).__mro__)
         if recorder.stop is not None:
             # hbeval stopped the run at a tool boundary; CrewAI may have wrapped our exception.
             stop = recorder.stop
-            status = _status_of(stop) if _status_of(stop) != "error" else "halted"
+            status = run_status_of(stop) if run_status_of(stop) != "error" else "halted"
             error, error_type = str(stop), type(stop).__name__
         elif status == "ok" and ctx is not None and getattr(ctx, "stop", None) is not None:
             status, error, error_type = "halted", str(ctx.stop), type(ctx.stop).__name__
@@ -268,7 +261,7 @@ class CrewAIAdapter:
             infra=infra,
             response_text=text,
             metadata={
-                "usage": _usage(events),
+                "usage": token_usage(events),
                 "handler_errors": list(recorder.errors),
                 "memories_injected": recorder.memories_injected,
             },
@@ -282,26 +275,6 @@ def _response_text(output: Any) -> str | None:
     if isinstance(raw, str):
         return raw
     return output if isinstance(output, str) else str(output)
-
-
-def _status_of(exc: BaseException) -> str:
-    for cls in type(exc).__mro__:
-        status = _STATUS_FOR.get(cls.__name__)
-        if status is not None:
-            return status
-    return "error"
-
-
-def _usage(events: list[EventBase]) -> dict[str, int | None]:
-    tin: int | None = None
-    tout: int | None = None
-    for e in events:
-        if isinstance(e, ModelEnd) and e.usage is not None:
-            if e.usage.input_tokens is not None:
-                tin = (tin or 0) + e.usage.input_tokens
-            if e.usage.output_tokens is not None:
-                tout = (tout or 0) + e.usage.output_tokens
-    return {"input_tokens": tin, "output_tokens": tout}
 
 
 def episode_of(

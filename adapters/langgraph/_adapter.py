@@ -23,10 +23,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from hbeval_core.events import EventBase, ModelEnd, RunStart
+from hbeval_core.events import EventBase, RunStart
 from hbeval_core.monitor import Directive as MonitorDirective
 from hbeval_core.monitor import Monitor
-from hbeval_core.runner.protocol import TrialResult
+from hbeval_core.runner.protocol import TrialResult, is_infra_error, run_status_of, token_usage
 from hbeval_core.runner.task import Task
 
 from . import _convert
@@ -41,16 +41,9 @@ _DEFAULT_AGENT_ID = "default"
 _INJECTOR: ContextVar[Any] = ContextVar("hbeval_langgraph_adapter_injector", default=None)
 _MEMORY: ContextVar[Any] = ContextVar("hbeval_langgraph_memory", default=None)
 
+
 # Exception class names -> TrialResult.status. Matched by name so this module need not import
 # the runner's or the injector's exception classes just to classify.
-_STATUS_FOR: dict[str, str] = {
-    "SafeHaltError": "halted",
-    "BudgetExceeded": "halted",
-    "TrialCancelled": "timeout",
-    "InjectedCrash": "cancelled",
-}
-
-
 def is_langgraph_target(target: Any) -> bool:
     """Whether ``target`` is a LangGraph graph or a factory marked as returning one.
 
@@ -269,8 +262,8 @@ class LangGraphAdapter:
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"
                 error_type = type(exc).__name__
-                status = _status_of(exc)
-                infra = _is_infra(exc)
+                status = run_status_of(exc)
+                infra = is_infra_error(exc)
         if status == "ok" and ctx is not None and getattr(ctx, "stop", None) is not None:
             # The graph swallowed the budget stop and finished: still a halted trial.
             status, error, error_type = "halted", str(ctx.stop), type(ctx.stop).__name__
@@ -285,7 +278,7 @@ class LangGraphAdapter:
             error_type=error_type,
             infra=infra,
             response_text=_convert.last_ai_text(final),
-            metadata={"usage": _usage(events), "handler_errors": list(handler.errors)},
+            metadata={"usage": token_usage(events), "handler_errors": list(handler.errors)},
         )
 
 
@@ -335,30 +328,6 @@ def _record_recall(events: list[EventBase], record: dict[str, Any]) -> list[Even
             events[i] = event.model_copy(update={"attrs": attrs})
             break
     return events
-
-
-def _status_of(exc: BaseException) -> str:
-    for cls in type(exc).__mro__:
-        status = _STATUS_FOR.get(cls.__name__)
-        if status is not None:
-            return status
-    return "error"
-
-
-def _is_infra(exc: BaseException) -> bool:
-    return any(cls.__name__ == "InfraError" for cls in type(exc).__mro__)
-
-
-def _usage(events: list[EventBase]) -> dict[str, int | None]:
-    tin: int | None = None
-    tout: int | None = None
-    for e in events:
-        if isinstance(e, ModelEnd) and e.usage is not None:
-            if e.usage.input_tokens is not None:
-                tin = (tin or 0) + e.usage.input_tokens
-            if e.usage.output_tokens is not None:
-                tout = (tout or 0) + e.usage.output_tokens
-    return {"input_tokens": tin, "output_tokens": tout}
 
 
 def register() -> None:

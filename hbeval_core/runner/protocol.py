@@ -63,6 +63,45 @@ class Adapter(Protocol):
         """Attach a memory (precedents before model calls, admission after scoring); None detaches."""
 
 
+# How a trial's run ended when one of hbeval's own control-flow exceptions stopped it. Matched by
+# class name along the MRO, so adapters need not import the classes (nor the frameworks theirs).
+_RUN_STATUS_FOR_EXCEPTION: dict[str, str] = {
+    "SafeHaltError": "halted",
+    "BudgetExceeded": "halted",
+    "TrialCancelled": "timeout",
+    "InjectedCrash": "cancelled",
+}
+
+
+def run_status_of(exc: BaseException) -> str:
+    """The ``TrialResult.status`` of a run stopped by ``exc``: halted, timeout, cancelled or error."""
+    for cls in type(exc).__mro__:
+        status = _RUN_STATUS_FOR_EXCEPTION.get(cls.__name__)
+        if status is not None:
+            return status
+    return "error"
+
+
+def is_infra_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is the harness's or the environment's fault (an ``InfraError``), not the agent's."""
+    return any(cls.__name__ == "InfraError" for cls in type(exc).__mro__)
+
+
+def token_usage(events: Sequence[EventBase]) -> dict[str, int | None]:
+    """Summed token usage of a trace's model calls; None (not measured) when no call reported it."""
+    tin: int | None = None
+    tout: int | None = None
+    for e in events:
+        usage = getattr(e, "usage", None) if e.kind == "model_end" else None  # type: ignore[attr-defined]
+        if usage is None:
+            continue
+        if usage.input_tokens is not None:
+            tin = (tin or 0) + usage.input_tokens
+        if usage.output_tokens is not None:
+            tout = (tout or 0) + usage.output_tokens
+    return {"input_tokens": tin, "output_tokens": tout}
+
+
 def trace_kinds(events: Sequence[EventBase]) -> list[str]:
     """The kinds of a trace, in order (handy in tests and reports)."""
     return [e.kind for e in events]  # type: ignore[attr-defined]
