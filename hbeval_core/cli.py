@@ -266,23 +266,23 @@ def runs_list(
     from rich.table import Table
 
     table = Table(title="Runs")
-    for col in ("run_id", "agent_id", "status", "battery", "measurement_fingerprint", "created_at"):
+    columns = ("run_id", "agent_id", "status", "battery", "measurement_fingerprint", "created_at")
+    for col in columns:
         table.add_column(col)
     for r in runs:
-        table.add_row(
-            *(
-                str(r.get(c, ""))
-                for c in (
-                    "run_id",
-                    "agent_id",
-                    "status",
-                    "battery",
-                    "measurement_fingerprint",
-                    "created_at",
-                )
-            )
-        )
+        table.add_row(*(_cell(c, r.get(c)) for c in columns))
     console().print(table)
+
+
+def _cell(column: str, value: Any) -> str:
+    """A run-table cell; Unix timestamps shown as UTC ISO times."""
+    if value is None:
+        return ""
+    if column.endswith("_at") and isinstance(value, (int, float)):
+        import datetime as dt
+
+        return dt.datetime.fromtimestamp(value, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+    return str(value)
 
 
 def _as_plain(record: Any) -> dict[str, Any]:

@@ -128,3 +128,29 @@ def test_demo_end_to_end_from_any_folder(tmp_path: Path) -> None:
     assert reports["naive"]["agentdojo"]["targeted_attack_success_rate"] == 1.0
     verify = hb("passport", "verify", str(tmp_path / "hbeval-passport.json"))
     assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def test_runs_list_on_an_empty_and_a_filled_store(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    empty = hb("runs", "list", "--db", str(db), "--json")
+    assert empty.returncode == 0, empty.stderr
+    assert json.loads(empty.stdout) == {"runs": []}
+    proc = hb(
+        "battery",
+        "run",
+        "hbeval_core.examples.plain_agent:careful",
+        "--trials",
+        "1",
+        "--scenarios",
+        "6",
+        "--db",
+        str(db),
+        "--agent-id",
+        "a1",
+    )
+    assert proc.returncode == 0, proc.stderr
+    listed = hb("runs", "list", "--db", str(db))
+    assert listed.returncode == 0
+    assert "a1" in listed.stdout and "Z" in listed.stdout  # created_at rendered as a UTC time
+    runs = json.loads(hb("runs", "list", "--db", str(db), "--json").stdout)["runs"]
+    assert [r["agent_id"] for r in runs] == ["a1"]
