@@ -11,9 +11,14 @@ into trials), then, interleaved in one process, times:
   without validation and serialisation.
 
 Prints the median events/s of each by wall clock (``perf_counter``) and per CPU-second of this
-process, the ratio ours/bare (the headline), bytes per event on disk, how fast the two
-serialisers are alone, and the load average: on a shared machine the wall-clock rates fall with
-other processes' load, the CPU-time rates and the interleaved ratios much less.
+process, the ratio ours/bare (the headline), bytes per event on disk, how fast the serialisers
+are alone (ours, ``dump_event``, and for reference pydantic-core's own ``to_json`` with
+``exclude_defaults``, which is not a drop-in: it does not put ``kind`` first and writes NaN as
+null), and the load average: on a shared machine the wall-clock rates fall with other
+processes' load, the CPU-time rates and the interleaved ratios much less.
+
+Then, per finished trial (one attempt, its events, the trial record, its metrics), the cost of
+the separate calls (four transactions) against ``record_trial_bundle`` (one).
 
     .venv/bin/python benchmarks/bench_store_ingest.py [--events N] [--batch B] [--repeats R]
 """
@@ -31,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hbeval_core.events import EventBase, ModelEnd, ToolCall, ToolEnd, ToolStart, Usage, dump_event
-from hbeval_core.store import RunRecord, SQLiteStore, make_trial_key
+from hbeval_core.store import AttemptRecord, RunRecord, SQLiteStore, TrialRecord, make_trial_key
 from hbeval_core.store._codec import encode_events
 from hbeval_core.store.sqlite import _insert_rows
 
@@ -209,6 +214,46 @@ def bare_rows(
     return out
 
 
+METRICS: dict[str, float | None] = {"pei": 0.8, "frr": 0.5, "irs": None, "ti": 4.2}
+UNDEFINED = {"irs": "no_fault_observed"}
+
+
+def trial_records(key: str, index: int) -> tuple[AttemptRecord, TrialRecord]:
+    attempt = AttemptRecord(run_id=RUN_ID, trial_key=key, attempt=0, outcome="pass")
+    trial = TrialRecord(
+        run_id=RUN_ID,
+        trial_key=key,
+        task_id="t",
+        scenario_index=index,
+        trial_index=0,
+        outcome="pass",
+        verdict={"passed": True},
+    )
+    return attempt, trial
+
+
+def run_per_trial(
+    folder: str, trials: list[tuple[str, list[EventBase]]], bundle: bool
+) -> tuple[Timed, int]:
+    """Record whole trials as the runner does: separate calls, or one bundle per trial."""
+    path = fresh_store(folder)
+    store = SQLiteStore(path)
+    with Timed() as timed:
+        for index, (key, evs) in enumerate(trials):
+            attempt, trial = trial_records(key, index)
+            if bundle:
+                store.record_trial_bundle(
+                    trial, [attempt], {0: evs}, metrics=METRICS, undefined=UNDEFINED
+                )
+            else:
+                store.record_attempt(attempt)
+                store.record_events(RUN_ID, key, evs, attempt=0)
+                store.record_trial(trial)
+                store.record_metrics(RUN_ID, key, METRICS, UNDEFINED)
+    store.close()
+    return timed, db_bytes(path)
+
+
 def rate(fn: Callable[[], object], n: int) -> float:
     with Timed() as timed:
         fn()
@@ -222,6 +267,9 @@ def main() -> None:
     ap.add_argument("--per-trial", type=int, default=1500, help="events per trial")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--dir", default=None, help="folder for the temp stores (default: system temp)")
+    ap.add_argument(
+        "--bundle-trials", type=int, default=400, help="small trials for the per-trial comparison"
+    )
     args = ap.parse_args()
 
     trials = build_trials(args.events, args.per_trial)
@@ -249,6 +297,18 @@ def main() -> None:
             cpu[name].append(n / timed.cpu)
     ser_fast = statistics.median(rate(lambda: encode_events(events), n) for _ in range(3))
     ser_dump = statistics.median(rate(lambda: [dump_event(e) for e in events], n) for _ in range(3))
+    ser_pyd = statistics.median(
+        rate(
+            lambda: [e.__pydantic_serializer__.to_json(e, exclude_defaults=True) for e in events], n
+        )
+        for _ in range(3)
+    )
+    small = [(make_trial_key(i, 0), build_trials(45, 45)[0][1]) for i in range(args.bundle_trials)]
+    per_trial: dict[str, list[float]] = {"separate calls": [], "record_trial_bundle": []}
+    for _ in range(args.repeats):
+        for name in per_trial:
+            timed, _ = run_per_trial(folder, small, bundle=name == "record_trial_bundle")
+            per_trial[name].append(timed.cpu / len(small))
 
     w = {name: statistics.median(v) for name, v in wall.items()}
     c = {name: statistics.median(v) for name, v in cpu.items()}
@@ -266,7 +326,12 @@ def main() -> None:
     )
     print(
         f"serialisation alone: encode_events {ser_fast:,.0f}/s, dump_event {ser_dump:,.0f}/s "
-        f"({ser_fast / ser_dump:.1f}x)"
+        f"({ser_fast / ser_dump:.1f}x); pydantic to_json(exclude_defaults) {ser_pyd:,.0f}/s"
+    )
+    sep, bun = (statistics.median(v) for v in per_trial.values())
+    print(
+        f"per trial ({len(small)} trials of 45 events, 1 attempt, 4 metrics; CPU): separate calls "
+        f"{sep * 1e6:,.0f} us, record_trial_bundle {bun * 1e6:,.0f} us ({sep / bun:.2f}x)"
     )
     print(f"load average (1 min) before / after: {load_before:.2f} / {os.getloadavg()[0]:.2f}")
     for p in Path(folder).rglob("*"):

@@ -47,7 +47,14 @@ from .vocab import (
 if TYPE_CHECKING:
     from .events import EventBase
 
-__all__ = ["DERIVE_VERSION", "Deriver", "StepRecord", "action_label", "derive_steps"]
+__all__ = [
+    "DERIVE_VERSION",
+    "Deriver",
+    "StepRecord",
+    "action_label",
+    "canonical_args",
+    "derive_steps",
+]
 
 
 @dataclass(slots=True)
@@ -81,13 +88,46 @@ class StepRecord:
         }
 
 
+_encode_str = json.encoder.encode_basestring_ascii
+_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)  # untyped in typeshed
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+_BIG = 10**15  # ints below this print the same through repr and json, whatever the int limits
+
+
+def canonical_args(args: Any) -> str:
+    """Arguments as canonical JSON (sorted keys), so two calls compare by content.
+
+    Exactly ``json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)`` (non-ASCII
+    escaped), or ``repr(args)`` when that fails. It runs once per tool step, so the commonest
+    shapes skip the encoder's setup: no arguments, and one text or integer argument, are
+    spelled out with the encoder's own string escaping; anything else goes through the C
+    encoder built exactly as ``json.dumps`` builds it.
+    """
+    if args.__class__ is dict and len(args) < 2:
+        if not args:
+            return "{}"
+        [(key, value)] = args.items()
+        if key.__class__ is str:
+            cls = value.__class__
+            if cls is str:
+                return f"{{{_encode_str(key)}:{_encode_str(value)}}}"
+            if cls is int and -_BIG < value < _BIG:
+                return f"{{{_encode_str(key)}:{value!r}}}"
+    try:
+        if _make_encoder is None:  # pragma: no cover - CPython always has the C encoder
+            return _CANONICAL.encode(args)
+        # What JSONEncoder.encode does for one object: a fresh encoder (and circular-reference
+        # memo) per call, so concurrent callers share nothing.
+        return "".join(
+            _make_encoder({}, str, _encode_str, None, ":", ",", True, False, True)(args, 0)
+        )
+    except (TypeError, ValueError):
+        return repr(args)
+
+
 def action_label(tool: str, args: Any) -> str:
     """The action string of a tool call: tool name plus canonical JSON of its arguments."""
-    try:
-        canon = json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
-    except (TypeError, ValueError):
-        canon = repr(args)
-    return f"{tool}({canon})"
+    return f"{tool}({canonical_args(args)})"
 
 
 class _RunState:
@@ -137,37 +177,41 @@ class Deriver:
 
     def feed(self, event: EventBase) -> StepRecord | None:
         """Consume one event; return the step it completes, if any."""
-        kind: str = event.kind  # type: ignore[attr-defined]
+        # The hot path of scoring a trace: the run's state is looked up inline.
+        ev: Any = event
+        kind: str = ev.kind
         if kind == TOOL_START:
-            self._state(event.run_id).args[event.call_id] = event.args  # type: ignore[attr-defined]
+            (self._runs.get(ev.run_id) or self._state(ev.run_id)).args[ev.call_id] = ev.args
             return None
         if kind == TOOL_END or kind == TOOL_ERROR:
-            return self._tool_step(event, kind)
+            return self._tool_step(ev, kind)
         if kind == MODEL_END:
-            st = self._state(event.run_id)
+            st = self._runs.get(ev.run_id) or self._state(ev.run_id)
             st.model_since_failure = True
-            has_reason = bool((event.text or "").strip() or (event.reasoning or "").strip())  # type: ignore[attr-defined]
-            for call in event.tool_calls:  # type: ignore[attr-defined]
-                st.reasons[call.id] = has_reason
-                st.args.setdefault(call.id, call.args)
+            calls = ev.tool_calls
+            if calls:
+                text, reasoning = ev.text, ev.reasoning
+                has_reason = bool((text and text.strip()) or (reasoning and reasoning.strip()))
+                reasons, args = st.reasons, st.args
+                for call in calls:
+                    reasons[call.id] = has_reason
+                    args.setdefault(call.id, call.args)
             return None
         if kind == MODEL_START:
-            self._state(event.run_id).model_since_failure = True
+            (self._runs.get(ev.run_id) or self._state(ev.run_id)).model_since_failure = True
             return None
         if kind == FAULT_INJECTED:
-            call_id = event.call_id  # type: ignore[attr-defined]
+            call_id = ev.call_id
             if call_id is not None:
-                self._state(event.run_id).faults.setdefault(call_id, []).append(
-                    (event.mode, event.effect)  # type: ignore[attr-defined]
-                )
+                self._state(ev.run_id).faults.setdefault(call_id, []).append((ev.mode, ev.effect))
             return None
         if kind == REPLAN:
-            self._state(event.run_id).pending_replan = True
+            self._state(ev.run_id).pending_replan = True
             return None
         if kind == STEP:
-            return self._explicit_step(event)
+            return self._explicit_step(ev)
         if kind == RUN_END:
-            self._runs.pop(event.run_id, None)
+            self._runs.pop(ev.run_id, None)
         return None
 
     def _explicit_step(self, ev: Any) -> StepRecord:
@@ -187,46 +231,54 @@ class Deriver:
         return step
 
     def _tool_step(self, ev: Any, kind: str) -> StepRecord:
-        st = self._state(ev.run_id)
+        run_id: str = ev.run_id
+        st = self._runs.get(run_id) or self._state(run_id)
         call_id: str = ev.call_id
         tool: str = ev.tool
         faults = st.faults.pop(call_id, None)
         args = st.args.pop(call_id, None)
         traceable = st.reasons.pop(call_id, False)
         errored = kind == TOOL_ERROR or ev.status == "error"
-        spoiled = faults is not None and any(eff in RESULT_SPOILING_EFFECTS for _, eff in faults)
-        success = not errored and not spoiled
-        action = action_label(tool, args if args is not None else {})
+        if faults is None:
+            success = not errored
+            had_fault = errored
+            modes: tuple[str, ...] = ()
+        else:
+            success = not errored and not any(eff in RESULT_SPOILING_EFFECTS for _, eff in faults)
+            had_fault = True
+            modes = tuple(m for m, _ in faults)
+        action = f"{tool}({canonical_args(args if args is not None else {})})"
 
         replanned = st.pending_replan
+        last_failed = st.last_failed_action
         if (
             not replanned
-            and st.last_failed_action is not None
+            and last_failed is not None
             and st.model_since_failure
-            and action != st.last_failed_action
+            and action != last_failed
         ):
             replanned = True
         st.pending_replan = False
-        if success:
-            st.last_failed_action = None
-        else:
-            st.last_failed_action = action
+        st.last_failed_action = None if success else action
         st.model_since_failure = False
 
-        step = StepRecord(
-            index=self._index,
-            action=action,
-            success=success,
-            had_fault=errored or faults is not None,
-            traceable=traceable,
-            replanned=replanned,
-            run_id=ev.run_id,
-            tool=tool,
-            call_id=call_id,
-            fault_modes=tuple(m for m, _ in faults) if faults else (),
+        index = self._index
+        self._index = index + 1
+        return StepRecord(
+            index,
+            action,
+            success,
+            had_fault,
+            None,
+            traceable,
+            replanned,
+            None,
+            run_id,
+            tool,
+            call_id,
+            modes,
+            {},
         )
-        self._index += 1
-        return step
 
 
 def derive_steps(events: Iterable[EventBase]) -> Iterator[StepRecord]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +57,7 @@ __all__ = [
     "Monitor",
     "PolicyRule",
     "SafeHaltError",
+    "score_events",
 ]
 
 log = logging.getLogger("hbeval.monitor")
@@ -213,6 +214,24 @@ def _check_positive_int(value: Any, name: str) -> int:
     return value
 
 
+def _checked_floors(thresholds: Mapping[str, Any]) -> dict[str, float]:
+    floors = dict(thresholds)
+    for name, floor in floors.items():
+        _check_metric(name, f"thresholds key {name!r}")
+        _check_number(floor, f"thresholds[{name!r}]")
+    return {k: float(v) for k, v in floors.items()}
+
+
+_DEFAULT_FLOORS: list[dict[str, float]] = []
+
+
+def _default_floors() -> dict[str, float]:
+    """``DEFAULT_THRESHOLDS`` checked once (a monitor per trial is made while scoring)."""
+    if not _DEFAULT_FLOORS:
+        _DEFAULT_FLOORS.append(_checked_floors(DEFAULT_THRESHOLDS))
+    return _DEFAULT_FLOORS[0]
+
+
 class Monitor:
     """Live HB-Eval metrics over the steps of one run.
 
@@ -242,11 +261,9 @@ class Monitor:
             raise ValueError(
                 f"pei_version must be one of {', '.join(PEI_VERSIONS)}; got {pei_version!r}"
             )
-        floors = dict(DEFAULT_THRESHOLDS if thresholds is None else thresholds)
-        for name, floor in floors.items():
-            _check_metric(name, f"thresholds key {name!r}")
-            _check_number(floor, f"thresholds[{name!r}]")
-        self.thresholds: dict[str, float] = {k: float(v) for k, v in floors.items()}
+        self.thresholds: dict[str, float] = (
+            dict(_default_floors()) if thresholds is None else _checked_floors(thresholds)
+        )
         self.pei_version = pei_version
         self.enforce = enforce
         self.strict = strict
@@ -256,7 +273,7 @@ class Monitor:
         self._on_directive = on_directive
         self._precedents = precedents
         self._halt_policy = self._parse_halt_policy(halt_policy)
-        self._rules = [PolicyRule.parse(r, i) for i, r in enumerate(policy or ())]
+        self._rules = [PolicyRule.parse(r, i) for i, r in enumerate(policy)] if policy else []
         self._tool_policy = self._parse_tool_policy(tool_policy)
         self._lock = threading.Lock()
         self._derive_lock = threading.Lock()
@@ -295,6 +312,13 @@ class Monitor:
         self._floors = (get(PEI), get(FRR), get(IRS), get(TI))
         self._v1 = pei_version == PEI_V1
         self._handled_counts = pei_version == PEI_V2_HANDLED
+        # observe() records through _record directly unless a subclass overrides record_step,
+        # and derives and records under one lock when no user code runs inside a record (a
+        # callback could feed this monitor again: it must find the derivation lock free).
+        self._direct = type(self).record_step is Monitor.record_step
+        self._one_lock = self._direct and all(
+            hook is None for hook in (on_breach, on_halt, on_directive, precedents)
+        )
 
     # ------------------------------------------------------------------ configuration
     @staticmethod
@@ -333,18 +357,38 @@ class Monitor:
     # ------------------------------------------------------------------ feeding
     def observe(self, event: EventBase) -> StepRecord | None:
         """Fold one event through hb-derive/1; a completed step is recorded and returned."""
+        if self._one_lock:
+            # No callback can run while a step is recorded, so deriving and recording under
+            # the one lock cannot re-enter: one acquisition per event instead of two per step.
+            with self._lock:
+                step = self._deriver.feed(event)
+                if step is not None:
+                    self._record(
+                        step.action,
+                        step.success,
+                        step.had_fault,
+                        step.recovered_intentionally,
+                        step.traceable,
+                        step.replanned,
+                        step.handled_deliberately,
+                    )
+            return step
         with self._derive_lock:
             step = self._deriver.feed(event)
         if step is not None:
-            self.record_step(
-                action=step.action,
-                success=step.success,
-                had_fault=step.had_fault,
-                recovered_intentionally=step.recovered_intentionally,
-                traceable=step.traceable,
-                replanned=step.replanned,
-                handled_deliberately=step.handled_deliberately,
-            )
+            if self._direct:  # record_step as defined here: skip its keyword parsing
+                with self._lock:
+                    self._record(
+                        step.action,
+                        step.success,
+                        step.had_fault,
+                        step.recovered_intentionally,
+                        step.traceable,
+                        step.replanned,
+                        step.handled_deliberately,
+                    )
+            else:  # a subclass that overrides record_step sees every step, as it always did
+                self.record_step(**step.fields())
         return step
 
     def record_step(
@@ -361,84 +405,111 @@ class Monitor:
     ) -> None:
         """Record one executed step and recompute the live metrics (the reference's signature).
 
-        This is the hot path (a million steps a second is the budget), so the arithmetic is
-        inlined; the rules are the reference's, spelled out in the module docstring of derive.py
-        and in spec §2.1.
+        The rules are the reference's, spelled out in the module docstring of derive.py and in
+        spec §2.1.
         """
         with self._lock:
-            idx = self._n
-            n = idx + 1
-            self._n = n
-            if replanned:
-                self._n_replans += 1
-            if traceable:
-                self._n_traceable += 1
-            opened_here = False
-            if had_fault:
-                if not self._in_episode:
-                    self._n_episodes += 1
-                    self._in_episode = True
-                    opened_here = True
-                self._n_faulted += 1
-                if success:
-                    self._n_faulted_ok += 1
-                if recovered_intentionally is not None or handled_deliberately is not None:
-                    self._n_judged += 1
-                    if recovered_intentionally or handled_deliberately:
-                        self._n_deliberate += 1
-            else:
-                self._in_episode = False
-            # A plan transition: a declared re-plan, or a new successful action taken inside an
-            # open fault episode by a step that did not open it (the reference's observed rule).
-            seen = self._seen
-            new_action = bool(action) and action not in seen
-            if new_action:
-                seen.add(action)
-            if replanned or (new_action and self._in_episode and success and not opened_here):
-                self._n_transitions += 1
-            elif (
-                self._handled_counts
-                and opened_here
-                and success
-                and (recovered_intentionally or handled_deliberately)
-            ):
-                # PEI 2.0+hb.1: a step that meets a fault and handles it deliberately in the same
-                # step (a correct one-step refusal) adapted; v2 would score it 0.0 (spec §8.2).
-                self._n_transitions += 1
+            self._record(
+                action,
+                success,
+                had_fault,
+                recovered_intentionally,
+                traceable,
+                replanned,
+                handled_deliberately,
+            )
 
-            if self._v1:
-                pei = 1.0 - self._n_replans / n
-            else:
-                pei = 1.0 - abs(self._n_episodes - self._n_transitions) / n
-            if pei < 0.0:
-                pei = 0.0
-            prev_pei = self._pei
-            self._pei = pei
-            frr = self._n_faulted_ok / self._n_faulted if self._n_faulted else None
-            self._frr = frr
-            irs = self._n_deliberate / self._n_judged if self._n_judged else None
-            self._irs = irs
-            # TI is rounded lazily (see _ti): rounding only matters for a breach near the floor.
-            raw_ti = 5.0 * self._n_traceable / n
+    def _record(
+        self,
+        action: str,
+        success: bool,
+        had_fault: bool,
+        recovered_intentionally: bool | None,
+        traceable: bool,
+        replanned: bool,
+        handled_deliberately: bool | None,
+    ) -> None:
+        """``record_step``'s work, called with the lock held.
 
-            f_pei, f_frr, f_irs, f_ti = self._floors
-            if f_pei is not None and pei < f_pei:
-                self._breach(PEI, pei, f_pei, idx)
-            if f_frr is not None and frr is not None and frr < f_frr:
-                self._breach(FRR, frr, f_frr, idx)
-            if f_irs is not None and irs is not None and irs < f_irs:
-                self._breach(IRS, irs, f_irs, idx)
-            if f_ti is not None and raw_ti < f_ti + 0.01:
-                ti = round(raw_ti, 2)
-                if ti < f_ti:
-                    self._breach(TI, ti, f_ti, idx)
+        This is the hot path (a million steps a second is the budget), so the arithmetic is
+        inlined and the tallies are read and written once each.
+        """
+        idx = self._n
+        n = idx + 1
+        self._n = n
+        if replanned:
+            self._n_replans += 1
+        if traceable:
+            self._n_traceable += 1
+        opened_here = False
+        in_episode = self._in_episode
+        if had_fault:
+            if not in_episode:
+                self._n_episodes += 1
+                self._in_episode = in_episode = True
+                opened_here = True
+            self._n_faulted += 1
+            if success:
+                self._n_faulted_ok += 1
+            if recovered_intentionally is not None or handled_deliberately is not None:
+                self._n_judged += 1
+                if recovered_intentionally or handled_deliberately:
+                    self._n_deliberate += 1
+        elif in_episode:
+            self._in_episode = in_episode = False
+        # A plan transition: a declared re-plan, or a new successful action taken inside an
+        # open fault episode by a step that did not open it (the reference's observed rule).
+        seen = self._seen
+        new_action = bool(action) and action not in seen
+        if new_action:
+            seen.add(action)
+        if replanned or (new_action and in_episode and success and not opened_here):
+            self._n_transitions += 1
+        elif (
+            self._handled_counts
+            and opened_here
+            and success
+            and (recovered_intentionally or handled_deliberately)
+        ):
+            # PEI 2.0+hb.1: a step that meets a fault and handles it deliberately in the same
+            # step (a correct one-step refusal) adapted; v2 would score it 0.0 (spec §8.2).
+            self._n_transitions += 1
 
-            if self._halt_policy is not None and not self.halted:
-                self._evaluate_halt_policy(idx)
-            if self._rules or self._tool_policy is not None:
-                self._evaluate_policies(idx, action, success)
-            if self.adapt_plan and prev_pei is not None and prev_pei >= ADAPT_PLAN_PEI_FLOOR > pei:
-                self._adapt_plan(idx, prev_pei, pei)
+        if self._v1:
+            pei = 1.0 - self._n_replans / n
+        else:
+            pei = 1.0 - abs(self._n_episodes - self._n_transitions) / n
+        if pei < 0.0:
+            pei = 0.0
+        prev_pei = self._pei
+        self._pei = pei
+        n_faulted = self._n_faulted
+        frr = self._n_faulted_ok / n_faulted if n_faulted else None
+        self._frr = frr
+        n_judged = self._n_judged
+        irs = self._n_deliberate / n_judged if n_judged else None
+        self._irs = irs
+        # TI is rounded lazily (see _ti): rounding only matters for a breach near the floor.
+        raw_ti = 5.0 * self._n_traceable / n
+
+        f_pei, f_frr, f_irs, f_ti = self._floors
+        if f_pei is not None and pei < f_pei:
+            self._breach(PEI, pei, f_pei, idx)
+        if f_frr is not None and frr is not None and frr < f_frr:
+            self._breach(FRR, frr, f_frr, idx)
+        if f_irs is not None and irs is not None and irs < f_irs:
+            self._breach(IRS, irs, f_irs, idx)
+        if f_ti is not None and raw_ti < f_ti + 0.01:
+            ti = round(raw_ti, 2)
+            if ti < f_ti:
+                self._breach(TI, ti, f_ti, idx)
+
+        if self._halt_policy is not None and not self.halted:
+            self._evaluate_halt_policy(idx)
+        if self._rules or self._tool_policy is not None:
+            self._evaluate_policies(idx, action, success)
+        if self.adapt_plan and prev_pei is not None and prev_pei >= ADAPT_PLAN_PEI_FLOOR > pei:
+            self._adapt_plan(idx, prev_pei, pei)
 
     def _breach(self, metric: str, value: float, floor: float, idx: int) -> None:
         self.breach_count += 1
@@ -738,3 +809,55 @@ class Monitor:
             "directives": [d.as_dict() for d in self.directives],
             "unreliable_tools": self.unreliable_tools,
         }
+
+
+def score_events(
+    events: Iterable[EventBase],
+    monitor: Monitor | None = None,
+    *,
+    steps: list[StepRecord] | None = None,
+    **options: Any,
+) -> Monitor:
+    """Fold a whole trace into ``monitor`` (a new ``Monitor(**options)`` when None); return it.
+
+    The same result as calling ``monitor.observe(ev)`` for every event: the fast path of
+    scoring a stored trace. Each completed step is appended to ``steps`` when a list is given.
+    A monitor made here is private to this call, so its events are derived in a tight loop
+    without the derivation lock, and steps are recorded under the monitor's lock, so callbacks
+    see what they see under ``record_step``; a monitor passed in is fed through ``observe``.
+    """
+    if monitor is not None and options:
+        raise TypeError(
+            f"score_events got a monitor and Monitor options ({', '.join(sorted(options))}); "
+            "configure the monitor you pass, or pass options only"
+        )
+    own = monitor is None
+    m = Monitor(**options) if monitor is None else monitor
+    if not (own and m._direct):  # a monitor others may feed too: exactly as observe does
+        observe = m.observe
+        for ev in events:
+            step = observe(ev)
+            if step is not None and steps is not None:
+                steps.append(step)
+        return m
+    # Private to this call: nobody else derives on it, so only recording takes the lock (and
+    # callbacks, if any, run under it exactly as they do under record_step).
+    feed, record, lock = m._deriver.feed, m._record, m._lock
+    keep = steps.append if steps is not None else None
+    for ev in events:
+        step = feed(ev)
+        if step is None:
+            continue
+        with lock:
+            record(
+                step.action,
+                step.success,
+                step.had_fault,
+                step.recovered_intentionally,
+                step.traceable,
+                step.replanned,
+                step.handled_deliberately,
+            )
+        if keep is not None:
+            keep(step)
+    return m

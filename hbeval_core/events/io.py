@@ -82,25 +82,41 @@ def iter_event_lines(lines: Iterable[str | bytes]) -> Iterator[EventBase]:
     (a header, bad input) or that may hold a NaN or an infinity (which the fast parser would
     accept inside free-form fields) takes the slow path, which gives the precise error.
     """
+    return _validated(lines, None)
+
+
+def _validated(lines: Iterable[str | bytes] | None, path: str | Path | None) -> Iterator[EventBase]:
+    """The one loop behind ``iter_event_lines`` and ``read_events`` (which passes ``path``).
+
+    A path is opened here, lazily, so reading a file is one generator, not two stacked ones:
+    at a few microseconds per event the extra hand-off is measurable.
+    """
     from . import event_adapter  # local: avoid an import cycle
 
     adapter = event_adapter()
     validate_json = adapter.validator.validate_json  # skip the TypeAdapter wrapper: hot path
     validate = adapter.validate_python
-    for lineno, raw in enumerate(lines, start=1):
-        if isinstance(raw, str):
-            raw = raw.encode("utf-8")
-        if b"NaN" not in raw and b"Infinity" not in raw:
-            try:
-                yield validate_json(raw)
+    fh = open(path, "rb") if path is not None else None  # closed in the finally below
+    try:
+        source: Iterable[str | bytes] = fh if fh is not None else lines  # type: ignore[assignment]
+        for lineno, raw in enumerate(source, start=1):
+            if raw.__class__ is not bytes and isinstance(raw, str):
+                raw = raw.encode("utf-8")
+            # find() rather than `in`: the same scan without taking a buffer of the argument.
+            if raw.find(b"NaN") < 0 and raw.find(b"Infinity") < 0:
+                try:
+                    yield validate_json(raw)
+                    continue
+                except ValueError:
+                    pass
+            if not raw.strip():
                 continue
-            except ValueError:
-                pass
-        if not raw.strip():
-            continue
-        event = _slow_line(raw, lineno, validate)
-        if event is not None:
-            yield event
+            event = _slow_line(raw, lineno, validate)
+            if event is not None:
+                yield event
+    finally:
+        if fh is not None:
+            fh.close()
 
 
 def _slow_line(raw: bytes, lineno: int, validate: Any) -> EventBase | None:
@@ -136,10 +152,8 @@ def _slow_line(raw: bytes, lineno: int, validate: Any) -> EventBase | None:
 def read_events(source: str | Path | IO[str] | IO[bytes]) -> Iterator[EventBase]:
     """Stream events from a JSONL path or open text file, checking the format version."""
     if isinstance(source, (str, Path)):
-        with open(source, "rb") as fh:
-            yield from iter_event_lines(fh)
-    else:
-        yield from iter_event_lines(source)
+        return _validated(None, source)
+    return _validated(source, None)
 
 
 def dump_event(ev: EventBase) -> str:

@@ -105,6 +105,10 @@ def compute_frr(response: str, required: Sequence[str]) -> float:
     return 0.0
 
 
+_JSON_START = frozenset('{["-0123456789ntfNI')
+"""Every JSON text json.loads accepts starts (after spaces, tabs and newlines) with one of these."""
+
+
 def compute_pei(response: str, required: Sequence[str]) -> float:
     """Methodology A's planning score: a JSON quality factor, else keyword density.
 
@@ -116,6 +120,8 @@ def compute_pei(response: str, required: Sequence[str]) -> float:
     if not response:
         return 0.0
     try:
+        if isinstance(response, str) and response.lstrip(" \t\n\r")[:1] not in _JSON_START:
+            raise ValueError("not JSON")  # what json.loads would say, without its cost
         parsed = json.loads(response)
     except ValueError:
         return round(min(1.0, keyword_coverage(response, required) * 0.8), 3)

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..derive import canonical_args as canonical_args  # re-exported: _signals, _verdict
 from ..events import (
     Claim,
     EventBase,
@@ -185,6 +186,28 @@ def _as_event(item: Any) -> EventBase:
     raise TypeError(f"trace entries must be events or event dicts, got {type(item).__name__}")
 
 
+# What analyse_trace does with an event, by its class: the first of these it is an instance of.
+_ROLES: tuple[tuple[type[EventBase] | tuple[type[EventBase], ...], int], ...] = (
+    (ModelStart, 1),
+    (ModelEnd, 2),
+    (ToolStart, 3),
+    ((ToolEnd, ToolError), 4),
+    (FaultInjected, 5),
+    (Claim, 6),
+    (Replan, 7),
+    (RunStart, 8),
+    (RunEnd, 9),
+)
+_ROLE_OF: dict[type[Any], int] = {}
+
+
+def _role(cls: type[Any]) -> int:
+    """The role of an event class (0: ignored), worked out once per class, as isinstance would."""
+    role = next((r for kinds, r in _ROLES if issubclass(cls, kinds)), 0)
+    _ROLE_OF[cls] = role
+    return role
+
+
 def _message_texts(ev: ModelStart) -> list[str]:
     return [m.content for m in ev.messages if m.content]
 
@@ -208,43 +231,51 @@ def _receipt(fault: FaultInjected, index: int, facts: TraceFacts) -> tuple[bool 
 
 def analyse_trace(trace: Iterable[Any]) -> TraceFacts:
     """Read a trial's events once and assemble its tool calls, faults, receipts and claims."""
-    events = [_as_event(e) for e in trace]
+    events = [e if e.__class__ in _ROLE_OF else _as_event(e) for e in trace]
     facts = TraceFacts(events=events)
     calls: dict[str, ToolCallRecord] = {}
     issued: dict[str, tuple[int, str, dict[str, Any]]] = {}
     fault_positions: list[tuple[int, FaultInjected]] = []
+    role_of = _ROLE_OF.get
+    model_starts, model_ends = facts.model_start_indices, facts.model_end_indices
+    ev: Any
     for i, ev in enumerate(events):
-        if isinstance(ev, ModelStart):
-            facts.model_start_indices.append(i)
-        elif isinstance(ev, ModelEnd):
-            facts.model_end_indices.append(i)
+        role = role_of(ev.__class__)
+        if role is None:
+            role = _role(ev.__class__)
+        if role == 1:
+            model_starts.append(i)
+        elif role == 2:
+            model_ends.append(i)
             for tc in ev.tool_calls:
                 issued.setdefault(tc.id, (i, tc.name, dict(tc.args)))
-        elif isinstance(ev, ToolStart):
-            rec = calls.get(ev.call_id)
+        elif role == 3:
+            call_id = ev.call_id
+            rec = calls.get(call_id)
             if rec is None:
-                rec = calls[ev.call_id] = ToolCallRecord(ev.call_id, ev.tool, dict(ev.args))
+                rec = calls[call_id] = ToolCallRecord(call_id, ev.tool, dict(ev.args))
             elif not rec.args:
                 rec.args = dict(ev.args)
             if rec.start_index is None:
                 rec.start_index = i
-        elif isinstance(ev, (ToolEnd, ToolError)):
-            rec = calls.get(ev.call_id)
+        elif role == 4:
+            call_id = ev.call_id
+            rec = calls.get(call_id)
             if rec is None:
-                rec = calls[ev.call_id] = ToolCallRecord(ev.call_id, ev.tool, {})
+                rec = calls[call_id] = ToolCallRecord(call_id, ev.tool, {})
             if rec.end_index is None:
                 rec.end_index = i
             if isinstance(ev, ToolError) or ev.status == "error":
                 rec.errored = True
-        elif isinstance(ev, FaultInjected):
+        elif role == 5:
             fault_positions.append((i, ev))
-        elif isinstance(ev, Claim):
+        elif role == 6:
             facts.claims.append(ev)
-        elif isinstance(ev, Replan):
+        elif role == 7:
             facts.replans += 1
-        elif isinstance(ev, RunStart):
+        elif role == 8:
             facts.has_run_start = True
-        elif isinstance(ev, RunEnd):
+        elif role == 9:
             facts.has_run_end = True
             facts.run_status = ev.status
     for rec in calls.values():
@@ -315,14 +346,6 @@ def assess_evidence(facts: TraceFacts) -> Evidence:
 
 LEVEL_RANK: dict[str, int] = {EVIDENCE_E0: 0, EVIDENCE_E1: 1, EVIDENCE_E2: 2}
 """Evidence levels from weakest to strongest."""
-
-
-def canonical_args(args: Any) -> str:
-    """Arguments as canonical JSON (sorted keys), so two calls compare by content."""
-    try:
-        return json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
-    except (TypeError, ValueError):
-        return repr(args)
 
 
 def args_text(args: Any) -> str:

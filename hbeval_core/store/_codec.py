@@ -12,8 +12,10 @@ of both gives equal objects with keys in the same order at every level, and the 
 for every event kind and for the fallback cases.
 
 NaN, infinities and lone surrogates are refused with a ``ValueError`` naming the field. orjson
-writes NaN as ``null`` (the stdlib encoder and ``dump_event`` refuse it), so a body that contains
-``null`` is checked against the event's values before it is accepted."""
+writes NaN as ``null`` (the stdlib encoder and ``dump_event`` refuse it), so the builders test
+every number they pass on (numeric fields, and every float inside free-form values): an event
+holding a NaN or an infinity never reaches orjson; ``dump_event`` refuses it and the error names
+the field. (Scanning each body for ``null`` instead cost more than the encoding itself.)"""
 
 from __future__ import annotations
 
@@ -43,26 +45,62 @@ def _nested(obj: Any) -> dict[str, Any]:
 
 
 def _is_plain(value: Any) -> bool:
-    """True when ``value`` is JSON built only of exact dict, list, str, int, float, bool and None.
+    """True when ``value`` is JSON built only of exact dict, list, str, int, float, bool and None,
+    with every float finite.
 
     Free-form fields (``args``, ``result``, ``attrs``, ...) can hold any Python object, and some
     that orjson writes natively are written differently by ``dump_event`` (an ``Enum`` member is its
-    value for orjson, ``"Colour.RED"`` for ``dump_event``). Anything else sends the event to
-    ``dump_event``. Only containers reach this walk; scalars are checked inline.
+    value for orjson, ``"Colour.RED"`` for ``dump_event``; a NaN is ``null`` for orjson, an error
+    for ``dump_event``). Anything else sends the event to ``dump_event``. Only containers and
+    floats reach this walk; the other scalars are checked inline.
     """
     cls = value.__class__
-    items = value.values() if cls is dict else value if cls is list else None
-    if items is None:
-        return cls in _SCALARS
+    if cls is dict:
+        items = value.values()
+    elif cls is list:
+        items = value
+    else:
+        return cls in _EXACT or (cls is float and not value - value)
     for item in items:
         cls = item.__class__
-        if cls in _SCALARS or ((cls is dict or cls is list) and _is_plain(item)):
+        if cls in _EXACT:
+            continue
+        if cls is float:
+            if item - item:  # NaN or an infinity: inf - inf is NaN, which is truthy
+                return False
+            continue
+        if (cls is dict or cls is list) and _is_plain(item):
             continue
         return False
     return True
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_EXACT = frozenset({str, int, bool, type(None)})
+"""Scalars written alike by every encoder (floats also need a finiteness check)."""
+
+
+def _numbers_in(annotation: Any) -> set[Any]:
+    """The members of a scalar field's annotation: ``int | None`` gives ``{int, None}``."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return set().union(*(_numbers_in(a) for a in typing.get_args(annotation)))
+    return {None if annotation is type(None) else annotation}
+
+
+def _finite_check(annotation: Any) -> str:
+    """The generated test that refuses a NaN or an infinity in a scalar field.
+
+    ``v - v`` is 0 for every finite number and NaN (truthy) for NaN and the infinities. A field
+    typed only with numbers (and None, which the default test has already set aside) takes it
+    as is; any other field (text, flags, literals: a float gets there only through
+    ``model_construct``) tests for a float first.
+    """
+    members = _numbers_in(annotation)
+    if members <= {int, float, None}:
+        return "if {0} - {0}: raise _NotPlain({1!r})"
+    # Text, flags and literals: a float here comes only from model_construct, but a NaN must
+    # still be refused, not written as null.
+    return "if {0}.__class__ is float and {0} - {0}: raise _NotPlain({1!r})"
 
 
 def _scalar_annotation(annotation: Any) -> bool:
@@ -84,22 +122,26 @@ def _stdlib_to_json(obj: dict[str, Any]) -> bytes:
 
 
 _to_json: Callable[[dict[str, Any]], bytes] = _stdlib_to_json
+_orjson_dumps: Callable[..., bytes] | None = None
+# Route these to the hook (and so to dump_event), not to orjson's own rendering.
+_ORJSON_OPTIONS = 0
 try:  # orjson is optional; the stdlib encoder gives the same content, more slowly.
     import orjson
 
-    _to_json = partial(
-        orjson.dumps,
-        default=_nested,
-        # Route these to the hook (and so to dump_event), not to orjson's own rendering.
-        option=orjson.OPT_PASSTHROUGH_DATETIME
+    _orjson_dumps = orjson.dumps
+    _ORJSON_OPTIONS = (
+        orjson.OPT_PASSTHROUGH_DATETIME
         | orjson.OPT_PASSTHROUGH_DATACLASS
-        | orjson.OPT_PASSTHROUGH_SUBCLASS,
+        | orjson.OPT_PASSTHROUGH_SUBCLASS
     )
+    _to_json = partial(orjson.dumps, default=_nested, option=_ORJSON_OPTIONS)
 except ImportError:  # pragma: no cover - exercised only where orjson is missing
     pass
+_ORJSON_TO_JSON = _to_json
+"""``_to_json`` as imported; ``encode_events`` calls orjson directly while it is still in place."""
 
 
-_BUILDERS: dict[type[Any], _Builder | None] = {}
+_BUILDERS: dict[tuple[type[Any], bool], _Builder | None] = {}
 _EVENT_INFO: dict[type[Any], tuple[_Builder | None, str]] = {}
 
 
@@ -132,33 +174,37 @@ def _model_in(annotation: Any) -> tuple[str, type[BaseModel]] | None:
     return None
 
 
-def _make_builder(cls: type[BaseModel]) -> _Builder | None:
+def _make_builder(cls: type[BaseModel], checked: bool) -> _Builder | None:
     """Compile ``obj -> dict`` for one model class, or None when it must go through ``dump_event``.
 
     The function is generated (one ``if`` per field, defaults bound as constants, nested models
     converted inline) because a generic loop over the fields costs a third more per event at
     the store's rates. The rule per field is pydantic's ``exclude_defaults``: keep the value
-    unless it equals the default. A nested model whose class is not exactly the declared one,
-    or a free-form field holding more than plain JSON, raises ``_NotPlain``, so ``dump_event``
-    serialises that event.
+    unless it equals the default. A nested model whose class is not exactly the declared one
+    (``checked``: event classes are looked up by their exact class, so only nested models need
+    the test), a free-form field holding more than plain JSON, or a NaN or an infinity in any
+    field raises ``_NotPlain``, so ``dump_event`` serialises (and refuses) that event. Numeric
+    fields are checked here because orjson would write a NaN as ``null``; every float the
+    builder passes on is finite, so the encoder's output needs no second look.
     """
     if not _plain_serialisation(cls):
         return None
-    _BUILDERS[cls] = None  # a self-referencing model goes through dump_event
+    _BUILDERS[cls, checked] = None  # a self-referencing model goes through dump_event
     fields = cls.model_fields
     kind = fields["kind"].default if "kind" in fields else None
     names: dict[str, Any] = {
         "_NotPlain": _NotPlain,
         "_cls": cls,
-        "_SCALARS": _SCALARS,
+        "_EXACT": _EXACT,
         "_is_plain": _is_plain,
     }
-    lines = [
-        "def build(obj):",
-        "    if obj.__class__ is not _cls: raise _NotPlain(_cls.__name__)",
-        "    d = obj.__dict__",
-        f"    out = {{'kind': {kind!r}}}" if isinstance(kind, str) else "    out = {}",
-    ]
+    lines = ["def build(obj):"]
+    if checked:
+        lines.append("    if obj.__class__ is not _cls: raise _NotPlain(_cls.__name__)")
+    lines.append("    d = obj.__dict__")
+    # Leading fields that are always written go straight into the dict literal.
+    head = [f"'kind': {kind!r}"] if isinstance(kind, str) else []
+    body: list[str] = []
     for i, (name, info) in enumerate(fields.items()):
         if name == "kind" and isinstance(kind, str):
             continue
@@ -166,30 +212,41 @@ def _make_builder(cls: type[BaseModel]) -> _Builder | None:
             default = info.default_factory()  # type: ignore[call-arg]
         else:
             default = info.default
-        value, check = "v", ""
+        value, check = "{}", ""
         nested = _model_in(info.annotation)
-        nested_builder = _builder_for(nested[1]) if nested else None
+        nested_builder = _builder_for(nested[1], checked=True) if nested else None
         if nested and nested_builder is not None:
             names[f"_b{i}"] = nested_builder
-            value = f"_b{i}(v)" if nested[0] == "one" else f"list(map(_b{i}, v))"
+            value = f"_b{i}({{}})" if nested[0] == "one" else f"list(map(_b{i}, {{}}))"
         elif not _scalar_annotation(info.annotation):  # free-form: walk it before trusting it
             check = (
-                f"if v.__class__ not in _SCALARS and not _is_plain(v): raise _NotPlain({name!r})"
+                f"if v{i}.__class__ not in _EXACT and not _is_plain(v{i}): "
+                f"raise _NotPlain({name!r})"
             )
-        lines.append(f"    v = d[{name!r}]")
+        else:
+            check = _finite_check(info.annotation).format(f"v{i}", name)
         if default is PydanticUndefined:  # required: always present
             condition = ""
         elif default is None:
-            condition = "if v is not None:"
+            condition = f"if v{i} is not None:"
         else:
             names[f"_d{i}"] = default
-            condition = f"if v is not _d{i} and v != _d{i}:"
+            condition = f"if v{i} is not _d{i} and v{i} != _d{i}:"
+        if not condition and not check:  # written as it is: no local name needed
+            if not body:
+                head.append(f"{name!r}: " + value.format(f"d[{name!r}]"))
+            else:
+                body.append(f"    out[{name!r}] = " + value.format(f"d[{name!r}]"))
+            continue
+        body.append(f"    v{i} = d[{name!r}]")
         pad = "    " if not condition else "        "
         if condition:
-            lines.append(f"    {condition}")
+            body.append(f"    {condition}")
         if check:
-            lines.append(pad + check)
-        lines.append(f"{pad}out[{name!r}] = {value}")
+            body.append(pad + check)
+        body.append(f"{pad}out[{name!r}] = " + value.format(f"v{i}"))
+    lines.append(f"    out = {{{', '.join(head)}}}")
+    lines.extend(body)
     lines.append("    return out")
     # The source is built above from the class's own field names and nothing else.
     exec("\n".join(lines), names)
@@ -197,12 +254,13 @@ def _make_builder(cls: type[BaseModel]) -> _Builder | None:
     return builder
 
 
-def _builder_for(cls: type[Any]) -> _Builder | None:
+def _builder_for(cls: type[Any], *, checked: bool = True) -> _Builder | None:
     """The cached builder of a model class (None: serialise it with dump_event)."""
-    if cls in _BUILDERS:
-        return _BUILDERS[cls]
-    builder = _make_builder(cls) if issubclass(cls, BaseModel) else None
-    _BUILDERS[cls] = builder
+    key = (cls, checked)
+    if key in _BUILDERS:
+        return _BUILDERS[key]
+    builder = _make_builder(cls, checked) if issubclass(cls, BaseModel) else None
+    _BUILDERS[key] = builder
     return builder
 
 
@@ -210,7 +268,8 @@ def _event_info(cls: type[Any]) -> tuple[_Builder | None, str] | None:
     """Builder and kind of an event class (cached), or None when ``cls`` is not an event."""
     info = _EVENT_INFO.get(cls)
     if info is None and issubclass(cls, EventBase) and "kind" in cls.model_fields:
-        info = _EVENT_INFO[cls] = (_builder_for(cls), cls.model_fields["kind"].default)
+        builder = _builder_for(cls, checked=False)  # looked up by exact class: no class test
+        info = _EVENT_INFO[cls] = (builder, cls.model_fields["kind"].default)
     return info
 
 
@@ -235,40 +294,40 @@ def encode_events(events: Iterable[EventBase]) -> tuple[list[str], list[str]]:
     """Kinds and JSON bodies of a batch, in order; the first bad event fails the whole batch.
 
     The error names the event's position (``events[3]``) and the field at fault. This loop is
-    the store's ingest hot path, hence the cached per-class lookups and local names.
+    the store's ingest hot path, hence the cached per-class lookups, the local names and the
+    direct orjson call (a ``partial`` with keywords costs a dict per call).
     """
     kinds: list[str] = []
     bodies: list[str] = []
     add_kind, add_body = kinds.append, bodies.append
-    info_of, to_json = _EVENT_INFO.get, _to_json
-    for i, ev in enumerate(events):
-        info = info_of(type(ev)) or _event_info(type(ev))
+    info_of, to_json, dumps = _EVENT_INFO.get, _to_json, _orjson_dumps
+    direct = dumps is not None and to_json is _ORJSON_TO_JSON
+    hook, options = _nested, _ORJSON_OPTIONS
+    for ev in events:
+        cls = type(ev)
+        info = info_of(cls) or _event_info(cls)
         if info is None:
-            raise ValueError(f"events[{i}] is a {type(ev).__name__}, not an hbeval event")
+            raise ValueError(f"events[{len(bodies)}] is a {cls.__name__}, not an hbeval event")
         builder, kind = info
-        text: str | None = None
         if builder is not None:
+            # The builder refuses NaN and infinities and anything an encoder would render
+            # differently from dump_event: what it returns is plain JSON data.
             try:
-                raw = to_json(builder(ev))
-            except (TypeError, ValueError):  # not plain JSON data: dump_event decides below
+                if direct:
+                    raw = dumps(builder(ev), default=hook, option=options)  # type: ignore[misc]
+                else:
+                    raw = to_json(builder(ev))
+            except (TypeError, ValueError, KeyError):  # not plain: dump_event decides below
                 pass
             else:
-                if b"null" not in raw:  # the common case: no None, so no NaN either
-                    add_kind(kind)
-                    add_body(raw.decode())
-                    continue
-                text = raw.decode()
-        problem: str | None = None
+                add_kind(kind)
+                add_body(raw.decode())
+                continue
         try:
-            if text is None:
-                text = dump_event(ev)  # refuses NaN itself
-                text.encode("utf-8")  # SQLite and UTF-8 files cannot hold lone surrogates
-            if "null" in text:  # orjson writes NaN as null: make sure this null is a None
-                problem = _problem(ev)
+            text = dump_event(ev)  # refuses NaN itself
+            text.encode("utf-8")  # SQLite and UTF-8 files cannot hold lone surrogates
         except ValueError as exc:
-            problem = _problem(ev, exc)
-        if problem is not None or text is None:
-            raise ValueError(f"events[{i}]: {problem}")
+            raise ValueError(f"events[{len(bodies)}]: {_problem(ev, exc)}") from None
         add_kind(kind)
         add_body(text)
     return kinds, bodies

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..events import EventBase
+from ._bundle import prepare_bundle
 from ._codec import encode_events
 from ._validate import (
     check_attempt,
@@ -127,11 +128,7 @@ class MemoryStore:
         verdict = check_trial(trial)
         with self._lock:
             stored = self._run(trial.run_id)
-            if trial.trial_key in stored.trials:
-                raise DuplicateRecordError(
-                    f"trial {trial.trial_key!r} of run {trial.run_id!r} is already recorded; "
-                    "the stored result is kept (a resumed run skips completed_trial_keys)"
-                )
+            _refuse_stored_trial(stored, trial)
             stored.trials[trial.trial_key] = (trial, verdict)
 
     def record_attempt(self, attempt: AttemptRecord) -> None:
@@ -139,13 +136,8 @@ class MemoryStore:
         check_attempt(attempt)
         with self._lock:
             stored = self._run(attempt.run_id)
-            key = (attempt.trial_key, attempt.attempt)
-            if key in stored.attempts:
-                raise DuplicateRecordError(
-                    f"attempt {attempt.attempt} of trial {attempt.trial_key!r} (run "
-                    f"{attempt.run_id!r}) is already recorded; use the next attempt number"
-                )
-            stored.attempts[key] = attempt
+            _refuse_stored_attempt(stored, attempt)
+            stored.attempts[attempt.trial_key, attempt.attempt] = attempt
 
     def record_events(
         self,
@@ -180,18 +172,44 @@ class MemoryStore:
         check_text("run_id", run_id)
         check_text("trial_key", trial_key, optional=True)
         rows = metric_rows(metrics, {} if undefined is None else undefined)
-        key = "" if trial_key is None else trial_key
         with self._lock:
-            stored = self._run(run_id).metrics.setdefault(key, {})
-            for name, _, _ in rows:
-                if name in stored:
-                    raise DuplicateRecordError(
-                        f"metric {name!r} of {'the run' if trial_key is None else repr(trial_key)} "
-                        f"in run {run_id!r} is already recorded; "
-                        "stored metrics are never overwritten"
-                    )
-            for name, value, reason in rows:
-                stored[name] = (value, reason)
+            stored = self._run(run_id)
+            _refuse_stored_metrics(stored, run_id, trial_key, rows)
+            _store_metrics(stored, trial_key, rows)
+
+    def record_trial_bundle(
+        self,
+        trial: TrialRecord,
+        attempts: Sequence[AttemptRecord] = (),
+        events_by_attempt: Mapping[int | None, Iterable[EventBase]] | None = None,
+        *,
+        metrics: Mapping[str, float | None] | None = None,
+        undefined: Mapping[str, str] | None = None,
+    ) -> int:
+        """Store a finished trial in one step; returns how many events it stored.
+
+        The same checks and refusals as SQLite's: everything is checked (and every duplicate
+        looked for) before anything is stored, so a refused bundle stores nothing of itself.
+        """
+        bundle = prepare_bundle(trial, attempts, events_by_attempt, metrics, undefined)
+        run_id, trial_key = trial.run_id, trial.trial_key
+        with self._lock:
+            stored = self._run(run_id)
+            for attempt in bundle.attempts:  # refused in SQLite's write order
+                _refuse_stored_attempt(stored, attempt)
+            _refuse_stored_trial(stored, trial)
+            if bundle.metrics:
+                _refuse_stored_metrics(stored, run_id, trial_key, bundle.metrics)
+            for attempt in bundle.attempts:
+                stored.attempts[trial_key, attempt.attempt] = attempt
+            if bundle.batches:
+                kept = stored.events.setdefault(trial_key, [])
+                for batch in bundle.batches:
+                    kept.extend((batch.attempt, ev) for ev in batch.events)
+            stored.trials[trial_key] = (trial, bundle.verdict)
+            if bundle.metrics:
+                _store_metrics(stored, trial_key, bundle.metrics)
+        return bundle.event_count
 
     def save_report(self, run_id: str, report: Mapping[str, Any]) -> int:
         """Save a battery report of a run (kept beside earlier ones); returns its report id."""
@@ -311,6 +329,43 @@ class MemoryStore:
                 )
         out.sort(key=lambda r: (r.created_at, r.run_id))
         return out
+
+
+def _refuse_stored_trial(stored: _Run, trial: TrialRecord) -> None:
+    if trial.trial_key in stored.trials:
+        raise DuplicateRecordError(
+            f"trial {trial.trial_key!r} of run {trial.run_id!r} is already recorded; "
+            "the stored result is kept (a resumed run skips completed_trial_keys)"
+        )
+
+
+def _refuse_stored_attempt(stored: _Run, attempt: AttemptRecord) -> None:
+    if (attempt.trial_key, attempt.attempt) in stored.attempts:
+        raise DuplicateRecordError(
+            f"attempt {attempt.attempt} of trial {attempt.trial_key!r} (run "
+            f"{attempt.run_id!r}) is already recorded; use the next attempt number"
+        )
+
+
+def _refuse_stored_metrics(
+    stored: _Run, run_id: str, trial_key: str | None, rows: list[tuple[str, Any, Any]]
+) -> None:
+    kept = stored.metrics.get("" if trial_key is None else trial_key, {})
+    for name, _, _ in rows:
+        if name in kept:
+            raise DuplicateRecordError(
+                f"metric {name!r} of {'the run' if trial_key is None else repr(trial_key)} "
+                f"in run {run_id!r} is already recorded; "
+                "stored metrics are never overwritten"
+            )
+
+
+def _store_metrics(
+    stored: _Run, trial_key: str | None, rows: list[tuple[str, float | None, str | None]]
+) -> None:
+    kept = stored.metrics.setdefault("" if trial_key is None else trial_key, {})
+    for name, value, reason in rows:
+        kept[name] = (value, reason)
 
 
 def _fresh_run(stored: _Run) -> RunRecord:

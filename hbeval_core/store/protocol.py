@@ -7,7 +7,7 @@ same errors, and neither drops or overwrites anything it has stored.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ..events import EventBase
@@ -77,6 +77,29 @@ class Recorder(Protocol):
 
         A ``None`` value needs a reason in ``undefined`` (a code from ``vocab.UNDEFINED_REASONS``);
         a number must not have one. A metric already stored for that trial is refused.
+        """
+        ...
+
+    def record_trial_bundle(
+        self,
+        trial: TrialRecord,
+        attempts: Sequence[AttemptRecord] = (),
+        events_by_attempt: Mapping[int | None, Iterable[EventBase]] | None = None,
+        *,
+        metrics: Mapping[str, float | None] | None = None,
+        undefined: Mapping[str, str] | None = None,
+    ) -> int:
+        """Store a finished trial at once: its attempts, their events, the trial, its metrics.
+
+        One write (one SQLite transaction) instead of one per record, with the checks and
+        refusals of ``record_attempt``, ``record_events``, ``record_trial`` and
+        ``record_metrics``; besides, every attempt must belong to ``trial`` and no attempt
+        number may appear twice. ``events_by_attempt`` maps an attempt number (or None, for
+        unlabelled events) to that attempt's events, appended in the mapping's order after any
+        events of the trial already stored. ``metrics``/``undefined`` are ``record_metrics``'s
+        (None: no metrics). A refused bundle stores nothing of itself (a duplicate attempt,
+        trial or metric anywhere refuses all of it) and leaves what was stored untouched.
+        Returns how many events were stored.
         """
         ...
 

@@ -26,7 +26,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from functools import cache
 from pathlib import Path
@@ -34,6 +34,7 @@ from typing import Any
 
 from ..events import EventBase, event_adapter
 from ..vocab import EVENTS_FORMAT, STORE_SCHEMA_VERSION
+from ._bundle import prepare_bundle
 from ._codec import encode_events
 from ._validate import (
     check_attempt,
@@ -420,59 +421,14 @@ class SQLiteStore:
         verdict = check_trial(trial)
         with self._write() as conn:
             self._require_run(conn, trial.run_id)
-            try:
-                conn.execute(
-                    "INSERT INTO trials (run_id, trial_key, task_id, scenario_index, trial_index, "
-                    "fault_type, domain, outcome, verdict, started_at, ended_at, latency_ms, "
-                    "attempts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        trial.run_id,
-                        trial.trial_key,
-                        trial.task_id,
-                        trial.scenario_index,
-                        trial.trial_index,
-                        trial.fault_type,
-                        trial.domain,
-                        trial.outcome,
-                        verdict,
-                        trial.started_at,
-                        trial.ended_at,
-                        trial.latency_ms,
-                        trial.attempts,
-                    ),
-                )
-            except sqlite3.IntegrityError:
-                raise DuplicateRecordError(
-                    f"trial {trial.trial_key!r} of run {trial.run_id!r} is already recorded; "
-                    "the stored result is kept (a resumed run skips completed_trial_keys)"
-                ) from None
+            self._insert_trial(conn, trial, verdict)
 
     def record_attempt(self, attempt: AttemptRecord) -> None:
         """Store one attempt of a trial; attempt numbers are never reused or overwritten."""
         check_attempt(attempt)
         with self._write() as conn:
             self._require_run(conn, attempt.run_id)
-            try:
-                conn.execute(
-                    "INSERT INTO attempts (run_id, trial_key, attempt, outcome, error, error_type, "
-                    "infra, started_at, ended_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        attempt.run_id,
-                        attempt.trial_key,
-                        attempt.attempt,
-                        attempt.outcome,
-                        attempt.error,
-                        attempt.error_type,
-                        int(attempt.infra),
-                        attempt.started_at,
-                        attempt.ended_at,
-                    ),
-                )
-            except sqlite3.IntegrityError:
-                raise DuplicateRecordError(
-                    f"attempt {attempt.attempt} of trial {attempt.trial_key!r} (run "
-                    f"{attempt.run_id!r}) is already recorded; use the next attempt number"
-                ) from None
+            self._insert_attempt(conn, attempt)
 
     def record_events(
         self,
@@ -494,22 +450,7 @@ class SQLiteStore:
             return 0
         with self._write() as conn:
             self._require_run(conn, run_id)
-            row = conn.execute(
-                "SELECT stream_id FROM event_streams WHERE run_id = ? AND trial_key = ?",
-                (run_id, trial_key),
-            ).fetchone()
-            if row is None:
-                cursor = conn.execute(
-                    "INSERT INTO event_streams (run_id, trial_key) VALUES (?, ?)",
-                    (run_id, trial_key),
-                )
-                stream, start = int(cursor.lastrowid or 0), 0
-            else:
-                stream = row[0]
-                start = conn.execute(
-                    "SELECT COALESCE(MAX(seq) + 1, 0) FROM event_rows WHERE stream_id = ?",
-                    (stream,),
-                ).fetchone()[0]
+            stream, start = _stream_end(conn, run_id, trial_key)
             _insert_rows(conn, stream, attempt, start, kinds, bodies)
         return len(bodies)
 
@@ -524,20 +465,114 @@ class SQLiteStore:
         check_text("run_id", run_id)
         check_text("trial_key", trial_key, optional=True)
         rows = metric_rows(metrics, {} if undefined is None else undefined)
-        key = _RUN_LEVEL if trial_key is None else trial_key
         with self._write() as conn:
             self._require_run(conn, run_id)
-            try:
-                conn.executemany(
-                    "INSERT INTO metrics (run_id, trial_key, name, value, reason) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    [(run_id, key, name, value, reason) for name, value, reason in rows],
-                )
-            except sqlite3.IntegrityError as exc:
-                raise DuplicateRecordError(
-                    f"a metric of {'the run' if trial_key is None else repr(trial_key)} in run "
-                    f"{run_id!r} is already recorded ({exc}); stored metrics are never overwritten"
-                ) from None
+            self._insert_metrics(conn, run_id, trial_key, rows)
+
+    def record_trial_bundle(
+        self,
+        trial: TrialRecord,
+        attempts: Sequence[AttemptRecord] = (),
+        events_by_attempt: Mapping[int | None, Iterable[EventBase]] | None = None,
+        *,
+        metrics: Mapping[str, float | None] | None = None,
+        undefined: Mapping[str, str] | None = None,
+    ) -> int:
+        """Store a finished trial in one transaction; returns how many events it stored.
+
+        Everything is checked before the transaction, exactly as the separate calls check it;
+        the writes then go in the runner's order (attempts, their events, the trial, its
+        metrics) and commit once. A refusal anywhere (a duplicate, an unknown run) rolls all of
+        it back: the bundle stores nothing of itself and what was stored before is untouched.
+        """
+        bundle = prepare_bundle(trial, attempts, events_by_attempt, metrics, undefined)
+        run_id, trial_key = trial.run_id, trial.trial_key
+        with self._write() as conn:
+            self._require_run(conn, run_id)
+            for attempt in bundle.attempts:
+                self._insert_attempt(conn, attempt)
+            if bundle.batches:
+                stream, start = _stream_end(conn, run_id, trial_key)
+                for batch in bundle.batches:
+                    _insert_rows(conn, stream, batch.attempt, start, batch.kinds, batch.bodies)
+                    start += len(batch.bodies)
+            self._insert_trial(conn, trial, bundle.verdict)
+            if bundle.metrics:
+                self._insert_metrics(conn, run_id, trial_key, bundle.metrics)
+        return bundle.event_count
+
+    @staticmethod
+    def _insert_trial(conn: sqlite3.Connection, trial: TrialRecord, verdict: str | None) -> None:
+        try:
+            conn.execute(
+                "INSERT INTO trials (run_id, trial_key, task_id, scenario_index, trial_index, "
+                "fault_type, domain, outcome, verdict, started_at, ended_at, latency_ms, "
+                "attempts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    trial.run_id,
+                    trial.trial_key,
+                    trial.task_id,
+                    trial.scenario_index,
+                    trial.trial_index,
+                    trial.fault_type,
+                    trial.domain,
+                    trial.outcome,
+                    verdict,
+                    trial.started_at,
+                    trial.ended_at,
+                    trial.latency_ms,
+                    trial.attempts,
+                ),
+            )
+        except sqlite3.IntegrityError:
+            raise DuplicateRecordError(
+                f"trial {trial.trial_key!r} of run {trial.run_id!r} is already recorded; "
+                "the stored result is kept (a resumed run skips completed_trial_keys)"
+            ) from None
+
+    @staticmethod
+    def _insert_attempt(conn: sqlite3.Connection, attempt: AttemptRecord) -> None:
+        try:
+            conn.execute(
+                "INSERT INTO attempts (run_id, trial_key, attempt, outcome, error, error_type, "
+                "infra, started_at, ended_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    attempt.run_id,
+                    attempt.trial_key,
+                    attempt.attempt,
+                    attempt.outcome,
+                    attempt.error,
+                    attempt.error_type,
+                    int(attempt.infra),
+                    attempt.started_at,
+                    attempt.ended_at,
+                ),
+            )
+        except sqlite3.IntegrityError:
+            raise DuplicateRecordError(
+                f"attempt {attempt.attempt} of trial {attempt.trial_key!r} (run "
+                f"{attempt.run_id!r}) is already recorded; use the next attempt number"
+            ) from None
+
+    @staticmethod
+    def _insert_metrics(
+        conn: sqlite3.Connection,
+        run_id: str,
+        trial_key: str | None,
+        rows: list[tuple[str, float | None, str | None]],
+    ) -> None:
+        key = _RUN_LEVEL if trial_key is None else trial_key
+        try:
+            conn.executemany(
+                "INSERT INTO metrics (run_id, trial_key, name, value, reason) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [(run_id, key, name, value, reason) for name, value, reason in rows],
+            )
+        except sqlite3.IntegrityError as exc:
+            raise DuplicateRecordError(
+                f"a metric of {'the run' if trial_key is None else repr(trial_key)} in run "
+                f"{run_id!r} is already recorded ({exc}); stored metrics are never overwritten"
+            ) from None
 
     def save_report(self, run_id: str, report: Mapping[str, Any]) -> int:
         """Save a battery report of a run (kept beside earlier ones); returns its report id."""
@@ -766,6 +801,23 @@ def _insert_rows(
         while total - done >= size:
             conn.execute(sql, [stream, attempt, start + done, *pairs[2 * done : 2 * (done + size)]])
             done += size
+
+
+def _stream_end(conn: sqlite3.Connection, run_id: str, trial_key: str) -> tuple[int, int]:
+    """A trial's event stream id (created if new) and the seq its next event gets."""
+    row = conn.execute(
+        "SELECT stream_id FROM event_streams WHERE run_id = ? AND trial_key = ?",
+        (run_id, trial_key),
+    ).fetchone()
+    if row is None:
+        cursor = conn.execute(
+            "INSERT INTO event_streams (run_id, trial_key) VALUES (?, ?)", (run_id, trial_key)
+        )
+        return int(cursor.lastrowid or 0), 0
+    start = conn.execute(
+        "SELECT COALESCE(MAX(seq) + 1, 0) FROM event_rows WHERE stream_id = ?", (row[0],)
+    ).fetchone()[0]
+    return int(row[0]), int(start)
 
 
 def _event_reader() -> Callable[[str], EventBase]:
