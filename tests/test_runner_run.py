@@ -123,15 +123,21 @@ def test_resume_after_interrupt_has_no_duplicates(tmp_path: Path) -> None:
 
 
 class _StopOnceStore(MemoryStore):
-    """Raises KeyboardInterrupt on the first trial record: the attempt is stored, the trial not."""
+    """Tears the first trial's write: its attempts are stored, then KeyboardInterrupt, no trial.
+
+    The runner writes a trial in one transaction, so this models a store written by a writer
+    without bundles (or an older hbeval) that was interrupted between the attempt and the trial.
+    """
 
     armed = True
 
-    def record_trial(self, trial: Any) -> None:
+    def record_trial_bundle(self, trial: Any, attempts: Any = (), *args: Any, **kwargs: Any) -> int:
         if self.armed:
             self.armed = False
+            for attempt in attempts:
+                self.record_attempt(attempt)
             raise KeyboardInterrupt
-        super().record_trial(trial)
+        return super().record_trial_bundle(trial, attempts, *args, **kwargs)
 
 
 def test_resume_after_a_torn_write_continues_attempt_numbers() -> None:

@@ -521,9 +521,14 @@ def _infra_result(ctx: TrialContext, message: str, exc: BaseException) -> TrialR
 
 # ---------------------------------------------------------------------- recording
 def _record(store: Any, run_id: str, done: _Done) -> None:
-    """Write one finished trial: attempts and their events, then the trial, then its metrics."""
+    """Write one finished trial in one transaction: attempts, their events, the trial, its metrics.
+
+    A trial is never half-written: an interruption or a refused record stores none of it.
+    """
     job = done.job
     last = len(done.attempts) - 1
+    attempts: list[AttemptRecord] = []
+    events_by_attempt: dict[int | None, Any] = {}
     for i, att in enumerate(done.attempts):
         res = att.result
         if att.infra:
@@ -537,9 +542,7 @@ def _record(store: Any, run_id: str, done: _Done) -> None:
         error, error_type = res.error, res.error_type
         if i == last and done.scoring_error is not None:
             error, error_type = done.scoring_error, "ScoringError"
-        # The attempt first, then its events: an interruption between the two leaves an
-        # attempt without events, never events without their attempt.
-        store.record_attempt(
+        attempts.append(
             AttemptRecord(
                 run_id=run_id,
                 trial_key=job.key,
@@ -552,9 +555,10 @@ def _record(store: Any, run_id: str, done: _Done) -> None:
                 ended_at=att.ended_at,
             )
         )
-        store.record_events(run_id, job.key, res.events, attempt=att.number)
+        events_by_attempt[att.number] = res.events
     final = done.attempts[-1]
-    store.record_trial(
+    metrics, undefined = _trial_metrics(done.verdict)
+    store.record_trial_bundle(
         TrialRecord(
             run_id=run_id,
             trial_key=job.key,
@@ -569,23 +573,32 @@ def _record(store: Any, run_id: str, done: _Done) -> None:
             ended_at=final.ended_at,
             latency_ms=final.latency_ms,
             attempts=len(done.attempts),
-        )
+        ),
+        attempts,
+        events_by_attempt,
+        metrics=metrics,
+        undefined=undefined,
     )
-    if done.verdict is not None:
-        _record_trial_metrics(store, run_id, job.key, done.verdict)
+
+
+def _trial_metrics(
+    verdict: Mapping[str, Any] | None,
+) -> tuple[dict[str, float | None] | None, dict[str, str] | None]:
+    """A verdict's live metrics and the reasons of the undefined ones (None when it has none)."""
+    if verdict is None:
+        return None, None
+    metrics = verdict.get("metrics")
+    if not isinstance(metrics, Mapping):
+        return None, None
+    undefined = verdict.get("metrics_undefined") or {}
+    return dict(metrics), {k: v for k, v in undefined.items() if metrics.get(k) is None}
 
 
 def _record_trial_metrics(store: Any, run_id: str, key: str, verdict: Mapping[str, Any]) -> None:
-    metrics = verdict.get("metrics")
-    if not isinstance(metrics, Mapping):
-        return
-    undefined = verdict.get("metrics_undefined") or {}
-    store.record_metrics(
-        run_id,
-        key,
-        dict(metrics),
-        {k: v for k, v in undefined.items() if metrics.get(k) is None},
-    )
+    # Resume path only: a store written before trial bundles may hold a trial without metrics.
+    metrics, undefined = _trial_metrics(verdict)
+    if metrics is not None:
+        store.record_metrics(run_id, key, metrics, undefined)
 
 
 def _resumed_trial(
