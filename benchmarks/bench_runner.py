@@ -160,11 +160,11 @@ def main() -> None:
         )
         for i, ((s, r), v) in enumerate(zip(results, verdicts, strict=True)):
             key = f"k{i}"
-            store.record_attempt(
-                AttemptRecord(run_id="r", trial_key=key, attempt=0, outcome="pass")
-            )
-            store.record_events("r", key, r.events, attempt=0)
-            store.record_trial(
+            undefined = {
+                m: why for m, why in v["metrics_undefined"].items() if v["metrics"].get(m) is None
+            }
+            # What the runner does: one transaction per trial.
+            store.record_trial_bundle(
                 TrialRecord(
                     run_id="r",
                     trial_key=key,
@@ -173,12 +173,12 @@ def main() -> None:
                     trial_index=0,
                     outcome="pass",
                     verdict=v,
-                )
+                ),
+                [AttemptRecord(run_id="r", trial_key=key, attempt=0, outcome="pass")],
+                {0: r.events},
+                metrics=v["metrics"],
+                undefined=undefined,
             )
-            undefined = {
-                m: why for m, why in v["metrics_undefined"].items() if v["metrics"].get(m) is None
-            }
-            store.record_metrics("r", key, v["metrics"], undefined)
         store.close()
 
     report = through_runner("memory")  # warm-up: imports, caches
@@ -227,7 +227,7 @@ def main() -> None:
         "capture": "plain adapter capture + faults",
         "scoring": "score_trial",
         "record_memory": "store writes, memory",
-        "record_sqlite": "store writes, SQLite (4 commits)",
+        "record_sqlite": "store writes, SQLite (1 commit)",
         "report": "build_report (per trial)",
     }
     for key in ("capture", "scoring", "record_memory", "record_sqlite", "report"):
