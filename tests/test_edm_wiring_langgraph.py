@@ -38,6 +38,14 @@ EXPLAINED = tasks[1].question
 _PRECEDENT_ID = re.compile(r"Precedent (ep-[0-9a-f]+) ")
 
 
+def verdicts_only(report: dict[str, Any]) -> dict[str, Any]:
+    """The report minus volatile fields and the trials' memory decisions (recorded only with memory)."""
+    out = strip_volatile(report)
+    for trial in out["trials"]:
+        trial.pop("memory", None)
+    return out
+
+
 def battery() -> Battery:
     return Battery.build("hbeval", n_scenarios=SCENARIOS, seed=42)
 
@@ -288,7 +296,9 @@ def test_an_empty_memory_leaves_the_report_unchanged() -> None:
         agent_id="careful-a",
         run_id="same",
     )
-    assert strip_volatile(with_memory) == strip_volatile(without)
+    assert verdicts_only(with_memory) == verdicts_only(without)
+    assert all(t["memory"]["offered"] for t in with_memory["trials"])  # decisions are on record
+    assert all("memory" not in t for t in without["trials"])
 
 
 class _Broken:
@@ -329,7 +339,8 @@ def test_a_failing_memory_never_breaks_the_langgraph_run() -> None:
         agent_id="careful-a",
         run_id="broken",
     )
-    assert strip_volatile(report) == strip_volatile(clean)
+    assert verdicts_only(report) == verdicts_only(clean)
+    assert all(t["memory"]["error"] for t in report["trials"])
     assert len(records) == SCENARIOS
     assert all(r["error"] == "RuntimeError: admit is down" and not r["admitted"] for r in records)
     recall = run_start_recall(store, "broken", "s000-t0")

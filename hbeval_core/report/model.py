@@ -208,6 +208,20 @@ class TrialVerdictModel(_Block):
     undefined: Undefined
 
 
+class MemoryDecision(_Block):
+    """What evaluation-driven memory decided about a trial's episode (runs with ``memory=``)."""
+
+    offered: bool = Field(
+        description="Whether the trial's episode was offered (scored trials only)."
+    )
+    admitted: bool = Field(description="Whether the memory admitted it.")
+    route: str | None = Field(default=None, description="Admission route: elaborate or handling.")
+    reasons: list[str] = Field(default_factory=list, description="Why it was admitted or refused.")
+    episode_id: str | None = Field(default=None, description="Id of the stored episode.")
+    quarantined: bool = Field(default=False, description="Kept apart as unsafe; never retrieved.")
+    error: str | None = Field(default=None, description="Why the decision could not be made.")
+
+
 class TrialEntry(_Block):
     """One trial of the battery as the report lists it."""
 
@@ -230,6 +244,9 @@ class TrialEntry(_Block):
         description="The trial's verdict; null for a trial that was never scored."
     )
     latency_ms: float | None = None
+    memory: MemoryDecision | None = Field(
+        default=None, description="Memory admission of this trial's episode; absent without memory."
+    )
 
 
 # --------------------------------------------------------------------------- battery

@@ -636,6 +636,8 @@ def _trial_entry(t: Mapping[str, Any]) -> dict[str, Any]:
     }
     if "latency_ms" in t:
         entry["latency_ms"] = t.get("latency_ms")
+    if isinstance(t.get("memory"), Mapping):
+        entry["memory"] = copy.deepcopy(dict(t["memory"]))
     return entry
 
 
