@@ -1,25 +1,30 @@
-"""Capture overhead of HBEvalCallbackHandler per tool turn, measured side by side in one process.
+"""Capture overhead of HBEvalCallbackHandler per tool call, measured side by side in one process.
 
 The same ``create_agent`` graph (scripted model, ``--turns`` sequential tool calls per run, one
 model call per turn plus the final answer) runs in interleaved rounds under each variant:
 
-* ``bare``        no callbacks at all
-* ``noop``        an empty handler that defines ``on_chat_model_start`` (the floor of any
-                  callback-based capture; without it LangChain renders every message to text)
-* ``hbeval``      HBEvalCallbackHandler passed in ``config["callbacks"]``
-* ``hbeval-hook`` the same handler attached by ``capture()`` (the context-variable hook)
-* ``openinference`` OpenInference's LangChain instrumentor with the OpenTelemetry SDK and an
-                  in-memory exporter, when installed (it is not a dependency of hbeval)
+* ``bare``          no callbacks at all
+* ``noop``          an empty handler that defines ``on_chat_model_start`` (the floor of any
+                    callback-based capture: LangChain's own dispatch; without that method
+                    LangChain would also render every message to text)
+* ``hbeval``        HBEvalCallbackHandler passed in ``config["callbacks"]``
+* ``hbeval-hook``   the same handler attached by ``capture()`` (the context-variable hook)
+* ``openinference`` OpenInference's LangChain instrumentor with the OpenTelemetry SDK enabled
+                    and an in-memory span exporter (``pip install hbeval[bench]``; skipped when
+                    absent). ``OTEL_SDK_DISABLED`` is cleared in this process only.
 
-Rounds rotate the variant order so drift and warm-up hit every variant alike. Printed: median
-ms per run with the interquartile range, the added µs per tool turn over ``bare`` (median of
-per-round differences, with its IQR), and the ratio to ``bare``.
+Rounds rotate the variant order so drift and warm-up hit every variant alike. Times are the
+process's CPU time by default (all threads; steadier than wall time on a shared or loaded
+machine; ``--clock wall`` for wall time). Printed: median ms per run with the interquartile
+range, the µs each variant adds per tool call over ``bare`` (median of per-round differences,
+with its IQR), the ratio to ``bare``, and OpenInference's added cost over ours.
 
 A second table replays one recorded run's callbacks straight into fresh handlers (no graph, no
-LangChain dispatch): the handler's own cost per tool turn, which graph-level noise on a busy
-machine can hide. An appending handler gives the floor.
+LangChain dispatch): the handler's own cost per tool call, which graph-level noise can hide, and
+what reading ``handler.events`` afterwards costs (spans, run starts and model inputs are
+finished on first read). An appending handler gives the floor of any handler.
 
-    .venv/bin/python benchmarks/bench_langgraph_overhead.py [--turns 10] [--rounds 60]
+    .venv/bin/python benchmarks/bench_langgraph_overhead.py [--turns 5] [--rounds 60]
 """
 
 from __future__ import annotations
@@ -83,43 +88,53 @@ class NoOp(BaseCallbackHandler):
 Variant = Callable[[], tuple[dict[str, Any], AbstractContextManager[Any]]]
 
 
-def openinference_variant() -> Variant | None:
-    try:
+class _OpenInference(AbstractContextManager[Any]):
+    """OpenInference's instrumentor, on for one run, with an in-memory exporter."""
+
+    def __init__(self) -> None:
         from openinference.instrumentation.langchain import LangChainInstrumentor
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        self.exporter = InMemorySpanExporter()
+        self.provider = TracerProvider()
+        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.instrumentor = LangChainInstrumentor()
+        self.spans: list[int] = []
+
+    def __enter__(self) -> Any:
+        self.instrumentor.instrument(tracer_provider=self.provider)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.instrumentor.uninstrument()
+        self.spans.append(len(self.exporter.get_finished_spans()))
+        self.exporter.clear()
+
+
+def openinference_variant() -> tuple[Variant, _OpenInference] | None:
+    # Only in this process: the SDK must really record (a disabled SDK records nothing).
+    os.environ.pop("OTEL_SDK_DISABLED", None)
+    try:
+        oi = _OpenInference()
     except ImportError:
         return None
-    os.environ.pop("OTEL_SDK_DISABLED", None)  # only in this process: the SDK must really run
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrumentor = LangChainInstrumentor()
-
-    class Instrumented(AbstractContextManager[Any]):
-        def __enter__(self) -> Any:
-            instrumentor.instrument(tracer_provider=provider)
-            return self
-
-        def __exit__(self, *exc: Any) -> None:
-            instrumentor.uninstrument()
-            exporter.clear()
-
-    return lambda: ({}, Instrumented())
+    return (lambda: ({}, oi)), oi
 
 
-def variants() -> dict[str, Variant]:
+def variants() -> tuple[dict[str, Variant], _OpenInference | None]:
     out: dict[str, Variant] = {
         "bare": lambda: ({}, nullcontext()),
         "noop": lambda: ({"callbacks": [NoOp()]}, nullcontext()),
         "hbeval": lambda: ({"callbacks": [HBEvalCallbackHandler()]}, nullcontext()),
         "hbeval-hook": lambda: ({}, capture()),
     }
-    oi = openinference_variant()
-    if oi is not None:
-        out["openinference"] = oi
-    return out
+    found = openinference_variant()
+    if found is None:
+        return out, None
+    out["openinference"] = found[0]
+    return out, found[1]
 
 
 def quartiles(xs: list[float]) -> tuple[float, float, float]:
@@ -128,15 +143,17 @@ def quartiles(xs: list[float]) -> tuple[float, float, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--turns", type=int, default=10, help="tool turns per run")
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--turns", type=int, default=5, help="tool calls per run")
     ap.add_argument("--rounds", type=int, default=60, help="interleaved rounds")
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
     args = ap.parse_args()
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
 
     graph = build(args.turns)
     inputs = {"messages": [HumanMessage("go")]}
-    table = variants()
+    table, oi = variants()
     names = list(table)
     times: dict[str, list[float]] = {n: [] for n in names}
     for r in range(args.warmup + args.rounds):
@@ -145,30 +162,42 @@ def main() -> None:
             config, ctx = table[name]()
             gc.collect()
             with ctx:
-                t0 = time.perf_counter()
+                t0 = clock()
                 graph.invoke(inputs, config=config)
-                elapsed = time.perf_counter() - t0
+                elapsed = clock() - t0
             if r >= args.warmup:
                 times[name].append(elapsed)
 
     print(
-        f"create_agent, {args.turns} tool turns + {args.turns + 1} model calls per run, "
-        f"{args.rounds} interleaved rounds"
+        f"create_agent, {args.turns} tool calls + {args.turns + 1} model calls per run, "
+        f"{args.rounds} interleaved rounds, {args.clock} time"
     )
-    if "openinference" not in table:
+    if oi is None:
         print("(openinference-instrumentation-langchain not installed: its row is skipped)")
+    else:
+        print(f"(openinference exported {statistics.median(oi.spans):.0f} spans per run)")
     bare = times["bare"]
     print(
-        f"{'variant':<14}{'ms/run median':>14}{'  IQR':>18}{'µs/tool turn':>15}{'  IQR':>18}{'ratio':>8}"
+        f"{'variant':<14}{'ms/run median':>14}{'  IQR':>18}"
+        f"{'µs/tool call':>15}{'  IQR':>20}{'ratio':>8}"
     )
+    added: dict[str, float] = {}
     for name in names:
         lo, med, hi = quartiles([t * 1000 for t in times[name]])
         # Per-round differences cancel drift common to the round.
         diffs = [(t - b) * 1e6 / args.turns for t, b in zip(times[name], bare, strict=True)]
         dlo, dmed, dhi = quartiles(diffs)
+        added[name] = dmed
         ratio = med / (statistics.median(bare) * 1000)
-        added = "" if name == "bare" else f"{dmed:>+15.1f}   [{dlo:+.1f}, {dhi:+.1f}]"
-        print(f"{name:<14}{med:>14.3f}   [{lo:.3f}, {hi:.3f}]{added:>33}{ratio:>8.3f}")
+        extra = "" if name == "bare" else f"{dmed:>+15.1f}   [{dlo:+.1f}, {dhi:+.1f}]"
+        print(f"{name:<14}{med:>14.3f}   [{lo:.3f}, {hi:.3f}]{extra:>35}{ratio:>8.3f}")
+    if "openinference" in added:
+        for ours in ("hbeval", "hbeval-hook"):
+            if added[ours] > 0:
+                print(
+                    f"openinference / {ours}: {added['openinference'] / added[ours]:.1f}x "
+                    "the added cost per tool call"
+                )
     replay(graph, inputs, args.turns, args.rounds)
 
 
@@ -203,11 +232,13 @@ class Appender(BaseCallbackHandler):
     def __init__(self) -> None:
         self.seen: list[Any] = []
 
-    def __getattribute__(self, name: str) -> Any:
-        if name in _CALLBACKS:
-            seen = object.__getattribute__(self, "seen")
-            return lambda *a, **k: seen.append((a, k))
-        return object.__getattribute__(self, name)
+
+def _append(self: Appender, *args: Any, **kwargs: Any) -> None:
+    self.seen.append((args, kwargs))
+
+
+for _name in _CALLBACKS:
+    setattr(Appender, _name, _append)
 
 
 def replay(graph: Any, inputs: Any, turns: int, rounds: int) -> None:
@@ -216,18 +247,30 @@ def replay(graph: Any, inputs: Any, turns: int, rounds: int) -> None:
     calls = recorder.calls
     makers: dict[str, Callable[[], Any]] = {"appender": Appender, "hbeval": HBEvalCallbackHandler}
     samples: dict[str, list[float]] = {n: [] for n in makers}
-    for r in range(rounds * 5):
+    reads: list[float] = []
+    clock = time.perf_counter
+    for r in range(rounds * 10):
         for name, make in makers.items():
             handler = make()
-            t0 = time.perf_counter()
+            t0 = clock()
             for method, args, kwargs in calls:
                 getattr(handler, method)(*args, **kwargs)
-            if r >= rounds // 2:
-                samples[name].append((time.perf_counter() - t0) * 1e6 / turns)
-    print(f"\nhandler body only: {len(calls)} recorded callbacks replayed, µs per tool turn")
+            t1 = clock()
+            if name == "hbeval":
+                _ = handler.events
+                if r >= rounds:
+                    reads.append((clock() - t1) * 1e6 / turns)
+            if r >= rounds:
+                samples[name].append((t1 - t0) * 1e6 / turns)
+    print(
+        f"\nhandler body only: {len(calls)} recorded callbacks replayed per run "
+        "(wall time, warm caches), µs per tool call"
+    )
     for name, xs in samples.items():
         lo, med, hi = quartiles(xs)
-        print(f"{name:<14}{med:>10.1f}   [{lo:.1f}, {hi:.1f}]")
+        print(f"{name:<26}{med:>8.1f}   [{lo:.1f}, {hi:.1f}]")
+    lo, med, hi = quartiles(reads)
+    print(f"{'hbeval: then read .events':<26}{med:>8.1f}   [{lo:.1f}, {hi:.1f}]")
 
 
 if __name__ == "__main__":

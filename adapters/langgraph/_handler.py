@@ -20,6 +20,21 @@ How LangChain runs map to events (run ids are LangChain's full UUIDs, never shor
 
 Every other chain (prompts, sequences) emits nothing but is remembered, so that events inside
 it name the nearest span as their ``parent_id``.
+
+Cost: the handler sits on the agent's hot path (LangChain calls it inline, about ten times
+per tool call), so it does there only what the live monitor needs:
+
+* model, tool, fault and run-end events are built as they happen and observed at once, from
+  values the handler has checked, without a second pydantic validation pass
+  (``_convert.construct``); anything it can't vouch for (run metadata from the user, fault
+  records, monitor signals, an odd provider value) is validated as before;
+* span events, run starts and the input messages of ``model_start`` events, which nothing reads
+  during a run, are finished when ``events`` is first read (see ``events`` for when they are
+  not: a sink, a battery trial, strict mode or a custom monitor get everything at once);
+* runs are looked up by their UUID's integer (``UUID.__hash__`` is Python code) and each run's
+  record keeps its parent's, its root's id and its own id text, so no event walks the tree.
+
+``benchmarks/bench_langgraph_overhead.py`` measures the result.
 """
 
 from __future__ import annotations
@@ -33,6 +48,7 @@ from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage
 
 from hbeval_core.events import (
     ChatMessage,
@@ -49,12 +65,14 @@ from hbeval_core.events import (
     ToolEnd,
     ToolError,
     ToolStart,
+    Usage,
 )
 from hbeval_core.monitor import Directive as MonitorDirective
 from hbeval_core.monitor import Monitor, SafeHaltError
 from hbeval_core.vocab import SCOPE_GRAPH, SCOPE_NODE
 
 from . import _convert
+from ._convert import construct
 from ._keys import (
     ATTR_FRAMEWORK_RUN_ID,
     ATTR_LANGGRAPH_NODE,
@@ -78,26 +96,84 @@ _RUN_STATUS_FOR = {
     "CancelledError": "cancelled",
 }
 
-_KIND_CHAIN = 0
-_KIND_MODEL = 1
-_KIND_TOOL = 2
+_INF = float("inf")
+_STR_ONLY = frozenset({str})
+_now = time.time
+_clock = time.perf_counter
 
 
 @dataclass(slots=True)
 class _Run:
     """What the handler remembers about one open LangChain run."""
 
-    kind: int
     parent: UUID | None
     root: UUID
+    rkey: Any  # _key(root)
     name: str
     t0: float
     sid: str  # str(run id), computed once: UUID.__str__ is surprisingly costly per event
+    rid: str  # str(root): the run_id of its events (unless the handler has a fixed one)
+    prec: _Run | None  # the parent's record, when the parent was known at start
+    open: bool = True  # still in the handler's table of runs
     scope: str | None = None  # "graph" or "node" when the run is a span
     call_id: str | None = None
     managed: bool = False  # a fault wrapper reports this tool call itself
     step: Any = None
     top: bool = False  # the outermost run: it opens and closes a hbeval run
+
+
+def _span_start(rec: _Run, parent_id: str | None, run_id: Any, seq: int, ts: float) -> EventBase:
+    attrs: dict[str, Any] = {ATTR_FRAMEWORK_RUN_ID: rec.sid}
+    if rec.scope == SCOPE_NODE:
+        attrs[ATTR_LANGGRAPH_NODE] = rec.name
+        if rec.step is not None:
+            attrs[ATTR_LANGGRAPH_STEP] = rec.step
+    fields = {
+        "span_id": rec.sid,
+        "scope": rec.scope,
+        "name": rec.name,
+        "parent_id": parent_id,
+        "attrs": attrs,
+        "run_id": run_id,
+        "seq": seq,
+        "ts": ts,
+    }
+    return construct(SpanStart, fields) if type(run_id) is str else _make(SpanStart, fields)
+
+
+def _span_end(
+    rec: _Run,
+    parent_id: str | None,
+    run_id: Any,
+    latency: float,
+    error: str | None,
+    seq: int,
+    ts: float,
+) -> EventBase:
+    fields: dict[str, Any] = {
+        "span_id": rec.sid,
+        "scope": rec.scope,
+        "name": rec.name,
+        "parent_id": parent_id,
+        "attrs": {ATTR_FRAMEWORK_RUN_ID: rec.sid, ATTR_LATENCY_MS: latency},
+        "run_id": run_id,
+        "seq": seq,
+        "ts": ts,
+    }
+    if error is not None:
+        fields["status"] = "error"
+        fields["error"] = error
+    return construct(SpanEnd, fields) if type(run_id) is str else _make(SpanEnd, fields)
+
+
+def _run_start(fields: dict[str, Any], seq: int, ts: float) -> EventBase:
+    fields["seq"] = seq
+    fields["ts"] = ts
+    return _make(RunStart, fields)  # validated: run_info comes from the user
+
+
+# An event not built yet: (builder, *its arguments). See HBEvalCallbackHandler.events.
+_Deferred = tuple[Any, ...]
 
 
 class HBEvalCallbackHandler(BaseCallbackHandler):
@@ -125,6 +201,23 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
     # Cheap and thread-safe, so no executor hop per event under ainvoke.
     run_inline: bool = True
 
+    # Callback kinds nothing here reads: LangChain skips them instead of calling a no-op.
+    # (Tool callbacks answer to ``ignore_agent``, so that one stays False.)
+    @property
+    def ignore_retry(self) -> bool:
+        """Retries are not recorded (the tool or model call that retried is)."""
+        return True
+
+    @property
+    def ignore_retriever(self) -> bool:
+        """Retriever runs are not recorded."""
+        return True
+
+    @property
+    def ignore_custom_event(self) -> bool:
+        """Custom events are not recorded."""
+        return True
+
     def __init__(
         self,
         *,
@@ -144,25 +237,54 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         self.on_halt = on_halt
         self.on_event = on_event
         self.run_info: dict[str, Any] = dict(run_info or {})
-        self.events: list[EventBase] = []
-        """Every event recorded so far, in the order it was recorded."""
+        self._events: list[EventBase] = []
+        # Recorded since ``events`` was last read, in order: events, or span events and run
+        # starts not built yet (nothing reads them during a run; see ``events``).
+        self._pending: list[EventBase | _Deferred] = []
+        # Model inputs to convert before ``events`` is read: (the ModelStart's messages list,
+        # the messages, their contents as the model read them, the run's MessageCache).
+        self._fills: list[tuple[list[Any], list[Any], list[Any], _convert.MessageCache]] = []
         self.errors: list[str] = []
         """The handler's own errors that were swallowed (empty when all is well)."""
         # Re-entrant: a Monitor callback the user registered runs under it and may read us.
         self._lock = threading.RLock()
-        self._runs: dict[UUID, _Run] = {}
+        self._runs: dict[Any, _Run] = {}  # by _key(LangChain run id)
         self._managed: set[tuple[UUID | None, str]] = set()
         self._seq = 0
         self._directives_seen = 0
         self._halt_seen = False
         self._halt_raised: set[UUID] = set()
         self._root_ids: dict[UUID, str] = {}
-        # Per run: LangChain message id -> (content, converted message); see chat_messages.
-        self._messages: dict[UUID, dict[str, Any]] = {}
+        # Per run: the messages its model calls converted so far; see chat_messages.
+        self._messages: dict[Any, _convert.MessageCache] = {}  # by _key(root)
         self.trial: Any = None
         """The battery trial this handler records (a runner ``TrialContext``), if any."""
 
     # ------------------------------------------------------------------ public helpers
+    @property
+    def events(self) -> list[EventBase]:
+        """Every event recorded so far, in the order it was recorded.
+
+        Events the monitor folds (model, tool, fault and run-end events) are built as they
+        happen. What nothing reads during a run is finished here, on first read: span events
+        and run starts are built, and the input messages of ``model_start`` events converted
+        (from the message objects and their content as the model read them). An ``on_event``
+        sink, a battery trial, ``strict=True`` or a monitor other than the stock ``Monitor``
+        (which might read more) get everything at once instead. The list is the same object on
+        every read; it grows as the handler records.
+        """
+        if self._pending:
+            with self._lock:
+                self._flush_locked()
+        return self._events
+
+    @events.setter
+    def events(self, value: list[EventBase]) -> None:
+        with self._lock:
+            self._pending.clear()
+            self._fills.clear()
+            self._events = value
+
     def events_of(self, run_id: str) -> list[EventBase]:
         """The events of one run (a handler that watched several runs holds them all)."""
         with self._lock:
@@ -184,7 +306,7 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         monitor = self.monitor
         if monitor.halted and monitor.enforce and monitor.halt_record is not None:
             with self._lock:
-                rec = self._runs.get(node_run_id) if node_run_id is not None else None
+                rec = self._runs.get(_key(node_run_id)) if node_run_id is not None else None
                 self._halt_raised.add(rec.root if rec is not None else (node_run_id or _NIL))
             raise SafeHaltError(monitor.halt_record)
 
@@ -195,6 +317,23 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
             raise exc
         self.errors.append(f"{where}: {type(exc).__name__}: {exc}")
         log.warning("hbeval handler error in %s: %r", where, exc, exc_info=True)
+
+    def _flush_locked(self) -> None:
+        """Build the deferred events and move everything pending into ``events``."""
+        if self._fills:
+            for target, messages, contents, cache in self._fills:
+                try:
+                    target.extend(_convert.chat_messages(messages, cache, contents))
+                except Exception as exc:
+                    self._fail("events: model_start messages", exc)
+            self._fills.clear()
+        pending, self._pending = self._pending, []
+        out = self._events
+        for item in pending:
+            if type(item) is tuple:
+                out.append(item[0](*item[1:]))  # pure builders of checked values
+            else:
+                out.append(item)  # type: ignore[arg-type]
 
     def _run_id_for(self, root: UUID) -> str:
         if self.run_id is not None:
@@ -208,7 +347,7 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         """The nearest enclosing span of ``run`` (itself included), as a parent id."""
         runs = self._runs
         while run is not None:
-            rec = runs.get(run)
+            rec = runs.get(_key(run))
             if rec is None:
                 # An ancestor we never saw (the handler joined mid-run): name it as it is.
                 return str(run)
@@ -217,27 +356,72 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
             run = rec.parent
         return None
 
-    def _root_of(self, parent: UUID | None, run_id: UUID) -> UUID:
-        if parent is None:
-            return run_id
-        rec = self._runs.get(parent)
-        return rec.root if rec is not None else parent
+    def _parent_span(self, rec: _Run) -> str | None:
+        """``_span_of(rec.parent)``, read off the parent's record while it is open."""
+        p = rec.prec
+        if p is not None and p.open and p.scope is not None:
+            return p.sid
+        return self._span_of(rec.parent)
+
+    def _new_run(
+        self, run_id: UUID, key: Any, parent_run_id: UUID | None, name: str, sid: str
+    ) -> _Run:
+        """A record for a run that starts now, tied to its parent's; the caller holds the lock.
+
+        Its root is the parent's root; a parent we never saw roots the run itself, and a run
+        with no parent is its own root.
+        """
+        if parent_run_id is None:
+            return _Run(None, run_id, key, name, _clock(), sid, sid, None)
+        prec = self._runs.get(_key(parent_run_id))
+        if prec is None:
+            pkey = _key(parent_run_id)
+            rid = str(parent_run_id)
+            return _Run(parent_run_id, parent_run_id, pkey, name, _clock(), sid, rid, None)
+        return _Run(parent_run_id, prec.root, prec.rkey, name, _clock(), sid, prec.rid, prec)
+
+    def _observed_locked(
+        self, cls: type[EventBase], fields: dict[str, Any], checked: bool
+    ) -> EventBase:
+        """Number, build, record and observe one event; the caller holds the lock.
+
+        ``fields`` holds every field but ``seq`` and ``ts``. ``checked``: the caller vouches
+        that each already passes validation (see ``_convert.construct``) but ``run_id``, which
+        is checked here (the handler's fixed run id comes from the user).
+        """
+        fields["seq"] = self._seq
+        fields["ts"] = _now()
+        self._seq += 1
+        event = (
+            construct(cls, fields)
+            if checked and type(fields["run_id"]) is str
+            else _make(cls, fields)
+        )
+        if self.trial is not None and not self._keep(event):
+            return event
+        self._pending.append(event)
+        # Observed under the lock so the live monitor sees events in list order, even when
+        # parallel tool calls report from several threads.
+        self.monitor.observe(event)
+        return event
+
+    def _unobserved_locked(self, builder: Any, *args: Any) -> EventBase | None:
+        """Record an event the monitor never reads: deferred as ``(builder, *args, seq, ts)``
+        unless a sink or a battery trial wants it now (then it is built and returned)."""
+        seq = self._seq
+        self._seq = seq + 1
+        if self.trial is None and self.on_event is None:
+            self._pending.append((builder, *args, seq, _now()))
+            return None
+        event: EventBase = builder(*args, seq, _now())
+        if self._keep(event):
+            self._pending.append(event)
+        return event
 
     def _emit_locked(self, cls: type[EventBase], root: UUID, fields: dict[str, Any]) -> EventBase:
-        """Build, number and record one event; the caller holds the lock."""
+        """Build (validated), number, record and observe one event; the caller holds the lock."""
         fields["run_id"] = self._run_id_for(root)
-        fields["seq"] = self._seq
-        fields["ts"] = time.time()
-        self._seq += 1
-        event = _make(cls, fields)
-        if not self._keep(event):
-            return event
-        self.events.append(event)
-        if cls not in _UNOBSERVED:
-            # Observed under the lock so the live monitor sees events in list order, even when
-            # parallel tool calls report from several threads.
-            self.monitor.observe(event)
-        return event
+        return self._observed_locked(cls, fields, False)
 
     def _keep(self, event: EventBase) -> bool:
         """Whether the battery trial (if any) still accepts events: a timeout cuts the trace."""
@@ -252,10 +436,27 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         if self.on_event is not None:
             for event in events:
                 self._call_user(self.on_event, event)
-        self._poll_monitor(events[-1] if events else None)
+        if events:
+            self._poll_monitor(events[-1].run_id, events[-1].parent_id)
+        else:
+            self._poll_monitor(self.run_id or "", None)
 
-    def _poll_monitor(self, last: EventBase | None) -> None:
-        """Turn new monitor directives and a new halt into events and user callbacks."""
+    def _after(self, event: EventBase | None, run_id: Any, parent_id: str | None) -> None:
+        """After recording (outside the lock): the sink gets ``event`` (None: given already, or
+        deferred), then new monitor signals become events carrying ``run_id``/``parent_id``."""
+        if event is not None and self.on_event is not None:
+            self._call_user(self.on_event, event)
+        monitor = self.monitor
+        if len(monitor.directives) != self._directives_seen or (
+            monitor.halted and not self._halt_seen
+        ):
+            self._poll_monitor(run_id, parent_id)
+
+    def _poll_monitor(self, run_id: str, parent: str | None) -> None:
+        """Turn new monitor directives and a new halt into events and user callbacks.
+
+        The signal events carry ``run_id`` and ``parent`` of the event that preceded them.
+        """
         monitor = self.monitor
         if len(monitor.directives) == self._directives_seen and (
             self._halt_seen or not monitor.halted
@@ -273,8 +474,6 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
                 halt_record = dict(monitor.halt_record or {})
             if not new_directives and halt_record is None:
                 return
-            run_id = last.run_id if last is not None else (self.run_id or "")
-            parent = last.parent_id if last is not None else None
             for d in new_directives:
                 extra.append(self._signal_locked(Directive, run_id, parent, _directive_fields(d)))
             if halt_record is not None:
@@ -292,11 +491,11 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
     def _signal_locked(
         self, cls: type[EventBase], run_id: str, parent: str | None, fields: dict[str, Any]
     ) -> EventBase:
-        fields.update(run_id=run_id, parent_id=parent, seq=self._seq, ts=time.time())
+        fields.update(run_id=run_id, parent_id=parent, seq=self._seq, ts=_now())
         self._seq += 1
         event = _make(cls, fields)
         if self._keep(event):
-            self.events.append(event)
+            self._pending.append(event)
         return event
 
     def _call_user(self, fn: Callable[..., Any], *args: Any) -> None:
@@ -328,110 +527,117 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         """A chain began: the graph root, a node, or a runnable inside a node."""
         try:
             name = kwargs.get("name") or (serialized or {}).get("name") or ""
-            node = (metadata or {}).get("langgraph_node")
-            is_node = (
-                node is not None
-                and node == name
-                and any(t.startswith(_NODE_TAG) for t in tags or ())
-            )
-            emitted: list[EventBase] = []
+            node = metadata.get("langgraph_node") if metadata else None
+            is_node = False
+            if node is not None and node == name:
+                for tag in tags or ():
+                    if tag.startswith(_NODE_TAG):
+                        is_node = True
+                        break
+            key = getattr(run_id, "int", run_id)
             with self._lock:
-                parent = self._runs.get(parent_run_id) if parent_run_id is not None else None
-                # The outermost run we see roots a run of its own, even when LangChain names a
-                # parent we never saw (a tracing context, or a handler added mid-run).
-                root = run_id if parent is None else parent.root
-                rec = _Run(
-                    _KIND_CHAIN, parent_run_id, root, str(name), time.perf_counter(), str(run_id)
+                runs = self._runs
+                parent = (
+                    runs.get(getattr(parent_run_id, "int", parent_run_id))
+                    if parent_run_id is not None
+                    else None
                 )
+                sid = str(run_id)
                 if parent is None:
+                    # The outermost run we see roots a run of its own, even when LangChain names
+                    # a parent we never saw (a tracing context, or a handler added mid-run).
+                    rec = _Run(parent_run_id, run_id, key, str(name), _clock(), sid, sid, None)
                     rec.scope = SCOPE_GRAPH
                     rec.top = True
-                    self._runs[run_id] = rec
+                    runs[key] = rec
+                    rid = self.run_id if self.run_id is not None else sid
+                    run_info = self.run_info
                     fields: dict[str, Any] = {
                         "parent_id": str(parent_run_id) if parent_run_id else None,
                         "framework": FRAMEWORK,
                         "input": _convert.jsonable(
-                            self.run_info["input"]
-                            if "input" in self.run_info
+                            run_info["input"]
+                            if "input" in run_info
                             else _convert.input_text(inputs)
                         ),
-                        "attrs": {ATTR_FRAMEWORK_RUN_ID: rec.sid},
+                        "attrs": {ATTR_FRAMEWORK_RUN_ID: sid},
+                        "run_id": rid,
                     }
-                    for key in ("agent_id", "task_id", "scenario", "trial"):
-                        if key in self.run_info:
-                            fields[key] = self.run_info[key]
-                    emitted.append(self._emit_locked(RunStart, root, fields))
-                    emitted.append(self._span_start_locked(run_id, rec, root))
+                    for field in ("agent_id", "task_id", "scenario", "trial"):
+                        if field in run_info:
+                            fields[field] = run_info[field]
+                    first = self._unobserved_locked(_run_start, fields)
+                    parent_id = fields["parent_id"]  # == _span_of(parent_run_id): never seen
+                    last = self._unobserved_locked(_span_start, rec, parent_id, rid)
                 elif is_node:
+                    rec = _Run(
+                        parent_run_id, parent.root, parent.rkey, str(name), _clock(), sid,
+                        parent.rid, parent,
+                    )  # fmt: skip
+                    rid = self.run_id if self.run_id is not None else rec.rid
+                    first = None
                     if parent.scope is None:
                         # A node whose parent is no span: that parent is a nested graph.
                         parent.scope = SCOPE_GRAPH
-                        emitted.append(self._span_start_locked(parent_run_id, parent, root))  # type: ignore[arg-type]
+                        first = self._unobserved_locked(
+                            _span_start, parent, self._parent_span(parent), rid
+                        )
                     rec.scope = SCOPE_NODE
-                    rec.step = (metadata or {}).get("langgraph_step")
-                    self._runs[run_id] = rec
-                    emitted.append(self._span_start_locked(run_id, rec, root))
+                    rec.step = metadata.get("langgraph_step")  # type: ignore[union-attr]
+                    runs[key] = rec
+                    parent_id = parent.sid
+                    last = self._unobserved_locked(_span_start, rec, parent_id, rid)
                 else:
-                    self._runs[run_id] = rec
-            if emitted:
-                self._after_emit(emitted)
+                    runs[key] = _Run(
+                        parent_run_id, parent.root, parent.rkey, str(name), _clock(), sid,
+                        parent.rid, parent,
+                    )  # fmt: skip
+                    return
+            if self.on_event is not None:
+                if first is not None:
+                    self._call_user(self.on_event, first)
+                if last is not None:
+                    self._call_user(self.on_event, last)
+            self._after(None, rid, parent_id)
         except Exception as exc:
             self._fail("on_chain_start", exc)
 
-    def _span_start_locked(self, run_id: UUID, rec: _Run, root: UUID) -> EventBase:
-        attrs: dict[str, Any] = {ATTR_FRAMEWORK_RUN_ID: rec.sid}
-        if rec.scope == SCOPE_NODE:
-            attrs[ATTR_LANGGRAPH_NODE] = rec.name
-            if rec.step is not None:
-                attrs[ATTR_LANGGRAPH_STEP] = rec.step
-        return self._emit_locked(
-            SpanStart,
-            root,
-            {
-                "span_id": rec.sid,
-                "scope": rec.scope,
-                "name": rec.name,
-                "parent_id": self._span_of(rec.parent),
-                "attrs": attrs,
-            },
-        )
-
     def _chain_done(self, run_id: UUID, error: BaseException | None, output: Any) -> None:
-        emitted: list[EventBase] = []
         with self._lock:
-            rec = self._runs.pop(run_id, None)
-            if rec is None or rec.scope is None:
+            rec = self._runs.pop(getattr(run_id, "int", run_id), None)
+            if rec is None:
                 return
-            top = rec.top
-            fields: dict[str, Any] = {
-                "span_id": rec.sid,
-                "scope": rec.scope,
-                "name": rec.name,
-                "parent_id": self._span_of(rec.parent),
-                "attrs": {
-                    ATTR_FRAMEWORK_RUN_ID: rec.sid,
-                    ATTR_LATENCY_MS: (time.perf_counter() - rec.t0) * 1000.0,
-                },
-            }
-            if error is not None:
-                fields["status"] = "error"
-                fields["error"] = f"{type(error).__name__}: {error}"
-            emitted.append(self._emit_locked(SpanEnd, rec.root, fields))
-            if top:
-                end: dict[str, Any] = {
+            rec.open = False
+            if rec.scope is None:
+                return
+            rid = self.run_id if self.run_id is not None else rec.rid
+            parent_id = self._parent_span(rec)
+            latency = (_clock() - rec.t0) * 1000.0
+            message = None if error is None else f"{type(error).__name__}: {error}"
+            span = self._unobserved_locked(_span_end, rec, parent_id, rid, latency, message)
+            end = None
+            if rec.top:
+                fields: dict[str, Any] = {
                     "parent_id": str(rec.parent) if rec.parent else None,
                     "attrs": {ATTR_FRAMEWORK_RUN_ID: rec.sid},
+                    "run_id": rid,
                 }
                 if error is not None:
-                    end["status"] = _RUN_STATUS_FOR.get(type(error).__name__, "error")
-                    end["error"] = f"{type(error).__name__}: {error}"
+                    fields["status"] = _RUN_STATUS_FOR.get(type(error).__name__, "error")
+                    fields["error"] = message
                 else:
-                    end["output"] = _convert.last_ai_text(output)
-                emitted.append(self._emit_locked(RunEnd, rec.root, end))
+                    fields["output"] = _convert.last_ai_text(output)
+                end = self._observed_locked(RunEnd, fields, True)
+                parent_id = fields["parent_id"]
                 self._halt_raised.discard(rec.root)
                 self._root_ids.pop(rec.root, None)
-                self._messages.pop(rec.root, None)
-        self._after_emit(emitted)
+                self._messages.pop(rec.rkey, None)
+        if self.on_event is not None:
+            if span is not None:
+                self._call_user(self.on_event, span)
+            if end is not None:
+                self._call_user(self.on_event, end)
+        self._after(None, rid, parent_id)
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """A chain returned; spans and the run close here."""
@@ -455,33 +661,35 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         model: str | None,
         messages: list[Any],
         metadata: Mapping[str, Any] | None,
+        fill: tuple[list[Any], list[Any], list[Any], _convert.MessageCache] | None = None,
     ) -> None:
         if self.trial is not None:
             self.trial.count_turn()  # budgets count model turns the same way in every adapter
+        key = getattr(run_id, "int", run_id)
         with self._lock:
-            root = self._root_of(parent_run_id, run_id)
-            halted_before = root in self._halt_raised
-            rec = _Run(
-                _KIND_MODEL, parent_run_id, root, model or "", time.perf_counter(), str(run_id)
-            )
-            rec.call_id = rec.sid
-            self._runs[run_id] = rec
-            attrs: dict[str, Any] = {ATTR_FRAMEWORK_RUN_ID: rec.sid}
-            node = (metadata or {}).get("langgraph_node")
+            sid = str(run_id)
+            rec = self._new_run(run_id, key, parent_run_id, model or "", sid)
+            root = rec.root
+            halted_before = bool(self._halt_raised) and root in self._halt_raised
+            rec.call_id = sid
+            self._runs[key] = rec
+            attrs: dict[str, Any] = {ATTR_FRAMEWORK_RUN_ID: sid}
+            node = metadata.get("langgraph_node") if metadata else None
             if node is not None:
                 attrs[ATTR_LANGGRAPH_NODE] = node
-            event = self._emit_locked(
-                ModelStart,
-                root,
-                {
-                    "call_id": rec.sid,
-                    "model": model,
-                    "messages": messages,
-                    "parent_id": self._span_of(parent_run_id),
-                    "attrs": attrs,
-                },
-            )
-        self._after_emit([event])
+            fields: dict[str, Any] = {
+                "call_id": sid,
+                "model": model,
+                "messages": messages,
+                "parent_id": self._parent_span(rec),
+                "attrs": attrs,
+                "run_id": self.run_id if self.run_id is not None else rec.rid,
+            }
+            checked = (model is None or type(model) is str) and type(messages) is list
+            if fill is not None:
+                self._fills.append(fill)  # before the monitor sees the event, in case it fails
+            event = self._observed_locked(ModelStart, fields, checked)
+        self._after(event, fields["run_id"], fields["parent_id"])
         if halted_before:
             # The graph turned our SafeHaltError into a tool result (handle_tool_errors=True)
             # and went back to the model: stop here instead, so no further tool can run.
@@ -499,18 +707,46 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
     ) -> None:
         """A chat model call began: record every message the model is about to read."""
         try:
-            parent = self._runs.get(parent_run_id) if parent_run_id is not None else None
-            root = parent.root if parent is not None else (parent_run_id or run_id)
-            cache = self._messages.get(root)
+            parent = (
+                self._runs.get(getattr(parent_run_id, "int", parent_run_id))
+                if parent_run_id is not None
+                else None
+            )
+            if parent is not None:
+                rkey = parent.rkey
+            else:
+                root = parent_run_id or run_id
+                rkey = getattr(root, "int", root)
+            cache = self._messages.get(rkey)
             if cache is None:
-                cache = self._messages.setdefault(root, {})
-            converted = _convert.chat_messages(messages[0] if messages else [], cache)
+                cache = self._messages.setdefault(rkey, _convert.MessageCache())
+            inputs = messages[0] if messages else []
+            fill = None
+            # Deferring the conversion is safe when nothing but the stock monitor (which never
+            # reads model inputs) sees the event before ``events`` is read: no sink, no trial,
+            # no strict mode (whose errors must surface in the callback).
+            contents = (
+                _convert.message_contents(inputs)
+                if self.trial is None
+                and self.on_event is None
+                and not self.strict
+                and type(self.monitor) is Monitor
+                else None
+            )
+            if contents is not None and _plain_messages(inputs, contents):
+                # Only the monitor sees the event during the run, and it never reads the
+                # messages: note what the model read now, convert it when events are read
+                # (plain LangChain messages with text content: that conversion can't fail).
+                converted: list[Any] = []
+                fill = (converted, list(inputs), contents, cache)
+            else:
+                converted = _convert.chat_messages(inputs, cache, contents)
             model = _model_name(serialized, kwargs)
         except Exception as exc:
             self._fail("on_chat_model_start", exc)
             return
         try:
-            self._model_start(run_id, parent_run_id, model, converted, metadata)
+            self._model_start(run_id, parent_run_id, model, converted, metadata, fill)
         except SafeHaltError:
             raise
         except Exception as exc:
@@ -540,21 +776,24 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         except Exception as exc:
             self._fail("on_llm_start", exc)
 
-    def _model_end(self, run_id: UUID, fields: dict[str, Any]) -> None:
+    def _model_end(self, run_id: UUID, fields: dict[str, Any], checked: bool) -> None:
         with self._lock:
-            rec = self._runs.pop(run_id, None)
+            rec = self._runs.pop(getattr(run_id, "int", run_id), None)
             if rec is None:
                 return
+            rec.open = False
+            latency = (_clock() - rec.t0) * 1000.0
             fields["call_id"] = rec.call_id
-            fields["latency_ms"] = (time.perf_counter() - rec.t0) * 1000.0
-            fields["parent_id"] = self._span_of(rec.parent)
+            fields["latency_ms"] = latency
+            fields["parent_id"] = self._parent_span(rec)
             fields["attrs"] = {ATTR_FRAMEWORK_RUN_ID: rec.sid}
-            event = self._emit_locked(ModelEnd, rec.root, fields)
-            if rec.root == run_id:
+            fields["run_id"] = self.run_id if self.run_id is not None else rec.rid
+            event = self._observed_locked(ModelEnd, fields, checked and 0.0 <= latency < _INF)
+            if rec.parent is None:
                 # A bare model call (no graph around it) is its own run: nothing else ends it.
-                self._messages.pop(run_id, None)
+                self._messages.pop(rec.rkey, None)
                 self._root_ids.pop(run_id, None)
-        self._after_emit([event])
+        self._after(event, fields["run_id"], fields["parent_id"])
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """A model call returned: its text, reasoning, tool calls and token usage."""
@@ -571,20 +810,27 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
                 text = getattr(gen, "text", None)
                 reasoning = None
                 calls = []
+            usage = _convert.usage(message, getattr(response, "llm_output", None))
             fields: dict[str, Any] = {
                 "text": text,
                 "reasoning": reasoning,
                 "tool_calls": calls,
-                "usage": _convert.usage(message, getattr(response, "llm_output", None)),
+                "usage": usage,
             }
-            self._model_end(run_id, fields)
+            checked = (
+                (text is None or type(text) is str)
+                and (reasoning is None or type(reasoning) is str)
+                and type(calls) is list
+                and (usage is None or type(usage) is Usage)
+            )
+            self._model_end(run_id, fields, checked)
         except Exception as exc:
             self._fail("on_llm_end", exc)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """A model call raised."""
         try:
-            self._model_end(run_id, {"error": f"{type(error).__name__}: {error}"})
+            self._model_end(run_id, {"error": f"{type(error).__name__}: {error}"}, True)
         except Exception as exc:
             self._fail("on_llm_error", exc)
 
@@ -606,59 +852,63 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
             name = (serialized or {}).get("name") or kwargs.get("name") or ""
             call_id = kwargs.get("tool_call_id")
             event: EventBase | None = None
+            fields: dict[str, Any] | None = None
+            key = getattr(run_id, "int", run_id)
             with self._lock:
-                root = self._root_of(parent_run_id, run_id)
-                rec = _Run(
-                    _KIND_TOOL, parent_run_id, root, str(name), time.perf_counter(), str(run_id)
-                )
-                rec.call_id = str(call_id) if call_id else rec.sid
-                rec.managed = (parent_run_id, rec.call_id) in self._managed
-                self._runs[run_id] = rec
+                sid = str(run_id)
+                rec = self._new_run(run_id, key, parent_run_id, str(name), sid)
+                root = rec.root
+                rec.call_id = str(call_id) if call_id else sid
+                rec.managed = bool(self._managed) and (parent_run_id, rec.call_id) in self._managed
+                self._runs[key] = rec
                 if not rec.managed:
-                    attrs: dict[str, Any] = {ATTR_FRAMEWORK_RUN_ID: rec.sid}
-                    node = (metadata or {}).get("langgraph_node")
+                    attrs: dict[str, Any] = {ATTR_FRAMEWORK_RUN_ID: sid}
+                    node = metadata.get("langgraph_node") if metadata else None
                     if node is not None:
                         attrs[ATTR_LANGGRAPH_NODE] = node
-                    event = self._emit_locked(
-                        ToolStart,
-                        root,
-                        {
-                            "call_id": rec.call_id,
-                            "tool": rec.name,
-                            "args": _convert.tool_args(inputs, input_str),
-                            "parent_id": self._span_of(parent_run_id),
-                            "attrs": attrs,
-                        },
-                    )
-            if event is not None:
-                self._after_emit([event])
+                    args = _convert.tool_args(inputs, input_str)
+                    fields = {
+                        "call_id": rec.call_id,
+                        "tool": rec.name,
+                        "args": args,
+                        "parent_id": self._parent_span(rec),
+                        "attrs": attrs,
+                        "run_id": self.run_id if self.run_id is not None else rec.rid,
+                    }
+                    checked = type(args) is dict and set(map(type, args)) <= _STR_ONLY
+                    event = self._observed_locked(ToolStart, fields, checked)
+            if fields is not None:
+                self._after(event, fields["run_id"], fields["parent_id"])
         except Exception as exc:
             self._fail("on_tool_start", exc)
-        if root is not None:
+        if root is not None and self.monitor.halted:
             self._halt_now(root)
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """A tool returned (a ToolMessage with status error still counts as an errored call)."""
         try:
             with self._lock:
-                rec = self._runs.pop(run_id, None)
-                if rec is None or rec.managed:
+                rec = self._runs.pop(getattr(run_id, "int", run_id), None)
+                if rec is None:
+                    return
+                rec.open = False
+                if rec.managed:
                     return
                 result, status = _convert.tool_output(output)
-                event = self._emit_locked(
-                    ToolEnd,
-                    rec.root,
-                    {
-                        "call_id": rec.call_id,
-                        "tool": rec.name,
-                        "result": result,
-                        "status": status,
-                        "latency_ms": (time.perf_counter() - rec.t0) * 1000.0,
-                        "parent_id": self._span_of(rec.parent),
-                        "attrs": {ATTR_FRAMEWORK_RUN_ID: rec.sid},
-                    },
-                )
-            self._after_emit([event])
+                latency = (_clock() - rec.t0) * 1000.0
+                fields: dict[str, Any] = {
+                    "call_id": rec.call_id,
+                    "tool": rec.name,
+                    "result": result,
+                    "status": status,
+                    "latency_ms": latency,
+                    "parent_id": self._parent_span(rec),
+                    "attrs": {ATTR_FRAMEWORK_RUN_ID: rec.sid},
+                    "run_id": self.run_id if self.run_id is not None else rec.rid,
+                }
+                checked = (status == "ok" or status == "error") and 0.0 <= latency < _INF
+                event = self._observed_locked(ToolEnd, fields, checked)
+            self._after(event, fields["run_id"], fields["parent_id"])
         except Exception as exc:
             self._fail("on_tool_end", exc)
 
@@ -666,23 +916,25 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         """A tool raised."""
         try:
             with self._lock:
-                rec = self._runs.pop(run_id, None)
-                if rec is None or rec.managed:
+                rec = self._runs.pop(getattr(run_id, "int", run_id), None)
+                if rec is None:
                     return
-                event = self._emit_locked(
-                    ToolError,
-                    rec.root,
-                    {
-                        "call_id": rec.call_id,
-                        "tool": rec.name,
-                        "error": f"{type(error).__name__}: {error}",
-                        "error_type": type(error).__name__,
-                        "latency_ms": (time.perf_counter() - rec.t0) * 1000.0,
-                        "parent_id": self._span_of(rec.parent),
-                        "attrs": {ATTR_FRAMEWORK_RUN_ID: rec.sid},
-                    },
-                )
-            self._after_emit([event])
+                rec.open = False
+                if rec.managed:
+                    return
+                latency = (_clock() - rec.t0) * 1000.0
+                fields: dict[str, Any] = {
+                    "call_id": rec.call_id,
+                    "tool": rec.name,
+                    "error": f"{type(error).__name__}: {error}",
+                    "error_type": type(error).__name__,
+                    "latency_ms": latency,
+                    "parent_id": self._parent_span(rec),
+                    "attrs": {ATTR_FRAMEWORK_RUN_ID: rec.sid},
+                    "run_id": self.run_id if self.run_id is not None else rec.rid,
+                }
+                event = self._observed_locked(ToolError, fields, 0.0 <= latency < _INF)
+            self._after(event, fields["run_id"], fields["parent_id"])
         except Exception as exc:
             self._fail("on_tool_error", exc)
 
@@ -720,7 +972,7 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         """
         try:
             with self._lock:
-                node_rec = self._runs.get(node_run_id) if node_run_id is not None else None
+                node_rec = self._runs.get(_key(node_run_id)) if node_run_id is not None else None
                 root = node_rec.root if node_rec is not None else (node_run_id or _NIL)
                 parent = self._span_of(node_run_id)
                 attrs: dict[str, Any] = {}
@@ -777,7 +1029,7 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         """Record a fault that hit something other than a tool call (a node-level fault)."""
         try:
             with self._lock:
-                node_rec = self._runs.get(node_run_id) if node_run_id is not None else None
+                node_rec = self._runs.get(_key(node_run_id)) if node_run_id is not None else None
                 root = node_rec.root if node_rec is not None else (node_run_id or _NIL)
                 fields = {
                     k: getattr(fault, k)
@@ -793,8 +1045,31 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
 
 _NIL = UUID(int=0)
 
-# Events hb-derive/1 never reads: not worth a trip through the monitor's lock.
-_UNOBSERVED: frozenset[type[EventBase]] = frozenset({SpanStart, SpanEnd, RunStart})
+
+def _key(run_id: Any) -> Any:
+    """The key of a LangChain run id in the handler's tables: its 128-bit integer.
+
+    ``UUID.__hash__`` is Python code, run for every lookup; an int hashes in C. (Anything that
+    is not a UUID is its own key.)
+    """
+    return getattr(run_id, "int", run_id)
+
+
+# Message classes seen so far that are LangChain messages (see _plain_messages).
+_MESSAGE_TYPES: set[type] = set()
+
+
+def _plain_messages(messages: Sequence[Any], contents: list[Any]) -> bool:
+    """Whether every message is a LangChain message with text content (checked at C speed)."""
+    if not set(map(type, contents)) <= _STR_ONLY:
+        return False
+    types = set(map(type, messages))
+    if types <= _MESSAGE_TYPES:
+        return True
+    if all(issubclass(t, BaseMessage) for t in types):
+        _MESSAGE_TYPES.update(types)
+        return True
+    return False
 
 
 def _make(cls: type[EventBase], fields: dict[str, Any]) -> EventBase:
