@@ -65,6 +65,24 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _check_mode_field(
+    owner: str, field: str, value: object, mode: object, only_mode: str, allowed: tuple[object, ...]
+) -> None:
+    """A mode-specific field (http_status, empty_kind, malformed_kind): right mode, known value."""
+    if value is None:
+        return
+    if mode != only_mode:
+        raise ValueError(
+            f"{owner}: field '{field}' applies only to mode {only_mode!r}; "
+            f"remove it or set mode={only_mode!r} (mode is {mode!r})"
+        )
+    if value not in allowed:
+        raise ValueError(
+            f"{owner}: field '{field}' must be one of {', '.join(str(a) for a in allowed)} "
+            f"(got {value!r})"
+        )
+
+
 def _check_common(
     owner: str,
     *,
@@ -91,39 +109,9 @@ def _check_common(
             f"{owner}: field 'after_ms' must be a whole number of milliseconds >= 0 "
             f"(got {after_ms!r})"
         )
-    if http_status is not None:
-        if mode != ERROR_5XX:
-            raise ValueError(
-                f"{owner}: field 'http_status' applies only to mode {ERROR_5XX!r}; "
-                f"remove it or set mode={ERROR_5XX!r} (mode is {mode!r})"
-            )
-        if http_status not in HTTP_STATUSES:
-            raise ValueError(
-                f"{owner}: field 'http_status' must be one of "
-                f"{', '.join(str(s) for s in HTTP_STATUSES)} (got {http_status!r})"
-            )
-    if empty_kind is not None:
-        if mode != EMPTY_RESPONSE_MODE:
-            raise ValueError(
-                f"{owner}: field 'empty_kind' applies only to mode {EMPTY_RESPONSE_MODE!r}; "
-                f"remove it or set mode={EMPTY_RESPONSE_MODE!r} (mode is {mode!r})"
-            )
-        if empty_kind not in EMPTY_KINDS:
-            raise ValueError(
-                f"{owner}: field 'empty_kind' must be one of {', '.join(EMPTY_KINDS)} "
-                f"(got {empty_kind!r})"
-            )
-    if malformed_kind is not None:
-        if mode != MALFORMED:
-            raise ValueError(
-                f"{owner}: field 'malformed_kind' applies only to mode {MALFORMED!r}; "
-                f"remove it or set mode={MALFORMED!r} (mode is {mode!r})"
-            )
-        if malformed_kind not in MALFORMED_KINDS:
-            raise ValueError(
-                f"{owner}: field 'malformed_kind' must be one of {', '.join(MALFORMED_KINDS)} "
-                f"(got {malformed_kind!r})"
-            )
+    _check_mode_field(owner, "http_status", http_status, mode, ERROR_5XX, HTTP_STATUSES)
+    _check_mode_field(owner, "empty_kind", empty_kind, mode, EMPTY_RESPONSE_MODE, EMPTY_KINDS)
+    _check_mode_field(owner, "malformed_kind", malformed_kind, mode, MALFORMED, MALFORMED_KINDS)
     if on_calls is None:
         return None
     if isinstance(on_calls, (str, bytes)) or not isinstance(on_calls, Iterable):
