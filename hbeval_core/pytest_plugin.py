@@ -1,16 +1,25 @@
-"""Gate a battery report inside a project's own pytest suite.
+"""Reliability checks inside a project's own pytest suite.
 
 Installed as a pytest plugin (entry point ``pytest11``: ``hbeval = "hbeval_core.pytest_plugin"``),
-it provides the ``hbeval_gate`` fixture::
+it provides two fixtures::
 
     def test_release_gate(hbeval_gate):
         hbeval_gate("reports/latest.json", floors={"pei": 0.75}, baseline="reports/main.json")
 
-The call runs ``hbeval gate``'s rules (``report.gate.run_gate``) and returns the
-:class:`~hbeval_core.report.gate.GateResult` on pass; on fail it fails the test with every
-reason; on insufficient data it fails too (``on_insufficient="skip"`` skips instead). Without
-the entry point, ``pytest -p hbeval_core.pytest_plugin`` or ``assert_gate(...)`` work the same.
-Importing this module costs almost nothing: hbeval loads only when the fixture is used.
+    def test_support_agent(hbeval_battery):
+        hbeval_battery("agents/support.py:make_agent", floors={"frr": 0.8}, trials=3)
+
+``hbeval_gate`` runs ``hbeval gate``'s rules (``report.gate.run_gate``) on a report that
+exists; ``hbeval_battery`` is :func:`hbeval_core.testing.assert_reliable`: it runs the battery
+first. Both fail the test with every reason; on insufficient data they fail too
+(``on_insufficient="skip"`` skips instead). The security gate is skipped with
+``skip_security=True``, the CLI's ``--skip-security`` (``require_security`` is a deprecated
+alias). ``pytest --hbeval-reuse`` lets ``hbeval_battery`` reuse a stored run of the same
+measurement fingerprint, agent id and manifest hash (which covers the agent's source files and
+package versions), so CI does not re-run an unchanged agent and never reuses a changed one.
+Without the entry point, ``pytest -p hbeval_core.pytest_plugin``, ``assert_gate(...)`` and
+``assert_reliable(...)`` work the same. Importing this module costs almost nothing: hbeval
+loads only when a fixture is used.
 """
 
 from __future__ import annotations
@@ -24,13 +33,40 @@ import pytest
 
 if TYPE_CHECKING:
     from .report.gate import GateResult
+    from .testing import Reliability
 
-__all__ = ["assert_gate", "hbeval_gate"]
+__all__ = ["assert_gate", "hbeval_battery", "hbeval_gate", "load_report_arg", "reuse_requested"]
 
 ReportArg = str | Path | Mapping[str, Any]
 
+_REUSE_OPTION = "--hbeval-reuse"
+_reuse = False
 
-def _load(report: ReportArg, what: str) -> Mapping[str, Any]:
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("hbeval", "hbeval reliability tests")
+    group.addoption(
+        _REUSE_OPTION,
+        action="store_true",
+        default=False,
+        help="hbeval_battery / assert_reliable: reuse a stored run of the same measurement "
+        "fingerprint, agent id and manifest hash (source files and package versions) "
+        "instead of running the battery again.",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _reuse
+    _reuse = bool(config.getoption(_REUSE_OPTION, default=False))
+
+
+def reuse_requested() -> bool:
+    """Whether pytest was started with ``--hbeval-reuse``."""
+    return _reuse
+
+
+def load_report_arg(report: ReportArg, what: str) -> Mapping[str, Any]:
+    """A report given as a mapping or a JSON file; an unreadable file fails the test."""
     if isinstance(report, Mapping):
         return report
     path = Path(report)
@@ -50,20 +86,25 @@ def assert_gate(
     lower_bound: bool = False,
     baseline: ReportArg | None = None,
     max_drop: float = 0.05,
-    require_security: bool = True,
+    skip_security: bool = False,
     on_insufficient: str = "fail",
+    require_security: bool | None = None,
 ) -> GateResult:
     """Gate a report (path or dict) and fail the current test with the reasons unless it passes.
 
-    Arguments are those of ``run_gate``; ``on_insufficient`` is ``"fail"`` (default) or
-    ``"skip"``. A baseline of another measurement fingerprint fails the test as a refusal.
+    Arguments are ``hbeval gate``'s; ``skip_security`` is ``--skip-security``
+    (``require_security``, its inverse, is deprecated). ``on_insufficient`` is ``"fail"``
+    (default) or ``"skip"``. A baseline of another measurement fingerprint fails the test as a
+    refusal.
     """
     from .report.gate import GATE_FAIL, GATE_INSUFFICIENT, GateRefused, run_gate
+    from .testing._reliable import resolve_skip_security
 
+    skip = resolve_skip_security(skip_security, require_security, "assert_gate")
     if on_insufficient not in ("fail", "skip"):
         raise ValueError(f"on_insufficient must be 'fail' or 'skip', got {on_insufficient!r}")
-    data = _load(report, "report")
-    base = _load(baseline, "baseline") if baseline is not None else None
+    data = load_report_arg(report, "report")
+    base = load_report_arg(baseline, "baseline") if baseline is not None else None
     try:
         result = run_gate(
             data,
@@ -71,7 +112,7 @@ def assert_gate(
             lower_bound=lower_bound,
             baseline=base,
             max_drop=max_drop,
-            require_security=require_security,
+            require_security=not skip,
         )
     except GateRefused as exc:
         pytest.fail(f"hbeval gate refused: {exc}", pytrace=False)
@@ -93,3 +134,22 @@ def assert_gate(
 def hbeval_gate() -> Callable[..., GateResult]:
     """``hbeval_gate(report_path, floors=..., baseline=..., ...)``: fail the test unless the gate passes."""
     return assert_gate
+
+
+@pytest.fixture
+def hbeval_battery(request: pytest.FixtureRequest) -> Callable[..., Reliability]:
+    """``hbeval_battery(target, tasks=..., floors=..., trials=..., db=...)``: ``assert_reliable``.
+
+    The report's path is attached to the test's ``user_properties`` as ``hbeval_report``
+    (JUnit XML shows it), whether the test passes or fails.
+    """
+    from .testing import assert_reliable
+
+    def run(target: Any, **options: Any) -> Reliability:
+        def attach(path: Path) -> None:
+            request.node.user_properties.append(("hbeval_report", str(path)))
+
+        options.setdefault("on_report", attach)
+        return assert_reliable(target, **options)
+
+    return run

@@ -29,6 +29,7 @@ __all__ = [
     "load_module",
     "load_object",
     "load_tasks",
+    "loaded_module",
     "split_reference",
     "tasks_from_data",
 ]
@@ -135,6 +136,16 @@ def load_module(name_or_path: str, *, base_dir: Path | None = None) -> ModuleTyp
             f"cannot import module {name_or_path!r} ({exc}); check the name, or give a file "
             "path ending in .py"
         ) from exc
+
+
+def loaded_module(name_or_path: str, *, base_dir: Path | None = None) -> ModuleType | None:
+    """The module ``load_module`` would return, when it is already imported (never imports)."""
+    if name_or_path.endswith(".py") or "/" in name_or_path or "\\" in name_or_path:
+        path = Path(name_or_path)
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        return _FILE_MODULES.get(path.resolve())
+    return sys.modules.get(name_or_path)
 
 
 def load_object(ref: str, *, base_dir: Path | None = None) -> Any:

@@ -7,6 +7,12 @@ runs of the same configuration on the same software share a hash. Package versio
 the measurement fingerprint: upgrading pydantic does not change what was measured, but the
 manifest still records it.
 
+The hash also covers the code under test: ``sources`` holds a digest of each source file the
+target, its factory and its task verifiers come from (and of the local modules those import
+directly), and ``environment`` a digest of every installed distribution's name and version. Edit
+the agent or upgrade any package and the manifest hash changes, so a stored run is never taken
+for a run of the changed agent (``run_battery(reuse=True)``, ``--hbeval-reuse``).
+
 A manifest file (``--manifest FILE``, YAML or JSON) may pin ``expected_hashes``
 (``measurement_fingerprint``, ``battery_fingerprint``, ``plan_fingerprint``); a run whose
 hashes differ is refused with ``ManifestMismatchError`` before any trial starts.
@@ -14,11 +20,18 @@ hashes differ is refused with ``ManifestMismatchError`` before any trial starts.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib.metadata
+import inspect
+import os
 import platform
+import sys
+import sysconfig
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Final
 
 from ..fingerprint import fingerprint
@@ -32,8 +45,11 @@ __all__ = [
     "ManifestMismatchError",
     "RunManifest",
     "check_expected_hashes",
+    "environment_fingerprint",
     "load_manifest",
+    "loaded_reference_module",
     "package_versions",
+    "source_digests",
 ]
 
 VOLATILE_FIELDS: Final = ("created_at", "run_id", "expected_hashes", "source", "concurrency")
@@ -90,6 +106,105 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+@functools.lru_cache(maxsize=1)
+def environment_fingerprint() -> str:
+    """Digest of every installed distribution as ``name==version`` (read once per process)."""
+    names = sorted(
+        {
+            f"{(d.metadata['Name'] or '').lower()}=={d.version}"
+            for d in importlib.metadata.distributions()
+        }
+    )
+    return fingerprint({"python": platform.python_version(), "distributions": names})
+
+
+@functools.lru_cache(maxsize=1)
+def _installed_roots() -> tuple[str, ...]:
+    """Folders of the stdlib and installed packages (their files are not the user's code)."""
+    paths = sysconfig.get_paths()
+    roots = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    return tuple(os.path.join(str(Path(r).resolve()), "") for r in roots)
+
+
+def _local_file(module: ModuleType | None) -> Path | None:
+    """The module's source file when it is the user's code (not the stdlib or an installed package)."""
+    if module is None:
+        return None
+    name = getattr(module, "__file__", None)
+    if not name or not str(name).endswith(".py"):
+        return None
+    path = Path(name).resolve()
+    text = str(path)
+    if any(text.startswith(root) for root in _installed_roots()):
+        return None
+    return path if path.is_file() else None
+
+
+def _module_of(obj: Any) -> ModuleType | None:
+    if isinstance(obj, ModuleType):
+        return obj
+    module = inspect.getmodule(obj)
+    if module is None or module.__name__ == "builtins":
+        module = inspect.getmodule(type(obj))
+    return module
+
+
+def _source_key(module: ModuleType, path: Path) -> str:
+    name = module.__name__
+    if name.startswith("hbeval_user_") or name == "__main__":
+        try:
+            return path.relative_to(Path.cwd().resolve()).as_posix()
+        except ValueError:
+            return path.name
+    return name
+
+
+def source_digests(*objects: Any) -> dict[str, str]:
+    """``{module or file: sha256[:16]}`` of the user's source files behind ``objects``.
+
+    For each object (an agent, a factory, a verifier, a module) the file of the module that
+    defines it, plus the local modules that file's names come from (one level: what it imports
+    from the project). Files of the stdlib and installed packages are left out: their versions
+    are in ``environment_fingerprint``. Keys are module names (a file loaded by path is keyed by
+    its path relative to the working directory), so a checkout in another folder hashes the same.
+    """
+    found: dict[str, Path] = {}
+
+    def add(module: ModuleType | None) -> bool:
+        path = _local_file(module)
+        if module is None or path is None:
+            return False
+        found.setdefault(_source_key(module, path), path)
+        return True
+
+    for obj in objects:
+        if obj is None:
+            continue
+        module = _module_of(obj)
+        if not add(module) or module is None:
+            continue
+        for value in list(vars(module).values()):
+            if isinstance(value, ModuleType):
+                add(value)
+                continue
+            owner = getattr(value, "__module__", None)
+            if isinstance(owner, str) and owner != module.__name__:
+                add(sys.modules.get(owner))
+    return {
+        key: hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        for key, path in sorted(found.items())
+    }
+
+
+def loaded_reference_module(ref: str | None) -> ModuleType | None:
+    """The module a ``module:attr`` / ``path.py:attr`` reference names, if already imported."""
+    if not ref or ":" not in ref:
+        return None
+    from .loader import loaded_module
+
+    return loaded_module(ref.rpartition(":")[0])
+
+
 @dataclass(frozen=True)
 class RunManifest:
     """What a battery run is: target, battery, seed, trials, budgets, prices and versions."""
@@ -120,6 +235,10 @@ class RunManifest:
     price_table: dict[str, dict[str, float]] | None = None
     """Per model id: ``{"input_per_1k": usd, "output_per_1k": usd}``."""
     versions: dict[str, str] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    """Digest of each source file of the target and its tasks (``source_digests``)."""
+    environment: str | None = None
+    """Digest of the installed distributions (``environment_fingerprint``)."""
     expected_hashes: dict[str, str] = field(default_factory=dict)
     run_id: str | None = None
     created_at: float | None = None
@@ -173,7 +292,15 @@ class RunManifest:
             if not ok:
                 raise ManifestError(f"{where}field {name!r} {hint} (got {data[name]!r})")
 
-        for name in ("target", "target_kind", "adapter", "model_id", "tasks", "judge"):
+        for name in (
+            "target",
+            "target_kind",
+            "adapter",
+            "model_id",
+            "tasks",
+            "judge",
+            "environment",
+        ):
             if data.get(name) is not None:
                 need(name, isinstance(data[name], str), "must be a string")
                 kwargs[name] = data[name]
@@ -214,7 +341,7 @@ class RunManifest:
                 raise ManifestError(f"{where}field 'budgets': {exc}") from None
         if data.get("price_table") is not None:
             kwargs["price_table"] = _price_table(data["price_table"], where)
-        for name in ("versions", "expected_hashes"):
+        for name in ("versions", "sources", "expected_hashes"):
             if data.get(name) is not None:
                 value = data[name]
                 need(

@@ -96,7 +96,14 @@ from ..vocab import (
     SCORING_VERSION,
 )
 from .context import Budgets, TrialContext, trial_context
-from .manifest import RunManifest, check_expected_hashes, package_versions
+from .manifest import (
+    RunManifest,
+    check_expected_hashes,
+    environment_fingerprint,
+    loaded_reference_module,
+    package_versions,
+    source_digests,
+)
 from .protocol import Adapter, TrialResult
 from .registry import ResolvedTarget, resolve_target
 from .task import Task
@@ -107,6 +114,7 @@ __all__ = [
     "ProgressUpdate",
     "VirtualClock",
     "default_run_id",
+    "reusable_report",
     "run_battery",
     "trial_run_id",
 ]
@@ -183,6 +191,22 @@ def default_run_id(store: Any, agent_id: str, fingerprint: str, identity: Mappin
         if same and stored.status != RUN_COMPLETED:
             return candidate
         n += 1
+
+
+def reusable_report(store: Any, identity: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The report of the newest completed run with exactly this identity, or None.
+
+    ``identity`` holds ``agent_id``, ``battery``, ``measurement_fingerprint`` and
+    ``manifest_hash``; a run differing in any of them is never reused.
+    """
+    for stored in store.list_runs(agent_id=identity["agent_id"]):
+        if stored.status != RUN_COMPLETED:
+            continue
+        if all(getattr(stored, k) == v for k, v in identity.items()):
+            report = store.get_report(stored.run_id)
+            if report is not None:
+                return dict(report)
+    return None
 
 
 # ---------------------------------------------------------------------- one trial
@@ -842,6 +866,7 @@ def run_battery(
     judge_label: str | None = None,
     memory: Any = None,
     on_admission: Callable[[Mapping[str, Any]], Any] | None = None,
+    reuse: bool = False,
 ) -> dict[str, Any]:
     """Run ``battery`` against ``target`` on ``tasks`` and return the ``hbeval-report/1`` dict.
 
@@ -851,8 +876,12 @@ def run_battery(
     when None). ``manifest`` supplies budgets, a price table and pinned hashes; a pinned hash
     that differs raises ``ManifestMismatchError`` before anything runs. ``memory`` (an EDM)
     recalls the agent's precedents during trials and admits the run's scored trials at its
-    end; ``on_admission`` receives each trial's admission record. Bad arguments raise
-    ``ValueError`` naming the argument. The module docstring gives the rules.
+    end; ``on_admission`` receives each trial's admission record. With ``reuse`` (and no
+    ``run_id``), the report of a completed stored run with the same agent id, battery,
+    measurement fingerprint and manifest hash is returned instead of running again; the
+    manifest hash covers the target's source files and installed package versions, so a
+    changed agent or environment always runs anew. Bad arguments raise ``ValueError`` naming
+    the argument. The module docstring gives the rules.
     """
     _check_args(
         tasks, trials, seed, concurrency, timeout, methodology, judge, max_infra_retries, agent_id
@@ -906,6 +935,12 @@ def run_battery(
         clock="virtual" if clock is None else type(clock).__name__,
         budgets=budgets,
         versions=package_versions(),
+        sources=source_digests(
+            target,
+            loaded_reference_module(manifest.target if manifest is not None else None),
+            *(t.verify for t in tasks if t.verify is not None),
+        ),
+        environment=environment_fingerprint(),
     )
     manifest_hash = manifest.manifest_hash()
 
@@ -917,6 +952,10 @@ def run_battery(
         "measurement_fingerprint": mfp,
         "manifest_hash": manifest_hash,
     }
+    if reuse and run_id is None:
+        stored_report = reusable_report(store, identity)
+        if stored_report is not None:
+            return stored_report
     if run_id is None:
         run_id = default_run_id(store, agent_id, mfp, identity)
     elif not isinstance(run_id, str) or not run_id.strip():

@@ -1,0 +1,1 @@
+"""Live metrics for Prometheus."""

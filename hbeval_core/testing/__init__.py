@@ -1,0 +1,21 @@
+"""Reliability tests inside pytest: run a battery on an agent and assert on it in one call.
+
+::
+
+    from hbeval_core.testing import assert_reliable
+
+    def test_support_agent_is_reliable(tmp_path):
+        assert_reliable("agents/support.py:make_agent", floors={"frr": 0.8}, db=tmp_path / "h.db")
+
+``assert_reliable`` runs the fault battery (``run_battery``), gates the report with the rules
+of ``hbeval gate`` (``report.gate.run_gate``: default floors PEI 0.70, FRR 0.65, IRS 0.60,
+TI 3.00, ``floors`` overriding them metric by metric, and the security gate), writes the report
+JSON, and fails the test with every floor missed, its value and its 95% interval, and the
+report's path. The ``hbeval_battery`` fixture of the pytest plugin is the same call.
+"""
+
+from __future__ import annotations
+
+from ._reliable import Reliability, assert_reliable
+
+__all__ = ["Reliability", "assert_reliable"]
