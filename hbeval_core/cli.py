@@ -327,6 +327,16 @@ def _mount_report_commands() -> None:
 _mount_report_commands()
 
 
+def _mount_import_command() -> None:
+    """``import`` lives beside the importers it runs."""
+    from .importers.cli import import_cmd
+
+    app.command("import")(import_cmd)
+
+
+_mount_import_command()
+
+
 def main() -> None:
     """Console entry point."""
     app()

@@ -218,6 +218,8 @@ NO_EXPECTED_CALLS: Final = "no_expected_calls"
 """The task declares no expected calls, so trajectory recall has nothing to recall."""
 SINGLE_TASK: Final = "single_task"
 """A paired comparison shares one task: no spread, so no interval."""
+NO_SUCCESS_LABEL: Final = "no_success_label"
+"""An imported recording says nothing about success (and no labels file was given)."""
 UNDEFINED_REASONS: Final = (
     NO_FAULT_OBSERVED,
     NO_JUDGED_STEP,
@@ -238,6 +240,7 @@ UNDEFINED_REASONS: Final = (
     NO_DEFINED_VALUE,
     NO_EXPECTED_CALLS,
     SINGLE_TASK,
+    NO_SUCCESS_LABEL,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -298,6 +301,8 @@ PASS_KEYWORDS: Final = "required_keywords"
 PASS_UNVERIFIABLE: Final = "unverifiable"
 FAULT_BASIS_RUNTIME: Final = "runtime"
 FAULT_BASIS_QUESTION: Final = "question_context"
+FAULT_BASIS_OBSERVED: Final = "observed_error"
+"""Imported recordings: a tool call the recording shows failing (nothing was injected)."""
 IRS_BASIS_SIGNALS: Final = "signals"
 IRS_BASIS_TEXT: Final = "text_claims"
 

@@ -176,7 +176,7 @@ class TrialVerdictModel(_Block):
     verifier_error: str | None
     run_status: str
     faulted: bool
-    fault_basis: Literal["runtime", "question_context"] | None
+    fault_basis: Literal["runtime", "question_context", "observed_error"] | None
     faults: list[FaultEntry]
     signals: SignalsModel | None
     deliberate: bool | None
@@ -528,6 +528,11 @@ class Report(_Block):
     versions: Versions
     isolation: Isolation
     trials: list[TrialEntry]
+    source: dict[str, Any] | None = Field(
+        default=None,
+        description="Imported runs only: the recording's format, importer version, files with "
+        "their sha256, whether success was labelled, and what the import skipped.",
+    )
 
 
 def report_json_schema() -> dict[str, Any]:

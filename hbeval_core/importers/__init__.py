@@ -1,0 +1,161 @@
+"""Recordings from elsewhere become hbeval runs: tau-bench, Pi, DeepSeek Harness, OTLP/JSON.
+
+``import_recordings(fmt, paths, store=...)`` reads every file (``fmt`` may be ``"auto"``),
+turns each recorded agent run into a trial, scores it and stores one run; the rules are in
+``_ingest``. Each format's reader lives in its own private module.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ._common import ImportedTrial, ImportRefused, Skipped
+from ._ingest import (
+    IMPORTER_VERSION,
+    ImportSummary,
+    SourceFile,
+    ingest,
+    measurement_fingerprint,
+    read_labels,
+    read_source,
+)
+
+__all__ = [
+    "FORMATS",
+    "IMPORTER_VERSION",
+    "ImportRefused",
+    "ImportSummary",
+    "ImportedTrial",
+    "detect_format",
+    "import_recordings",
+    "measurement_fingerprint",
+    "read_trials",
+]
+
+# format -> the private module that reads it (``wants``, ``sniff``, ``read``)
+_MODULES: dict[str, str] = {
+    "tau-bench": "._tau_bench",
+    "pi": "._pi",
+    "dsh": "._dsh",
+}
+FORMATS: tuple[str, ...] = tuple(_MODULES)
+"""Formats ``import`` reads (besides ``auto``)."""
+
+_ISOLATED = {"tau-bench": True, "pi": False, "dsh": True, "otlp-json": True}
+"""Whether a format's trials ran on a fresh agent (Pi's prompts share one session)."""
+
+
+def _module(fmt: str) -> Any:
+    if fmt not in _MODULES:
+        raise ImportRefused(
+            fmt, f"unknown format; choose one of {', '.join(FORMATS)} or auto", field="FORMAT"
+        )
+    return importlib.import_module(_MODULES[fmt], __name__)
+
+
+def _expand(paths: Sequence[str | Path], fmt: str | None) -> list[Path]:
+    """Files named, and the recording files inside folders named (sorted, for a stable order)."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            found = []
+            for f in sorted(p.rglob("*")):
+                if not f.is_file():
+                    continue
+                if fmt is None:
+                    if any(_module(name).wants(f) for name in FORMATS):
+                        found.append(f)
+                elif _module(fmt).wants(f):
+                    found.append(f)
+            if not found:
+                raise ImportRefused(str(p), "no recording file found in this folder")
+            out.extend(found)
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise ImportRefused(str(p), "no such file or folder")
+    return out
+
+
+def detect_format(source: SourceFile) -> str:
+    """The format of one file, from its name and first bytes; refuses when none fits."""
+    head = source.data[:65536]
+    for name in FORMATS:
+        if _module(name).sniff(head, source.path):
+            return name
+    raise ImportRefused(
+        source.path,
+        f"cannot tell the format; name it instead of auto ({', '.join(FORMATS)})",
+        field="FORMAT",
+    )
+
+
+def _load(fmt: str, paths: Sequence[str | Path]) -> tuple[str, list[SourceFile]]:
+    files = _expand(paths, None if fmt == "auto" else fmt)
+    sources = [read_source(f) for f in files]
+    if fmt != "auto":
+        _module(fmt)
+        return fmt, sources
+    found = {s.path: detect_format(s) for s in sources}
+    kinds = sorted(set(found.values()))
+    if len(kinds) > 1:
+        sample = ", ".join(f"{p} is {k}" for p, k in list(found.items())[:4])
+        raise ImportRefused(
+            "auto", f"the files are in different formats ({sample}); import each format apart"
+        )
+    return kinds[0], sources
+
+
+def read_trials(
+    fmt: str, paths: Sequence[str | Path], run_id: str = "import"
+) -> list[ImportedTrial]:
+    """The trials a recording holds, without scoring or storing them (for tests and tools)."""
+    fmt, sources = _load(fmt, paths)
+    reader = _module(fmt).read
+    skipped: list[Skipped] = []
+    trials: list[ImportedTrial] = []
+    for s in sources:
+        trials.extend(reader(s.path, s.data, lambda t, i: f"{run_id}/{t}/t{i}", skipped))
+    return trials
+
+
+def import_recordings(
+    fmt: str,
+    paths: Sequence[str | Path],
+    *,
+    store: Any,
+    run_id: str | None = None,
+    agent_id: str | None = None,
+    labels: str | Path | Mapping[str, bool] | None = None,
+) -> ImportSummary:
+    """Import recordings in ``fmt`` (or ``"auto"``) from ``paths`` into ``store`` as one run.
+
+    ``labels`` is a labels file (or a mapping) of source ids or task ids to outcomes. Raises
+    :class:`ImportRefused` naming file, line and field for anything it cannot read; then
+    nothing was stored.
+    """
+    fmt, sources = _load(fmt, paths)
+    module = _module(fmt)
+    label_map: Mapping[str, bool] | None = None
+    labels_file = labels_sha = None
+    if isinstance(labels, Mapping):
+        label_map, labels_file = labels, "labels"
+    elif labels is not None:
+        label_map, labels_sha = read_labels(Path(labels))
+        labels_file = str(labels)
+    return ingest(
+        fmt,
+        module.read,
+        sources,
+        store=store,
+        run_id=run_id,
+        agent_id=agent_id,
+        labels=label_map,
+        labels_file=labels_file,
+        labels_sha256=labels_sha,
+        isolated=_ISOLATED[fmt],
+    )

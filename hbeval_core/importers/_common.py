@@ -1,0 +1,351 @@
+"""What every importer shares: the refusal error, the imported trial, and a trace builder.
+
+An importer reads one recording file and returns :class:`ImportedTrial` objects, each holding
+the hb-events/1 trace of one recorded agent run. It never writes anything: the ingest step
+stores trials only once every file has been read, so a bad file leaves the store untouched.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..events import (
+    EventBase,
+    ModelEnd,
+    ModelStart,
+    RunEnd,
+    RunStart,
+    SpanEnd,
+    SpanStart,
+    ToolEnd,
+    ToolError,
+    ToolStart,
+)
+from ..events.model import ChatMessage, ToolCall, Usage
+
+
+class ImportRefused(ValueError):
+    """A recording that cannot be read: names the file, the line (when known) and the field."""
+
+    def __init__(
+        self, path: str, message: str, *, line: int | None = None, field: str | None = None
+    ) -> None:
+        self.path = path
+        self.line = line
+        self.field = field
+        self.reason = message
+        where = path if line is None else f"{path}:{line}"
+        what = f"field {field!r}: " if field else ""
+        super().__init__(f"{where}: {what}{message}")
+
+
+@dataclass
+class ImportedTrial:
+    """One recorded agent run turned into an hb-events trace, before it is stored.
+
+    ``label`` is the recording's own success label (True pass, False fail) or None when the
+    format has none; ``source_id`` is the id a labels file uses for this run.
+    """
+
+    task_id: str
+    trial_index: int
+    events: list[EventBase]
+    label: bool | None
+    source_id: str
+    source_file: str
+    response_text: str | None = None
+    status: str = "ok"
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tool_calls(self) -> int:
+        """Tool calls that ran (a start or an end on record)."""
+        return len(
+            {getattr(e, "call_id", None) for e in self.events if e.kind in _TOOL_KINDS}  # type: ignore[attr-defined]
+        )
+
+    @property
+    def tool_errors(self) -> int:
+        """Tool calls that ended in an error."""
+        return sum(
+            1
+            for e in self.events
+            if e.kind == "tool_error" or (e.kind == "tool_end" and e.status == "error")  # type: ignore[attr-defined]
+        )
+
+    @property
+    def model_calls(self) -> int:
+        """Model replies on record."""
+        return sum(1 for e in self.events if e.kind == "model_end")  # type: ignore[attr-defined]
+
+
+_TOOL_KINDS = frozenset({"tool_start", "tool_end", "tool_error"})
+
+
+@dataclass
+class Skipped:
+    """Something a recording holds that the import left out, and why."""
+
+    file: str
+    what: str
+    reason: str
+    count: int = 1
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"file": self.file, "what": self.what, "reason": self.reason, "count": self.count}
+
+
+def parse_args(raw: Any, *, path: str, line: int | None, field: str) -> dict[str, Any]:
+    """Tool-call arguments as a dict: a JSON object given as text or as an object."""
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            # Models do emit broken argument text; keep it rather than refuse the recording.
+            return {"_raw": raw}
+        return dict(value) if isinstance(value, Mapping) else {"_value": value}
+    raise ImportRefused(
+        path, f"expected a JSON object or string, got {type(raw).__name__}", line=line, field=field
+    )
+
+
+def text_of(content: Any) -> str:
+    """Plain text of a message content: a string, or the text parts of a list of blocks."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, Mapping) and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+        return "\n".join(parts)
+    return json.dumps(content, ensure_ascii=False, default=str)
+
+
+class TraceBuilder:
+    """Builds one trial's events in order, giving every tool call a unique id.
+
+    Recordings reuse tool-call ids (a model may repeat one); hb-events link a call's start, end
+    and issuing reply by id, so a repeated id gets a ``#n`` suffix and keeps the original in
+    ``attrs["source_call_id"]``.
+    """
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.events: list[EventBase] = []
+        self._model_calls = 0
+        self._seen_ids: dict[str, int] = {}
+        self._open: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}
+        self._pending_messages: list[ChatMessage] = []
+        self._spans = 0
+
+    # -------------------------------------------------------------- helpers
+    def _add(self, event: EventBase) -> None:
+        self.events.append(event)
+
+    def _unique(self, call_id: str) -> str:
+        n = self._seen_ids.get(call_id, 0) + 1
+        self._seen_ids[call_id] = n
+        return call_id if n == 1 else f"{call_id}#{n}"
+
+    # -------------------------------------------------------------- events
+    def run_start(self, *, task_id: str, trial: int, input: Any, ts: float | None = None) -> None:
+        """The run's start, with the task and the agent's input."""
+        self._add(
+            RunStart(
+                run_id=self.run_id,
+                seq=len(self.events),
+                ts=ts,
+                task_id=task_id,
+                trial=trial,
+                framework="import",
+                input=input,
+            )
+        )
+
+    def message(self, role: str, content: str, tool_call_id: str | None = None) -> None:
+        """A message the next model call reads (user text, a tool result, a system prompt)."""
+        self._pending_messages.append(
+            ChatMessage(role=role, content=content, tool_call_id=tool_call_id)
+        )
+
+    def model_call(
+        self,
+        *,
+        text: str | None,
+        tool_calls: list[tuple[str | None, str, dict[str, Any]]],
+        reasoning: str | None = None,
+        model: str | None = None,
+        usage: tuple[int | None, int | None] | None = None,
+        error: str | None = None,
+        ts: float | None = None,
+        attrs: dict[str, Any] | None = None,
+    ) -> list[str]:
+        """One model reply (start and end); returns the ids given to its tool calls."""
+        self._model_calls += 1
+        call_id = f"m{self._model_calls}"
+        self._add(
+            ModelStart(
+                run_id=self.run_id,
+                seq=len(self.events),
+                ts=ts,
+                call_id=call_id,
+                model=model,
+                messages=self._pending_messages,
+            )
+        )
+        self._pending_messages = []
+        ids: list[str] = []
+        calls: list[ToolCall] = []
+        for i, (raw_id, name, args) in enumerate(tool_calls):
+            source_id = raw_id or f"{call_id}-t{i + 1}"
+            unique = self._unique(source_id)
+            ids.append(unique)
+            calls.append(ToolCall(id=unique, name=name, args=args))
+            self._open.setdefault(source_id, []).append((unique, name, args))
+        u = None
+        if usage is not None and (usage[0] is not None or usage[1] is not None):
+            u = Usage(input_tokens=usage[0], output_tokens=usage[1])
+        self._add(
+            ModelEnd(
+                run_id=self.run_id,
+                seq=len(self.events),
+                ts=ts,
+                call_id=call_id,
+                text=text or None,
+                reasoning=reasoning or None,
+                tool_calls=calls,
+                usage=u,
+                error=error,
+                attrs=dict(attrs or {}),
+            )
+        )
+        return ids
+
+    def tool_result(
+        self,
+        *,
+        call_id: str | None,
+        name: str | None,
+        result: str,
+        is_error: bool,
+        error_type: str | None = None,
+        ts: float | None = None,
+        attrs: dict[str, Any] | None = None,
+    ) -> str:
+        """A tool call's start and its end (or error), matched to the reply that issued it.
+
+        A result whose id no reply issued still becomes a call (with empty arguments and no
+        issuing reply, so it counts as not traceable). Returns the call's unique id.
+        """
+        queue = self._open.get(call_id or "", [])
+        extra: dict[str, Any] = dict(attrs or {})
+        if queue:
+            unique, issued_name, args = queue.pop(0)
+            tool = name or issued_name
+        else:
+            unique = self._unique(call_id or f"orphan{len(self.events)}")
+            tool, args = name or "unknown", {}
+            extra["unmatched"] = True
+        if unique != call_id and call_id is not None:
+            extra["source_call_id"] = call_id
+        self._add(
+            ToolStart(
+                run_id=self.run_id,
+                seq=len(self.events),
+                ts=ts,
+                call_id=unique,
+                tool=tool,
+                args=args,
+                attrs=extra,
+            )
+        )
+        if is_error:
+            self._add(
+                ToolError(
+                    run_id=self.run_id,
+                    seq=len(self.events),
+                    ts=ts,
+                    call_id=unique,
+                    tool=tool,
+                    error=result,
+                    error_type=error_type,
+                    attrs=extra,
+                )
+            )
+        else:
+            self._add(
+                ToolEnd(
+                    run_id=self.run_id,
+                    seq=len(self.events),
+                    ts=ts,
+                    call_id=unique,
+                    tool=tool,
+                    result=result,
+                    attrs=extra,
+                )
+            )
+        self.message("tool", result, tool_call_id=unique)
+        return unique
+
+    def span(self, name: str, attrs: dict[str, Any], ts: float | None = None) -> None:
+        """A recorded event that is neither a model nor a tool call (a compaction, a note)."""
+        self._spans += 1
+        span_id = f"{name}-{self._spans}"
+        self._add(
+            SpanStart(
+                run_id=self.run_id,
+                seq=len(self.events),
+                ts=ts,
+                span_id=span_id,
+                scope="task",
+                name=name,
+                attrs=attrs,
+            )
+        )
+        self._add(
+            SpanEnd(
+                run_id=self.run_id,
+                seq=len(self.events),
+                ts=ts,
+                span_id=span_id,
+                scope="task",
+                name=name,
+            )
+        )
+
+    def unanswered_calls(self) -> list[tuple[str, str]]:
+        """Calls a reply issued that no result answered: (id, tool)."""
+        return [(u, n) for queue in self._open.values() for (u, n, _) in queue]
+
+    def run_end(
+        self,
+        *,
+        status: str = "ok",
+        output: Any = None,
+        error: str | None = None,
+        ts: float | None = None,
+    ) -> None:
+        """The run's end."""
+        self._add(
+            RunEnd(
+                run_id=self.run_id,
+                seq=len(self.events),
+                ts=ts,
+                status=status,  # type: ignore[arg-type]
+                output=output,
+                error=error,
+            )
+        )
