@@ -63,23 +63,25 @@ class ImportedTrial:
     @property
     def tool_calls(self) -> int:
         """Tool calls that ran (a start or an end on record)."""
-        return len(
-            {getattr(e, "call_id", None) for e in self.events if e.kind in _TOOL_KINDS}  # type: ignore[attr-defined]
-        )
+        ids = {getattr(e, "call_id", None) for e in self.events if e.kind in _TOOL_KINDS}  # type: ignore[attr-defined]
+        return len(ids)
 
     @property
     def tool_errors(self) -> int:
         """Tool calls that ended in an error."""
-        return sum(
-            1
-            for e in self.events
-            if e.kind == "tool_error" or (e.kind == "tool_end" and e.status == "error")  # type: ignore[attr-defined]
-        )
+        n = 0
+        for e in self.events:
+            kind = getattr(e, "kind", None)
+            if kind == "tool_error" or (
+                kind == "tool_end" and getattr(e, "status", None) == "error"
+            ):
+                n += 1
+        return n
 
     @property
     def model_calls(self) -> int:
         """Model replies on record."""
-        return sum(1 for e in self.events if e.kind == "model_end")  # type: ignore[attr-defined]
+        return sum(1 for e in self.events if getattr(e, "kind", None) == "model_end")
 
 
 _TOOL_KINDS = frozenset({"tool_start", "tool_end", "tool_error"})
@@ -244,20 +246,29 @@ class TraceBuilder:
         error_type: str | None = None,
         ts: float | None = None,
         attrs: dict[str, Any] | None = None,
+        match_by_name: bool = False,
+        args: dict[str, Any] | None = None,
     ) -> str:
         """A tool call's start and its end (or error), matched to the reply that issued it.
 
-        A result whose id no reply issued still becomes a call (with empty arguments and no
-        issuing reply, so it counts as not traceable). Returns the call's unique id.
+        Matched by call id; with ``match_by_name``, a result without a known id takes the
+        oldest open call of the same tool. A result no reply issued still becomes a call (with
+        ``args``, and no issuing reply, so it counts as not traceable). Returns the call's id.
         """
-        queue = self._open.get(call_id or "", [])
+        key = call_id or ""
+        if not self._open.get(key) and match_by_name and name:
+            key = next(
+                (k for k, q in self._open.items() if q and q[0][1] == name),
+                key,
+            )
+        queue = self._open.get(key, [])
         extra: dict[str, Any] = dict(attrs or {})
         if queue:
-            unique, issued_name, args = queue.pop(0)
+            unique, issued_name, issued_args = queue.pop(0)
             tool = name or issued_name
         else:
             unique = self._unique(call_id or f"orphan{len(self.events)}")
-            tool, args = name or "unknown", {}
+            tool, issued_args = name or "unknown", dict(args or {})
             extra["unmatched"] = True
         if unique != call_id and call_id is not None:
             extra["source_call_id"] = call_id
@@ -268,7 +279,7 @@ class TraceBuilder:
                 ts=ts,
                 call_id=unique,
                 tool=tool,
-                args=args,
+                args=issued_args,
                 attrs=extra,
             )
         )

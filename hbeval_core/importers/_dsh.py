@@ -188,7 +188,8 @@ def read(
                     )
                     calls.append((block["id"], block["name"], args))
                     issued[block["id"]] = block["name"]
-            usage = data_.get("usage") if isinstance(data_.get("usage"), Mapping) else {}
+            raw_usage = data_.get("usage")
+            usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, Mapping) else {}
             msg = data_.get("message")
             src = msg.get("source") if isinstance(msg, Mapping) else None
             text = "\n".join(t for t in texts if t)

@@ -269,7 +269,8 @@ def read(
                         field=f"message.content[{k}].arguments",
                     )
                     calls.append((block["id"], block["name"], args))
-            usage = msg.get("usage") if isinstance(msg.get("usage"), Mapping) else {}
+            raw_usage = msg.get("usage")
+            usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, Mapping) else {}
             tin, tout = usage.get("input"), usage.get("output")
             stop = msg.get("stopReason")
             error = msg.get("errorMessage") if stop in ("error", "aborted") else None
