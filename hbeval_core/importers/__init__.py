@@ -40,6 +40,7 @@ _MODULES: dict[str, str] = {
     "tau-bench": "._tau_bench",
     "pi": "._pi",
     "dsh": "._dsh",
+    "otlp-json": "._otlp",
 }
 FORMATS: tuple[str, ...] = tuple(_MODULES)
 """Formats ``import`` reads (besides ``auto``)."""

@@ -150,7 +150,9 @@ class TraceBuilder:
         self._model_calls = 0
         self._seen_ids: dict[str, int] = {}
         self._open: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}
-        self._pending_messages: list[ChatMessage] = []
+        # Messages for the next model call, built when that call comes (most tool results of a
+        # long trace are read by one later call; building them eagerly costs for nothing).
+        self._pending_messages: list[tuple[str, str, str | None]] = []
         self._spans = 0
 
     # -------------------------------------------------------------- helpers
@@ -179,9 +181,7 @@ class TraceBuilder:
 
     def message(self, role: str, content: str, tool_call_id: str | None = None) -> None:
         """A message the next model call reads (user text, a tool result, a system prompt)."""
-        self._pending_messages.append(
-            ChatMessage(role=role, content=content, tool_call_id=tool_call_id)
-        )
+        self._pending_messages.append((role, content, tool_call_id))
 
     def model_call(
         self,
@@ -205,7 +205,10 @@ class TraceBuilder:
                 ts=ts,
                 call_id=call_id,
                 model=model,
-                messages=self._pending_messages,
+                messages=[
+                    ChatMessage(role=r, content=c, tool_call_id=t)
+                    for r, c, t in self._pending_messages
+                ],
             )
         )
         self._pending_messages = []

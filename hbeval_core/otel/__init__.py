@@ -1,0 +1,66 @@
+"""Live capture from OpenTelemetry: GenAI / OpenInference spans become hb-events and live metrics.
+
+Enable it in one line (needs the ``[otel]`` extra, ``opentelemetry-sdk``)::
+
+    import hbeval_core.otel
+
+    processor = hbeval_core.otel.instrument()   # attaches to the global tracer provider
+    ...                                          # run the instrumented agent
+    for trace_id, capture in processor.traces.items():
+        print(trace_id, capture.monitor.metrics)
+
+Any instrumentation that emits OTel GenAI spans (``gen_ai.operation.name``) or OpenInference
+spans (``openinference.span.kind``) feeds it; how spans map to events is in
+``hbeval_core.importers._spans``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ._processor import HBEvalSpanProcessor, TraceCapture, span_data
+
+__all__ = ["HBEvalSpanProcessor", "TraceCapture", "instrument", "span_data", "uninstrument"]
+
+_lock = threading.Lock()
+_installed: dict[int, tuple[Any, HBEvalSpanProcessor]] = {}
+
+
+def instrument(tracer_provider: Any = None, **kwargs: Any) -> HBEvalSpanProcessor:
+    """Attach an :class:`HBEvalSpanProcessor` to ``tracer_provider`` and return it. Idempotent.
+
+    Without a provider, the global one is used; when that is not an SDK provider (nothing set
+    one up yet), an SDK ``TracerProvider`` is created and made global. ``kwargs`` go to the
+    processor (``monitor_factory``, ``on_event``, ``on_trace_end``, ``max_queue``, ...).
+    """
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    with _lock:
+        provider = tracer_provider
+        if provider is None:
+            provider = trace.get_tracer_provider()
+            if not isinstance(provider, TracerProvider):
+                provider = TracerProvider()
+                trace.set_tracer_provider(provider)
+        key = id(provider)
+        if key in _installed:
+            return _installed[key][1]
+        processor = HBEvalSpanProcessor(**kwargs)
+        provider.add_span_processor(processor)
+        _installed[key] = (provider, processor)
+        return processor
+
+
+def uninstrument(tracer_provider: Any = None) -> None:
+    """Stop the processor ``instrument`` attached (to this provider, or to every provider).
+
+    The SDK cannot remove a span processor; a stopped one ignores further spans.
+    """
+    with _lock:
+        keys = list(_installed) if tracer_provider is None else [id(tracer_provider)]
+        for key in keys:
+            entry = _installed.pop(key, None)
+            if entry is not None:
+                entry[1].shutdown()
