@@ -3,11 +3,12 @@
 1. **Import** of ``../shared/corpora/tau-bench/gpt-4o-airline.json`` (200 runs), in two parts:
    reading (JSON to hb-events) and the whole import (reading, scoring every trial, building the
    report, writing a fresh SQLite store). Printed: median seconds, runs/s and events/s.
-2. **Span processor**: the host thread's cost of one ``execute_tool`` span (GenAI attributes)
-   under an SDK ``TracerProvider`` with a no-op processor, and with ``HBEvalSpanProcessor``
-   (whose host-side work is one queue put; the mapping and the live monitor run on its worker).
-   Interleaved rounds; median µs per span, the difference, and the worker's own time per span
-   (draining the queue after the round).
+2. **Span processor**: the cost of one ``execute_tool`` span (GenAI attributes) under an SDK
+   ``TracerProvider`` with a no-op processor, and with ``HBEvalSpanProcessor`` (whose host-side
+   work is one append; the mapping and the live monitor run on its worker). Interleaved
+   rounds; medians of wall time on the host thread and of process CPU time (every thread,
+   the worker's drain included), per span, and their differences. Threads share the GIL, so
+   the worker's CPU shows up in the host's wall time too.
 
     .venv/bin/python benchmarks/bench_recordings.py [--rounds 5] [--spans 2000]
 """
@@ -88,33 +89,30 @@ def _spans(provider: TracerProvider, n: int) -> float:
 
 
 def bench_processor(rounds: int, n: int) -> None:
-    results: dict[str, list[float]] = {"no-op processor": [], "HBEvalSpanProcessor": []}
-    drains: list[float] = []
+    names = ("no-op processor", "HBEvalSpanProcessor")
+    wall: dict[str, list[float]] = {k: [] for k in names}
+    cpu: dict[str, list[float]] = {k: [] for k in names}
     for r in range(rounds):
-        order = list(results) if r % 2 == 0 else list(reversed(results))
-        for name in order:
+        for name in names if r % 2 == 0 else tuple(reversed(names)):
             provider = TracerProvider()
-            proc: Any = (
-                NoOp() if name == "no-op processor" else HBEvalSpanProcessor(max_queue=n + 10)
-            )
+            proc: Any = NoOp() if name == names[0] else HBEvalSpanProcessor(max_queue=n + 10)
             provider.add_span_processor(proc)
-            elapsed = _spans(provider, n)
-            results[name].append(elapsed / (n + 1) * 1e6)
+            c0 = time.process_time()
+            wall[name].append(_spans(provider, n) / (n + 1) * 1e6)
             if isinstance(proc, HBEvalSpanProcessor):
-                t0 = time.perf_counter()
-                proc.force_flush()
-                drains.append((time.perf_counter() - t0) / (n + 1) * 1e6)
-                assert proc.dropped == 0
+                assert proc.force_flush(60_000) and proc.dropped == 0
+                assert proc.traces and next(iter(proc.traces.values())).tool_calls == n
+            # CPU of every thread of the process: the host's spans plus the worker's mapping.
+            cpu[name].append((time.process_time() - c0) / (n + 1) * 1e6)
             provider.shutdown()
-    print(f"span processor, {n} execute_tool spans per round, {rounds} rounds (host thread)")
-    base = statistics.median(results["no-op processor"])
-    for name, values in results.items():
-        med = statistics.median(values)
-        extra = "" if name == "no-op processor" else f"  (+{med - base:.1f} µs per span)"
-        print(f"  {name:<20} {med:7.1f} µs per span{extra}")
-    print(
-        f"  worker, after the round: {statistics.median(drains):.1f} µs per span (off the host thread)"
-    )
+    print(f"span processor: {n} execute_tool spans per round, {rounds} rounds")
+    print(f"  {'':<20} {'wall, host thread':>18} {'CPU, all threads':>18}")
+    for name in names:
+        w, c = statistics.median(wall[name]), statistics.median(cpu[name])
+        print(f"  {name:<20} {w:13.1f} µs {c:13.1f} µs  per span")
+    dw = statistics.median(wall[names[1]]) - statistics.median(wall[names[0]])
+    dc = statistics.median(cpu[names[1]]) - statistics.median(cpu[names[0]])
+    print(f"  {'difference':<20} {dw:+13.1f} µs {dc:+13.1f} µs  per span")
 
 
 def main() -> None:

@@ -193,12 +193,18 @@ def test_pi_sessions_import_with_their_tool_results_and_compactions(
     db = tmp_path / "hb.db"
     out = imported(db, "pi", str(path))
     assert (out["tool_calls"], out["tool_errors"]) == expected[:2]
-    prompts = sum(
-        1
-        for line in path.read_text(encoding="utf-8").splitlines()
-        if json.loads(line).get("message", {}).get("role") == "user"
-    )
-    assert out["trials"] == prompts and out["labelled"] is False
+    # One run per prompt the agent answered (a model reply or a tool call before the next one).
+    answered: list[bool] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        role = json.loads(line).get("message", {}).get("role")
+        if role == "user":
+            answered.append(False)
+        elif role in ("assistant", "toolResult") and answered:
+            answered[-1] = True
+    assert out["trials"] == sum(answered) and out["labelled"] is False
+    unanswered = len(answered) - sum(answered)
+    empty = [s for s in out["skipped"] if s["what"] == "runs with no model or tool call"]
+    assert (empty[0]["count"] if empty else 0) == unanswered
     store = open_store(str(db))
     try:
         spans = [e for e in store.iter_events(out["run_id"]) if e.kind == "span_start"]
@@ -347,13 +353,18 @@ def test_all_dsh_sessions_import_with_calls_matched_to_results(tmp_path: Path) -
 
     files = _dsh_files()
     assert len(files) == 139
-    results = 0
+    results = idle = 0
     for f in files:
-        for line in Path(f).read_text(encoding="utf-8").splitlines()[1:]:
-            results += json.loads(line)["type"] == "tool/result"
+        kinds = [json.loads(x)["type"] for x in Path(f).read_text(encoding="utf-8").splitlines()]
+        results += kinds.count("tool/result")
+        idle += not ({"assistant/message", "tool/call", "tool/result"} & set(kinds))
     db = tmp_path / "hb.db"
     out = imported(db, "dsh", str(DSH))
-    assert out["trials"] == 139 and len(out["files"]) == 139
+    # Every log is read (and fingerprinted); a session in which the agent never acted (slash
+    # commands, UI snapshots) has nothing to score and is listed as skipped.
+    assert len(out["files"]) == 139 and out["trials"] == 139 - idle
+    empty = [s for s in out["skipped"] if s["what"] == "runs with no model or tool call"]
+    assert idle > 0 and empty[0]["count"] == idle
     assert out["tool_calls"] == results
     assert not [s for s in out["skipped"] if s["reason"].endswith(("answered it", "issued it"))]
     store = open_store(str(db))
@@ -389,3 +400,14 @@ def test_dsh_zstd_concatenated_frames_read_like_the_plain_file(tmp_path: Path) -
         dump_event(e).replace(str(packed), "F") for e in b.events
     ]
     assert a.tool_calls > 0
+
+
+def test_auto_on_a_folder_takes_only_recordings_and_names_a_bad_format(tmp_path: Path) -> None:
+    from hbeval_core.importers import read_trials
+
+    trials = read_trials("auto", [DSH])
+    assert len({t.source_file for t in trials}) == len(_dsh_files())  # no *.expected.jsonl
+    proc = hb("import", "nosuch", str(tmp_path / "missing"), "--db", str(tmp_path / "d.db"))
+    assert proc.exit_code == 2 and "unknown format" in proc.stderr
+    mixed = hb("import", "auto", str(TAU), str(PI_LARGE), "--db", str(tmp_path / "d.db"))
+    assert mixed.exit_code == 2 and "different formats" in mixed.stderr

@@ -77,9 +77,22 @@ def _tools() -> list[Any]:
     ]
 
 
+@pytest.fixture(autouse=True)
+def _sdk_enabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    # CrewAI's offline environment (set by other tests in this process) disables the SDK,
+    # which then records nothing; these tests need it on.
+    monkeypatch.delenv("OTEL_SDK_DISABLED", raising=False)
+
+
 @pytest.fixture(scope="module")
-def traced() -> dict[str, Any]:
+def traced() -> Any:
     """Every script run once, watched by the callback handler and by OpenInference spans."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("OTEL_SDK_DISABLED", raising=False)
+        yield _trace_scripts()
+
+
+def _trace_scripts() -> dict[str, Any]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))

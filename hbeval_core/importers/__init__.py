@@ -58,7 +58,11 @@ def _module(fmt: str) -> Any:
 
 
 def _expand(paths: Sequence[str | Path], fmt: str | None) -> list[Path]:
-    """Files named, and the recording files inside folders named (sorted, for a stable order)."""
+    """Files named, and the recording files inside folders named (sorted, for a stable order).
+
+    Inside a folder, a named format takes the files its reader wants; ``auto`` (``fmt`` None)
+    takes the files some reader wants whose first bytes some format recognises.
+    """
     out: list[Path] = []
     for raw in paths:
         p = Path(raw)
@@ -67,11 +71,13 @@ def _expand(paths: Sequence[str | Path], fmt: str | None) -> list[Path]:
             for f in sorted(p.rglob("*")):
                 if not f.is_file():
                     continue
-                if fmt is None:
-                    if any(_module(name).wants(f) for name in FORMATS):
+                if fmt is not None:
+                    if _module(fmt).wants(f):
                         found.append(f)
-                elif _module(fmt).wants(f):
-                    found.append(f)
+                else:
+                    name = _sniffed(f)
+                    if name is not None and _module(name).wants(f):
+                        found.append(f)
             if not found:
                 raise ImportRefused(str(p), "no recording file found in this folder")
             out.extend(found)
@@ -80,6 +86,15 @@ def _expand(paths: Sequence[str | Path], fmt: str | None) -> list[Path]:
         else:
             raise ImportRefused(str(p), "no such file or folder")
     return out
+
+
+def _sniffed(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(65536)
+    except OSError:
+        return None
+    return next((n for n in FORMATS if _module(n).sniff(head, str(path))), None)
 
 
 def detect_format(source: SourceFile) -> str:
@@ -96,10 +111,11 @@ def detect_format(source: SourceFile) -> str:
 
 
 def _load(fmt: str, paths: Sequence[str | Path]) -> tuple[str, list[SourceFile]]:
+    if fmt != "auto":
+        _module(fmt)  # an unknown format is refused before any file is read
     files = _expand(paths, None if fmt == "auto" else fmt)
     sources = [read_source(f) for f in files]
     if fmt != "auto":
-        _module(fmt)
         return fmt, sources
     found = {s.path: detect_format(s) for s in sources}
     kinds = sorted(set(found.values()))

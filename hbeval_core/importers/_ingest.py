@@ -284,7 +284,8 @@ def _withhold_pass_figures(report: dict[str, Any], reason: str) -> None:
     from ..scoring._battery import _verdict_section
 
     def rate_block(block: dict[str, Any]) -> None:
-        block.update(passed=0, rate=None, interval=None)
+        # No trial entered a pass rate: n counts the trials that did (none), not those imported.
+        block.update(n=0, passed=0, rate=None, interval=None)
         block["undefined"] = {"rate": reason, "interval": reason}
 
     def k_block(block: dict[str, Any]) -> None:
@@ -390,7 +391,13 @@ def ingest(
 
     trials: list[ImportedTrial] = []
     for src in sources:
-        trials.extend(reader(src.path, src.data, run_id_of, skipped))
+        for t in reader(src.path, src.data, run_id_of, skipped):
+            if t.model_calls or t.tool_calls:
+                trials.append(t)
+            else:  # a prompt nobody answered (interrupted, or followed by another prompt)
+                skipped.append(
+                    Skipped(src.path, "runs with no model or tool call", "nothing to score")
+                )
     if labels:
         apply_labels(trials, labels, labels_file or "labels")
     if not trials:
