@@ -62,7 +62,7 @@ from ._security import (
 )
 from ._signals import FAILURE_PATTERN, REFUSAL_PATTERN, Signals, compute_signals
 from ._trace import Evidence, FaultRecord, TraceFacts, analyse_trace, assess_evidence
-from ._verdict import METHODOLOGIES, TrialVerdict, score_trial
+from ._verdict import METHODOLOGIES, TraceFigures, TrialVerdict, score_trial, trace_figures
 
 __all__ = [
     "BEHAVIOURAL_KEYS",
@@ -90,6 +90,7 @@ __all__ = [
     "Signals",
     "TextScore",
     "TraceFacts",
+    "TraceFigures",
     "TrialVerdict",
     "VerdictCheck",
     "analyse_trace",
@@ -121,4 +122,5 @@ __all__ = [
     "security_gate",
     "strip_volatile",
     "success_a",
+    "trace_figures",
 ]
