@@ -281,11 +281,10 @@ def _trial_dict(
 
 def _withhold_pass_figures(report: dict[str, Any], reason: str) -> None:
     """Make every figure that needs a success label undefined with ``reason`` (in place)."""
-    from ..scoring._battery import _verdict_section
+    from ..scoring import decide_verdict
 
     def rate_block(block: dict[str, Any]) -> None:
-        # No trial entered a pass rate: n counts the trials that did (none), not those imported.
-        block.update(n=0, passed=0, rate=None, interval=None)
+        block.update(passed=0, rate=None, interval=None)
         block["undefined"] = {"rate": reason, "interval": reason}
 
     def k_block(block: dict[str, Any]) -> None:
@@ -338,12 +337,12 @@ def _withhold_pass_figures(report: dict[str, Any], reason: str) -> None:
     for t in report["trials"]:
         t["outcome"] = None
         t["severity"] = None
-    scored = [{"verdict": t["verdict"]} for t in report["trials"]]
-    verdict, reasons, unmeasured = _verdict_section(
-        report["metrics"], report["undefined"], scored, report["thresholds"]
-    )
+    decision = decide_verdict(report)
+    verdict, reasons = decision.verdict, list(decision.reasons)
     report["verdict"], report["verdict_reasons"] = verdict, reasons
-    report["unmeasured_metrics"] = unmeasured
+    report["unmeasured_metrics"] = list(decision.unmeasured)
+    if "verdict_fix" in report:
+        report["verdict_fix"] = decision.fix
     figures = ", ".join(
         f"{m.upper()} undefined ({report['undefined'].get(m, NOT_MEASURED)})"
         if report["metrics"].get(m) is None

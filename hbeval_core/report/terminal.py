@@ -230,7 +230,9 @@ def summary_table(report: Mapping[str, Any]) -> Table:
         "pass rate",
         _value(rate.get("rate"), (rate.get("undefined") or {}).get("rate")),
         _interval(rate.get("interval")),
-        f"{rate.get('passed')}/{rate.get('n')} scored trials",
+        f"{rate.get('passed')}/{rate.get('n')} scored trials"
+        if rate.get("rate") is not None
+        else f"{rate.get('n')} trials, none with a pass or fail",
     )
     gap = report.get("reliability_gap") or {}
     gap_undefined = gap.get("undefined") or {}
