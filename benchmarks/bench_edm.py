@@ -117,7 +117,7 @@ def episode(rng: random.Random, i: int) -> dict[str, Any]:
         "measurement_fingerprint": "0123456789abcdef",
         "battery_fingerprint": "ce481b32763df1ca",
         "metric_versions": {"pei": "2.0", "frr": "1.0", "irs": "2.0", "ti": "1.0"},
-        "scoring_version": "hbeval-scoring/1",
+        "scoring_version": "hbeval-scoring/2",
     }
 
 

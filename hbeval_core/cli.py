@@ -126,58 +126,73 @@ def score(
     ] = None,
 ) -> None:
     """Live metrics, breaches and halts of a recorded trace."""
-    from .events import EventFormatError, read_events
-    from .monitor import Monitor
+    from .events import EventFormatError
 
-    try:
-        policy = parse_halt(halt_policy) if halt_policy else None
-        monitor = Monitor(pei_version=pei_version, halt_policy=policy)
-    except ValueError as exc:
-        raise _fail(str(exc)) from None
     if str(events) != "-" and not events.is_file():
         raise _fail(
             f"EVENTS {str(events)!r}: no such file; pass a JSONL file of hb-events/1 events"
         )
-
-    rows: list[dict[str, Any]] = []
-    keep_rows = steps is not False
-    halted_at: int | None = None
     try:
         source = sys.stdin if str(events) == "-" else events
-        for ev in read_events(source):
-            step = monitor.observe(ev)
-            if step is None:
-                continue
-            if monitor.halted and halted_at is None:
-                halted_at = step.index
-            if keep_rows:
-                rows.append(
-                    {
-                        "step": step.index + 1,
-                        "action": step.action,
-                        "metrics": monitor.metrics,
-                        "undefined": monitor.undefined,
-                    }
-                )
-                if steps is None and len(rows) > _TABLE_LIMIT:
-                    keep_rows = False
-                    rows = []
-    except EventFormatError as exc:
-        raise _fail(f"{events}: {exc}") from None
+        doc = score_trace(
+            source, label=str(events), pei_version=pei_version, halt_policy=halt_policy, steps=steps
+        )
+    except ValueError as exc:
+        message = str(exc) if not isinstance(exc, EventFormatError) else f"{events}: {exc}"
+        raise _fail(message) from None
     except OSError as exc:
         raise _fail(f"{events}: {exc}") from None
 
-    summary = monitor.summary()
     if as_json:
-        doc: dict[str, Any] = {"source": str(events), **summary}
-        if keep_rows:
-            doc["steps"] = rows
         typer.echo(json.dumps(doc, indent=2, allow_nan=False))
     else:
-        _print_score(summary, rows if keep_rows else None)
-    if monitor.step_count == 0:
+        summary = {k: v for k, v in doc.items() if k not in ("source", "steps")}
+        _print_score(summary, doc.get("steps"))
+    if doc["step_count"] == 0:
         _err("no steps in the trace: every metric is undefined (no_steps)")
         raise typer.Exit(EXIT_INSUFFICIENT)
+
+
+def score_trace(
+    source: Any,
+    *,
+    label: str,
+    pei_version: str = PEI_V2,
+    halt_policy: str | None = None,
+    steps: bool | None = None,
+) -> dict[str, Any]:
+    """The ``hbeval score --json`` document of an hb-events/1 stream (path or open text file).
+
+    ``label`` is shown as ``source``; ``steps`` None keeps the per-step rows only for traces of
+    at most 100 steps. Raises ValueError naming the option (``--halt-policy``, PEI version) or,
+    as ``EventFormatError``, the event line at fault.
+    """
+    from .events import read_events
+    from .monitor import Monitor
+
+    policy = parse_halt(halt_policy) if halt_policy else None
+    monitor = Monitor(pei_version=pei_version, halt_policy=policy)
+    rows: list[dict[str, Any]] = []
+    keep_rows = steps is not False
+    for ev in read_events(source):
+        step = monitor.observe(ev)
+        if step is None or not keep_rows:
+            continue
+        rows.append(
+            {
+                "step": step.index + 1,
+                "action": step.action,
+                "metrics": monitor.metrics,
+                "undefined": monitor.undefined,
+            }
+        )
+        if steps is None and len(rows) > _TABLE_LIMIT:
+            keep_rows = False
+            rows = []
+    doc: dict[str, Any] = {"source": label, **monitor.summary()}
+    if keep_rows:
+        doc["steps"] = rows
+    return doc
 
 
 def _print_score(summary: dict[str, Any], rows: list[dict[str, Any]] | None) -> None:
@@ -256,7 +271,10 @@ def runs_list(
         store = open_store(db)
     except ValueError as exc:
         raise _fail(str(exc)) from None
-    runs = [_as_plain(r) for r in store.list_runs(agent_id=agent_id)]
+    try:
+        runs = runs_document(store, agent_id)["runs"]
+    finally:
+        store.close()
     if as_json:
         typer.echo(json.dumps({"runs": runs}, indent=2, default=str))
         return
@@ -272,6 +290,11 @@ def runs_list(
     for r in runs:
         table.add_row(*(_cell(c, r.get(c)) for c in columns))
     console().print(table)
+
+
+def runs_document(store: Any, agent_id: str | None = None) -> dict[str, Any]:
+    """``hbeval runs list --json``'s document: ``{"runs": [run record, ...]}``, newest first."""
+    return {"runs": [_as_plain(r) for r in store.list_runs(agent_id=agent_id)]}
 
 
 def _cell(column: str, value: Any) -> str:
@@ -325,6 +348,16 @@ def _mount_report_commands() -> None:
 
 
 _mount_report_commands()
+
+
+def _mount_mcp_command() -> None:
+    """``hbeval mcp``; the MCP SDK itself is imported only when the command runs."""
+    from .mcp_server.cli import mcp_cmd
+
+    app.command("mcp")(mcp_cmd)
+
+
+_mount_mcp_command()
 
 
 def main() -> None:

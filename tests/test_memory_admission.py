@@ -34,7 +34,7 @@ def episode(**over: Any) -> dict[str, Any]:
         "measurement_fingerprint": "0123456789abcdef",
         "battery_fingerprint": "ce481b32763df1ca",
         "metric_versions": {"pei": "2.0", "ti": "1.0"},
-        "scoring_version": "hbeval-scoring/1",
+        "scoring_version": "hbeval-scoring/2",
     }
     for key, value in over.items():
         if key in ("pei", "frr", "irs", "ti"):
@@ -193,7 +193,7 @@ def test_stored_episode_keeps_what_produced_it(edm: EDM) -> None:
     assert rec["evidence"]["level"] == "E2" and rec["evidence"]["completeness"] == 1.0
     assert rec["summary"].startswith("lookup_order")
     assert rec["metric_versions"] == {"pei": "2.0", "ti": "1.0"}
-    assert rec["scoring_version"] == "hbeval-scoring/1"
+    assert rec["scoring_version"] == "hbeval-scoring/2"
     assert rec["created_at"].endswith("Z")
     assert rec["undefined"] == {"frr": "no_fault_observed", "irs": "no_fault_observed"}
 
@@ -295,7 +295,7 @@ def test_accepts_a_scored_verdict_dict_merged_with_ids(edm: EDM) -> None:
             "claims_unsupported": [],
         },
         "forbidden_tools_run": [],
-        "scoring_version": "hbeval-scoring/1",
+        "scoring_version": "hbeval-scoring/2",
         "signals": {"s1": True},  # ignored
     }
     d = edm.admit(

@@ -585,7 +585,7 @@ def test_verdict_dict_is_deterministic_and_json_ready() -> None:
     b = score_trial(ORDER_TASK, Scn(), result(careful_recovery())).as_dict()
     assert a == b
     assert json.loads(json.dumps(a)) == a
-    assert a["scoring_version"] == "hbeval-scoring/1"
+    assert a["scoring_version"] == "hbeval-scoring/2"
 
 
 def test_parallel_call_from_the_same_reply_is_not_the_next_action() -> None:

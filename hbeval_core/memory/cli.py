@@ -68,26 +68,38 @@ def _check_agent(agent_id: str) -> str:
 def _open(db: str | None, *, write: bool = False, embedder: str = "hash") -> Iterator[EDM]:
     """Open EDM for a command; an absent file is an empty in-memory EDM unless writing."""
     try:
-        path = resolve_db(db)
-    except DBLocationError as exc:
-        raise _fail(f"--db: {exc}") from None
-    factory = _EMBEDDERS.get(embedder)
-    if factory is None:
-        raise _fail(f"--embedder must be one of {', '.join(_EMBEDDERS)}, got {embedder!r}")
-    if path != MEMORY_DB and not Path(path).exists() and not write:
-        path = MEMORY_DB
-    if path != MEMORY_DB and Path(path).is_dir():
-        raise _fail(f"--db: {path!r} is a directory, not a SQLite file")
-    try:
-        edm = EDM(path, embedder=factory())
-    except EDMSchemaError as exc:
-        raise _fail(f"--db: {exc}") from None
-    except sqlite3.DatabaseError as exc:
-        raise _fail(f"--db: {path!r} is not a usable SQLite database ({exc})") from None
+        edm = open_memory(db, write=write, embedder=embedder)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
     try:
         yield edm
     finally:
         edm.close()
+
+
+def open_memory(db: str | None, *, write: bool = False, embedder: str = "hash") -> EDM:
+    """EDM as the ``memory`` commands open it; the caller closes it.
+
+    An absent file is an empty in-memory EDM unless ``write``. Raises ValueError naming the
+    option at fault (``--db``, ``--embedder``).
+    """
+    try:
+        path = resolve_db(db)
+    except DBLocationError as exc:
+        raise ValueError(f"--db: {exc}") from None
+    factory = _EMBEDDERS.get(embedder)
+    if factory is None:
+        raise ValueError(f"--embedder must be one of {', '.join(_EMBEDDERS)}, got {embedder!r}")
+    if path != MEMORY_DB and not Path(path).exists() and not write:
+        path = MEMORY_DB
+    if path != MEMORY_DB and Path(path).is_dir():
+        raise ValueError(f"--db: {path!r} is a directory, not a SQLite file")
+    try:
+        return EDM(path, embedder=factory())
+    except EDMSchemaError as exc:
+        raise ValueError(f"--db: {exc}") from None
+    except sqlite3.DatabaseError as exc:
+        raise ValueError(f"--db: {path!r} is not a usable SQLite database ({exc})") from None
 
 
 def _emit_json(payload: Any) -> None:

@@ -1,7 +1,7 @@
 """The battery report ``hbeval-report/1``: every trial's verdict folded into metrics and a verdict.
 
 ``build_report(run=..., trials=..., history=...)`` is what the runner calls at the end of a run.
-Its rules (hbeval-scoring/1):
+Its rules (hbeval-scoring/2):
 
 * **Scored trials** are those whose outcome is pass, fail or timeout. ``infra_error`` (the
   harness's failure, not the agent's) and ``skipped`` trials enter no rate; they are counted in

@@ -1,7 +1,7 @@
 """One trial's verdict: pass or fail, delivered faults, IRS signals, evidence, claims, severity.
 
 ``score_trial(task, scenario, result)`` is what the runner calls after each trial. Rules
-(hbeval-scoring/1), beyond those of the signal, trace and claim modules:
+(hbeval-scoring/2), beyond those of the signal, trace and claim modules:
 
 **Pass.** The task's ``verify(final_state, trace)`` decides. Without a verifier, the reference's
 rule: the response contains at least 80 % of ``task.required`` keywords (case-insensitive
