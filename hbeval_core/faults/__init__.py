@@ -8,6 +8,8 @@
 - ``clock``: ``SystemClock`` and ``FakeClock`` for time-based faults.
 - ``userbattery``: battery files (``hbeval-battery-file/1``): a user's own scenarios, checked
   field by field and fingerprinted like the built-ins (``load_battery_file``).
+- ``boundary``: ``faultable`` (any function as a faultable tool) and the rules every adapter's
+  tool boundary follows (one injection per call, reported in the trial's trace).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from .battery import (
     runtime_table,
     task_for,
 )
+from .boundary import ToolCallError, faultable
 from .clock import AsyncClock, Clock, FakeClock, SystemClock
 from .compat import (
     DOMAINS,
@@ -115,12 +118,14 @@ __all__ = [
     "RuntimeTemplate",
     "Scenario",
     "SystemClock",
+    "ToolCallError",
     "UserBattery",
     "UserScenario",
     "build_scenario_battery",
     "decide_fires",
     "decision_draw",
     "derive_trial_seed",
+    "faultable",
     "hbeval_spec",
     "hbeval_spec_fingerprint",
     "inject_fault",
