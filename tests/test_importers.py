@@ -353,18 +353,44 @@ def test_all_dsh_sessions_import_with_calls_matched_to_results(tmp_path: Path) -
 
     files = _dsh_files()
     assert len(files) == 139
-    results = idle = 0
+    results = 0
+    headers: dict[str, dict[str, Any]] = {}
+    acted: dict[str, bool] = {}
     for f in files:
-        kinds = [json.loads(x)["type"] for x in Path(f).read_text(encoding="utf-8").splitlines()]
-        results += kinds.count("tool/result")
-        idle += not ({"assistant/message", "tool/call", "tool/result"} & set(kinds))
+        lines = [json.loads(x) for x in Path(f).read_text(encoding="utf-8").splitlines()]
+        kinds = {x["type"] for x in lines}
+        results += sum(1 for x in lines if x["type"] == "tool/result")
+        headers[f] = lines[0]
+        acted[f] = bool({"assistant/message", "tool/call", "tool/result"} & kinds)
+    # A sub-agent session nests in its parent's run when the parent (the session in the same
+    # folder whose id its header names) is imported too.
+    parent_of: dict[str, str] = {}
+    for f, h in headers.items():
+        for g, other in headers.items():
+            if (
+                h.get("parentSession") is not None
+                and g != f
+                and Path(g).parent == Path(f).parent
+                and other["id"] == h["parentSession"]
+            ):
+                parent_of[f] = g
+    tops = [f for f in files if f not in parent_of]
+
+    def root(f: str) -> str:
+        while f in parent_of:
+            f = parent_of[f]
+        return f
+
+    busy = {root(f) for f in files if acted[f]}
     db = tmp_path / "hb.db"
     out = imported(db, "dsh", str(DSH))
-    # Every log is read (and fingerprinted); a session in which the agent never acted (slash
-    # commands, UI snapshots) has nothing to score and is listed as skipped.
-    assert len(out["files"]) == 139 and out["trials"] == 139 - idle
-    empty = [s for s in out["skipped"] if s["what"] == "runs with no model or tool call"]
-    assert idle > 0 and empty[0]["count"] == idle
+    # Every log is read (and fingerprinted); a run in which no agent acted (slash commands, UI
+    # snapshots) has nothing to score and is listed as skipped.
+    assert len(out["files"]) == 139 and parent_of
+    assert out["trials"] == len(busy) < len(tops)
+    skipped = {s["what"]: s["count"] for s in out["skipped"]}
+    assert skipped["sub-agent sessions"] == len(parent_of)
+    assert skipped["runs with no model or tool call"] == len(tops) - len(busy)
     assert out["tool_calls"] == results
     assert not [s for s in out["skipped"] if s["reason"].endswith(("answered it", "issued it"))]
     store = open_store(str(db))
@@ -403,10 +429,9 @@ def test_dsh_zstd_concatenated_frames_read_like_the_plain_file(tmp_path: Path) -
 
 
 def test_auto_on_a_folder_takes_only_recordings_and_names_a_bad_format(tmp_path: Path) -> None:
-    from hbeval_core.importers import read_trials
-
-    trials = read_trials("auto", [DSH])
-    assert len({t.source_file for t in trials}) == len(_dsh_files())  # no *.expected.jsonl
+    out = imported(tmp_path / "auto.db", "auto", str(DSH))
+    assert out["format"] == "dsh"
+    assert sorted(f["path"] for f in out["files"]) == sorted(_dsh_files())  # no *.expected
     proc = hb("import", "nosuch", str(tmp_path / "missing"), "--db", str(tmp_path / "d.db"))
     assert proc.exit_code == 2 and "unknown format" in proc.stderr
     mixed = hb("import", "auto", str(TAU), str(PI_LARGE), "--db", str(tmp_path / "d.db"))

@@ -439,3 +439,34 @@ def test_instrument_is_idempotent() -> None:
         assert hotel.instrument(provider) is hotel.instrument(provider)
     finally:
         hotel.uninstrument(provider)
+
+
+def test_instrument_with_a_store_writes_each_ended_trace_as_a_trial() -> None:
+    from hbeval_core.store import MemoryStore
+
+    store = MemoryStore()
+    provider = TracerProvider()
+    processor = hotel.instrument(provider, store=store, run_id="live", agent_id="weather")
+    tracer = provider.get_tracer("t")
+    try:
+        with tracer.start_as_current_span(
+            "invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}
+        ):
+            with tracer.start_as_current_span(
+                "execute_tool get_weather",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "get_weather",
+                    "error.type": "TimeoutError",
+                },
+            ):
+                pass
+        assert processor.force_flush(5000)
+    finally:
+        hotel.uninstrument(provider)
+    run = store.get_run("live")
+    assert run is not None and run.agent_id == "weather" and run.battery == "otel:live"
+    (trial,) = store.list_trials("live")
+    kinds = [e.kind for e in store.iter_events("live", trial.trial_key)]
+    assert kinds.count("tool_error") == 1 and kinds[0] == "run_start" and kinds[-1] == "run_end"
+    assert store.get_metrics("live", trial.trial_key).values["frr"] == 0.0

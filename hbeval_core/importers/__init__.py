@@ -137,7 +137,8 @@ def read_trials(
     trials: list[ImportedTrial] = []
     for s in sources:
         trials.extend(reader(s.path, s.data, lambda t, i: f"{run_id}/{t}/t{i}", skipped))
-    return trials
+    combine = getattr(_module(fmt), "combine", None)
+    return combine(trials, skipped) if combine is not None else trials
 
 
 def import_recordings(
@@ -175,4 +176,5 @@ def import_recordings(
         labels_file=labels_file,
         labels_sha256=labels_sha,
         isolated=_ISOLATED[fmt],
+        combine=getattr(module, "combine", None),
     )

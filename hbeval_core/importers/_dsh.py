@@ -17,8 +17,9 @@ recorded them). What becomes of them:
 * ``compaction/start|summary|end`` -> a span named "compaction". Streaming chunks and UI
   events carry nothing the trace needs and are counted as skipped.
 
-One trial per session file (a sub-agent's session is its own trial, its parent named in the
-run's attributes). DSH records no success: unlabelled unless a labels file names the trial by
+One trial per session file; a sub-agent's session (its header names ``parentSession``) nests
+as a span in its parent's run when the parent is imported too (``combine``), and is its own
+trial otherwise. DSH records no success: unlabelled unless a labels file names the trial by
 its source id, the file's path. A ``.zstd`` file is one or more concatenated zstd frames; it
 needs the ``zstandard`` package (``pip install 'hbeval[zstd]'``).
 """
@@ -31,6 +32,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..events import EventBase, SpanEnd, SpanStart
 from ._common import ImportedTrial, ImportRefused, Skipped, TraceBuilder, parse_args, text_of
 
 FORMAT = "dsh"
@@ -269,9 +271,10 @@ def read(
         skipped.append(
             Skipped(path, what, "streaming or interface event, not an agent step", count)
         )
-    attrs = {"session_id": header.get("id")}
+    attrs: dict[str, Any] = {"session_id": header.get("id")}
     if header.get("parentSession") is not None:
         attrs["parent_session"] = header.get("parentSession")
+        attrs["depth"] = header.get("delegationDepth") or 1
     return [
         ImportedTrial(
             task_id=source_id,
@@ -285,6 +288,91 @@ def read(
             attrs=attrs,
         )
     ]
+
+
+def combine(trials: list[ImportedTrial], skipped: list[Skipped]) -> list[ImportedTrial]:
+    """Nest each sub-agent session in its parent's run when the parent was imported too.
+
+    The parent is the session in the same folder whose header ``id`` the child's
+    ``parentSession`` names (recorded ids may be placeholders that repeat across folders). The
+    child's events join the parent's trace before its run end, inside a span (scope ``agent``,
+    name ``subagent <id>``), their call and span ids prefixed with the child's session id so
+    they cannot collide with the parent's. Deeper sessions are nested first.
+    """
+    index = {(str(Path(t.source_file).parent), t.attrs.get("session_id")): t for t in trials}
+    nested: set[int] = set()
+    for child in sorted(trials, key=lambda t: -int(t.attrs.get("depth") or 0)):
+        parent_id = child.attrs.get("parent_session")
+        if parent_id is None:
+            continue
+        parent = index.get((str(Path(child.source_file).parent), parent_id))
+        if parent is None or parent is child:
+            continue
+        _nest(parent, child)
+        nested.add(id(child))
+    if nested:
+        skipped.append(
+            Skipped(
+                "(dsh)",
+                "sub-agent sessions",
+                "nested as a span in their parent session's run",
+                len(nested),
+            )
+        )
+    return [t for t in trials if id(t) not in nested]
+
+
+def _nest(parent: ImportedTrial, child: ImportedTrial) -> None:
+    run_id = parent.events[0].run_id if parent.events else child.events[0].run_id
+    session = str(child.attrs.get("session_id"))
+    prefix = f"{session}:"
+    body: list[EventBase] = []
+    for e in child.events:
+        kind = getattr(e, "kind", None)
+        if kind in ("run_start", "run_end"):
+            continue
+        update: dict[str, Any] = {"run_id": run_id}
+        if hasattr(e, "call_id") and getattr(e, "call_id", None) is not None:
+            update["call_id"] = prefix + e.call_id
+        if hasattr(e, "span_id"):
+            update["span_id"] = prefix + e.span_id
+        if kind == "model_end":
+            update["tool_calls"] = [
+                c.model_copy(update={"id": prefix + c.id})
+                for c in e.tool_calls  # type: ignore[attr-defined]
+            ]
+        if kind == "model_start":
+            update["messages"] = [
+                m
+                if m.tool_call_id is None
+                else m.model_copy(update={"tool_call_id": prefix + m.tool_call_id})
+                for m in e.messages  # type: ignore[attr-defined]
+            ]
+        body.append(e.model_copy(update=update))
+    span_id = f"subagent-{session}"
+    name = f"subagent {session}"
+    start = SpanStart(
+        run_id=run_id,
+        span_id=span_id,
+        scope="agent",
+        name=name,
+        attrs={"source_file": child.source_file, "status": child.status},
+    )
+    end = SpanEnd(
+        run_id=run_id,
+        span_id=span_id,
+        scope="agent",
+        name=name,
+        status="error" if child.status == "error" else "ok",
+    )
+    events = list(parent.events)
+    at = (
+        len(events) - 1
+        if events and getattr(events[-1], "kind", None) == "run_end"
+        else len(events)
+    )
+    events[at:at] = [start, *body, end]
+    parent.events = [e.model_copy(update={"seq": i}) for i, e in enumerate(events)]
 
 
 def _time(value: Any) -> float | None:

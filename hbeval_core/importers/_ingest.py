@@ -54,6 +54,8 @@ FAULT_TYPE_OBSERVED = "observed_tool_error"
 FAULT_TYPE_NONE = "none"
 
 Reader = Callable[[str, bytes, Callable[[str, int], str], list[Skipped]], list[ImportedTrial]]
+Combiner = Callable[[list[ImportedTrial], list[Skipped]], list[ImportedTrial]]
+"""Joins trials read from several files (DSH nests sub-agent sessions in their parent's run)."""
 
 
 @dataclass
@@ -369,8 +371,9 @@ def ingest(
     labels_sha256: str | None = None,
     isolated: bool = True,
     skipped: list[Skipped] | None = None,
+    combine: Combiner | None = None,
 ) -> ImportSummary:
-    """Read ``sources`` with ``reader``, score every trial and store them as one run.
+    """Read ``sources`` with ``reader`` (then ``combine``), score every trial, store one run.
 
     Nothing is written unless every file was read; a run id already stored and completed is
     reported as already imported (nothing is written again).
@@ -388,15 +391,19 @@ def ingest(
     def run_id_of(task_id: str, trial: int) -> str:
         return f"{run_id}/{task_id}/t{trial}"
 
-    trials: list[ImportedTrial] = []
+    read: list[ImportedTrial] = []
     for src in sources:
-        for t in reader(src.path, src.data, run_id_of, skipped):
-            if t.model_calls or t.tool_calls:
-                trials.append(t)
-            else:  # a prompt nobody answered (interrupted, or followed by another prompt)
-                skipped.append(
-                    Skipped(src.path, "runs with no model or tool call", "nothing to score")
-                )
+        read.extend(reader(src.path, src.data, run_id_of, skipped))
+    if combine is not None:
+        read = combine(read, skipped)
+    trials: list[ImportedTrial] = []
+    for t in read:
+        if t.model_calls or t.tool_calls:
+            trials.append(t)
+        else:  # a prompt nobody answered (interrupted, or followed by another prompt)
+            skipped.append(
+                Skipped(t.source_file, "runs with no model or tool call", "nothing to score")
+            )
     if labels:
         apply_labels(trials, labels, labels_file or "labels")
     if not trials:

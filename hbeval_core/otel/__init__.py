@@ -20,19 +20,31 @@ import threading
 from typing import Any
 
 from ._processor import HBEvalSpanProcessor, TraceCapture, span_data
+from ._store import StoreSink
 
-__all__ = ["HBEvalSpanProcessor", "TraceCapture", "instrument", "span_data", "uninstrument"]
+__all__ = [
+    "HBEvalSpanProcessor",
+    "StoreSink",
+    "TraceCapture",
+    "instrument",
+    "span_data",
+    "uninstrument",
+]
 
 _lock = threading.Lock()
 _installed: dict[int, tuple[Any, HBEvalSpanProcessor]] = {}
 
 
-def instrument(tracer_provider: Any = None, **kwargs: Any) -> HBEvalSpanProcessor:
+def instrument(
+    tracer_provider: Any = None, *, store: Any = None, agent_id: str = "otel", **kwargs: Any
+) -> HBEvalSpanProcessor:
     """Attach an :class:`HBEvalSpanProcessor` to ``tracer_provider`` and return it. Idempotent.
 
     Without a provider, the global one is used; when that is not an SDK provider (nothing set
-    one up yet), an SDK ``TracerProvider`` is created and made global. ``kwargs`` go to the
-    processor (``monitor_factory``, ``on_event``, ``on_trace_end``, ``max_queue``, ...).
+    one up yet), an SDK ``TracerProvider`` is created and made global. With ``store`` every
+    ended trace is written there as a trial of one live run (:class:`StoreSink`, agent
+    ``agent_id``). ``kwargs`` go to the processor (``monitor_factory``, ``on_event``,
+    ``on_trace_end``, ``max_queue``, ...).
     """
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
@@ -47,6 +59,16 @@ def instrument(tracer_provider: Any = None, **kwargs: Any) -> HBEvalSpanProcesso
         key = id(provider)
         if key in _installed:
             return _installed[key][1]
+        if store is not None:
+            sink = StoreSink(store, run_id=kwargs.get("run_id"), agent_id=agent_id)
+            user_end = kwargs.pop("on_trace_end", None)
+
+            def on_trace_end(capture: TraceCapture) -> None:
+                sink(capture)
+                if user_end is not None:
+                    user_end(capture)
+
+            kwargs["on_trace_end"] = on_trace_end
         processor = HBEvalSpanProcessor(**kwargs)
         provider.add_span_processor(processor)
         _installed[key] = (provider, processor)
