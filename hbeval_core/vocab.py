@@ -224,6 +224,8 @@ SINGLE_TASK: Final = "single_task"
 """A paired comparison shares one task: no spread, so no interval."""
 NO_SUCCESS_LABEL: Final = "no_success_label"
 """An imported recording says nothing about success (and no labels file was given)."""
+INSUFFICIENT_TASKS: Final = "insufficient_tasks"
+"""A paired comparison shares too few tasks for its test to reach significance at all."""
 UNDEFINED_REASONS: Final = (
     NO_FAULT_OBSERVED,
     NO_JUDGED_STEP,
@@ -246,6 +248,7 @@ UNDEFINED_REASONS: Final = (
     NO_EXPECTED_CALLS,
     SINGLE_TASK,
     NO_SUCCESS_LABEL,
+    INSUFFICIENT_TASKS,
 )
 
 # --------------------------------------------------------------------------------------------
