@@ -184,6 +184,8 @@ ATTR_MEMORIES: Final = "memories"
 """How many recalled precedents were put in front of the model."""
 ATTR_FRAMEWORK_RUN_ID: Final = "framework_run_id"
 """The framework's own id behind an event (e.g. a LangChain run id)."""
+ATTR_SANITISED: Final = "sanitised"
+"""Values of this event that could not be stored as they were, and what replaced each."""
 
 FRAMEWORK_LANGGRAPH: Final = "langgraph"
 FRAMEWORK_CREWAI: Final = "crewai"

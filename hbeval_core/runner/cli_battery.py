@@ -286,7 +286,12 @@ def run_command(
         int | None, typer.Option("--concurrency", help="Parallel trials (factory targets).")
     ] = None,
     timeout: Annotated[
-        float | None, typer.Option("--timeout", help="Per-trial timeout in seconds.")
+        float | None,
+        typer.Option(
+            "--timeout",
+            help="Per-trial timeout in seconds (default 300; 0 turns it off). A timed-out "
+            "trial is recorded as timeout and the run goes on.",
+        ),
     ] = None,
     manifest: Annotated[
         Path | None, typer.Option("--manifest", help="Run manifest (YAML/JSON).")
@@ -323,7 +328,7 @@ def run_command(
     from .loader import TargetError, TaskFileError, load_object, load_tasks, split_reference
     from .manifest import ManifestError, ManifestMismatchError, RunManifest, load_manifest
     from .registry import KIND_AGENT, KIND_FACTORY, TargetKindError, adapter_kinds
-    from .run import run_battery
+    from .run import DEFAULT_TIMEOUT, abandoned_threads, run_battery
 
     m: RunManifest | None = None
     if manifest is not None:
@@ -372,9 +377,9 @@ def run_command(
     workers = pick(concurrency, "concurrency", 1)
     if workers < 1:
         _fail(f"--concurrency must be >= 1 (got {workers})")
-    limit = pick(timeout, "timeout", None)
-    if limit is not None and limit <= 0:
-        _fail(f"--timeout must be seconds > 0 (got {limit})")
+    limit = pick(timeout, "timeout", DEFAULT_TIMEOUT)
+    if not 0 <= limit < float("inf"):
+        _fail(f"--timeout must be seconds >= 0, 0 for no limit (got {limit})")
 
     judge_ref = pick(judge, "judge", None)
     judge_obj = None
@@ -447,6 +452,13 @@ def run_command(
         store.close()
         if edm is not None:
             edm.close()
+    still = abandoned_threads()
+    if still:
+        typer.echo(
+            f"warning: {len(still)} agent thread(s) cut by --timeout are still running in the "
+            "background (abandoned daemon threads; they end with this process)",
+            err=True,
+        )
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(

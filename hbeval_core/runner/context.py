@@ -28,6 +28,7 @@ __all__ = [
     "TrialStop",
     "current_trial",
     "trial_context",
+    "user_interrupted",
 ]
 
 BUDGET_FIELDS = ("max_turns", "max_tool_calls", "max_wall_seconds")
@@ -226,6 +227,23 @@ class TrialContext:
             "used": {"tool_calls": self.tool_calls, "turns": self.turns},
             "exceeded": self.stop.budget if self.stop is not None else None,
         }
+
+
+_USER_INTERRUPT = threading.Event()
+
+
+def user_interrupted() -> bool:
+    """True once Ctrl-C (SIGINT) reached a running battery: a ``KeyboardInterrupt`` then stops
+    the run instead of ending only the trial of an agent that raised it itself."""
+    return _USER_INTERRUPT.is_set()
+
+
+def _note_user_interrupt() -> None:
+    _USER_INTERRUPT.set()
+
+
+def _reset_user_interrupt() -> None:
+    _USER_INTERRUPT.clear()
 
 
 _CURRENT: ContextVar[TrialContext | None] = ContextVar("hbeval_trial", default=None)

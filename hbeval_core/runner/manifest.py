@@ -321,8 +321,10 @@ class RunManifest:
             value = data["timeout"]
             need(
                 "timeout",
-                isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0,
-                "must be seconds > 0",
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and 0 <= value < float("inf"),
+                "must be seconds >= 0 (0: no limit)",
             )
             kwargs["timeout"] = float(value)
         for name in ("fault_types", "domains", "task_ids"):

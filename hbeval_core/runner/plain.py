@@ -134,26 +134,63 @@ class ToolCallError(Exception):
 _PLAIN: Final = frozenset({str, int, bool, type(None)})
 
 
+_MAX_CAPTURE_DEPTH: Final = 32
+
+
+def _placeholder(value: Any) -> str:
+    return f"<unrepresentable {type(value).__qualname__}>"
+
+
+def _safe_repr(value: Any) -> str:
+    """``repr(value)``, or a placeholder when it raises (a broken ``__repr__``, deep nesting)."""
+    try:
+        text = repr(value)
+    except Exception:
+        return _placeholder(value)
+    return text if isinstance(text, str) else _placeholder(value)
+
+
+def _key(key: Any) -> str:
+    try:
+        return str(key)
+    except Exception:
+        return _placeholder(key)
+
+
 def _jsonable(value: Any, depth: int = 0) -> Any:
-    """A JSON-safe copy of ``value`` for an event (the agent keeps the original object)."""
+    """A JSON-safe copy of ``value`` for an event (the agent keeps the original object).
+
+    Never raises: capture must not change what the agent receives, so a value that cannot be
+    copied (a ``__repr__`` that raises, a list nested thousands of levels deep) is recorded as a
+    placeholder instead.
+    """
+    try:
+        return _copy(value, depth)
+    except Exception:  # RecursionError included: a mapping or sequence that fights back
+        return _placeholder(value)
+
+
+def _copy(value: Any, depth: int) -> Any:
     kind = type(value)
     if kind in _PLAIN:
         return value
     if kind is float:
         return value if math.isfinite(value) else repr(value)
-    if depth > 32:
-        return repr(value)
+    if depth > _MAX_CAPTURE_DEPTH:
+        if isinstance(value, (Mapping, list, tuple)):
+            return f"<{kind.__qualname__} nested deeper than {_MAX_CAPTURE_DEPTH} levels>"
+        return _safe_repr(value)
     if isinstance(value, Mapping):
         # Scalars inline: tool arguments and results are mostly flat, and this runs per call.
         return {
-            (k if type(k) is str else str(k)): (v if type(v) in _PLAIN else _jsonable(v, depth + 1))
+            (k if type(k) is str else _key(k)): (v if type(v) in _PLAIN else _copy(v, depth + 1))
             for k, v in value.items()
         }
     if isinstance(value, (list, tuple)):
-        return [v if type(v) in _PLAIN else _jsonable(v, depth + 1) for v in value]
+        return [v if type(v) in _PLAIN else _copy(v, depth + 1) for v in value]
     if isinstance(value, (str, int, float)):  # subclasses (enums, numpy scalars with __index__)
         return repr(value) if isinstance(value, float) and not math.isfinite(value) else value
-    return repr(value)
+    return _safe_repr(value)
 
 
 # One encoder for every result: json.dumps with non-default options builds a new one per call.
@@ -164,14 +201,18 @@ def _render(value: Any) -> str:
     """A result as the text an agent reads: strings as they are, the rest as JSON.
 
     The same rendering as the fault injector's payloads, so a delivery receipt finds a
-    corrupted result in the next model input.
+    corrupted result in the next model input. Never raises (see ``_jsonable``).
     """
     if isinstance(value, str):
         return value
     try:
         return _ENCODE(value)
-    except (TypeError, ValueError):
-        return str(value)
+    except Exception:  # not JSON, a __str__ that raises, nesting too deep for the encoder
+        try:
+            text = str(value)
+        except Exception:
+            return _safe_repr(value)
+        return text if isinstance(text, str) else _placeholder(value)
 
 
 def response_text_of(value: Any) -> str | None:
@@ -347,8 +388,13 @@ class TrialScope:
                     http_status=outcome.http_status,
                 )
             result = outcome.result
-        self.emit(ToolEnd, call_id=call_id, tool=name, result=_jsonable(result), latency_ms=latency)
-        self._read(_tool_message(_render(result), call_id))
+        try:
+            self.emit(
+                ToolEnd, call_id=call_id, tool=name, result=_jsonable(result), latency_ms=latency
+            )
+            self._read(_tool_message(_render(result), call_id))
+        except Exception as exc:  # capture never changes what the agent receives
+            log.warning("hbeval could not record the result of %s: %r", name, exc)
         return result
 
     def _fault_for(self, call_id: str) -> FaultInjected | None:

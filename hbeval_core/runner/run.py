@@ -18,10 +18,22 @@ scoring failed) / skipped (a shared agent object was still busy with a timed-out
 trial could not start; it is not scored). Infra errors are retried up to
 ``max_infra_retries`` times; every attempt is kept in the store.
 
-**Timeouts.** With ``timeout`` set each attempt runs in its own daemon thread and the runner
-waits that long. A thread cannot be killed: a timed-out agent runs on in the background, is
-told to stop at its next tool call (``TrialCancelled``), and everything it does after the cut is
-discarded. The trace up to the cut is kept and scored.
+**Timeouts.** Every attempt has a timeout (``DEFAULT_TIMEOUT``, 300 s, unless ``timeout`` says
+otherwise; ``timeout=0`` or None turns it off). Each attempt then runs in its own daemon thread
+and the runner waits that long. A thread cannot be killed: a timed-out agent runs on in the
+background, is told to stop at its next tool call (``TrialCancelled``), and everything it does
+after the cut is discarded; the thread is abandoned (it never keeps the process alive) and
+reported (``abandoned_threads()``, a warning at the end of the run). The trace up to the cut is
+kept and scored, and the trial's outcome is ``timeout``.
+
+**The agent cannot end the run.** ``SystemExit`` (``sys.exit`` in the agent) and a
+``KeyboardInterrupt`` the agent raises itself end that trial as an error (outcome fail); only an
+interrupt sent to the process (Ctrl-C, SIGINT) stops the run, as described below.
+
+**Values that cannot be stored** (a lone surrogate, an integer over 4,300 digits, an object
+whose ``__str__`` raises, a list nested thousands deep) are replaced before scoring and
+recording (``hbeval_core.store.storable_events``); each rebuilt event says what was changed in
+``attrs["sanitised"]``, so one odd value never takes the battery down.
 
 **Isolation and concurrency.** A factory target gives each trial a fresh agent and trials run
 on up to ``concurrency`` threads. A shared agent object runs every trial serially on the same
@@ -53,11 +65,16 @@ stored config records which memory was attached.
 
 from __future__ import annotations
 
+import contextvars
+import dataclasses
+import json
 import logging
+import signal
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -79,6 +96,9 @@ from ..store import (
     RunRecord,
     TrialRecord,
     make_trial_key,
+    sanitise_value,
+    storable_events,
+    storable_text,
 )
 from ..vocab import (
     DERIVE_VERSION,
@@ -95,7 +115,7 @@ from ..vocab import (
     OUTCOME_TIMEOUT,
     SCORING_VERSION,
 )
-from .context import Budgets, TrialContext, trial_context
+from .context import Budgets, TrialContext, trial_context, user_interrupted
 from .manifest import (
     RunManifest,
     check_expected_hashes,
@@ -110,9 +130,11 @@ from .task import Task
 
 __all__ = [
     "DEFAULT_SEED",
+    "DEFAULT_TIMEOUT",
     "DEFAULT_TRIALS",
     "ProgressUpdate",
     "VirtualClock",
+    "abandoned_threads",
     "default_run_id",
     "reusable_report",
     "run_battery",
@@ -123,6 +145,8 @@ log = logging.getLogger("hbeval.runner")
 
 DEFAULT_TRIALS: Final = 3
 DEFAULT_SEED: Final = 42
+DEFAULT_TIMEOUT: Final = 300.0
+"""Seconds an attempt may run before it is cut and recorded as ``timeout`` (0 or None: no limit)."""
 _METHODOLOGIES: Final = (METHODOLOGY_A, METHODOLOGY_B, METHODOLOGY_C)
 _NOT_OFFERED: Final = (OUTCOME_INFRA_ERROR, OUTCOME_SKIPPED)
 """Outcomes whose trials are never offered to memory: the harness failed, not the agent."""
@@ -348,6 +372,13 @@ class _Runner:
             except Exception as exc:  # the adapter promised not to raise: this is the harness
                 log.warning("adapter %s raised on %s: %r", self.adapter.name, job.key, exc)
                 return _infra_result(ctx, f"adapter raised {type(exc).__name__}: {exc}", exc), True
+            except (SystemExit, KeyboardInterrupt) as exc:
+                if isinstance(exc, KeyboardInterrupt) and user_interrupted():
+                    raise  # Ctrl-C on hbeval itself: the run stops, completed trials are kept
+                # The agent called sys.exit() or raised KeyboardInterrupt itself: its trial
+                # ends in an error, the run goes on.
+                log.warning("the agent raised %r on %s: trial ended", exc, job.key)
+                return _agent_exit_result(ctx, exc), False
         return result, bool(result.infra)
 
     def _attempt(self, job: _Job, number: int) -> _Attempt:
@@ -401,7 +432,13 @@ class _Runner:
                     self._agent_lock.release()
                 done.set()
 
-        thread = threading.Thread(target=work, name=f"hbeval-{job.key}-a{ctx.attempt}", daemon=True)
+        # The caller's context variables reach the agent, as they do without a timeout.
+        thread = threading.Thread(
+            target=contextvars.copy_context().run,
+            args=(work,),
+            name=f"hbeval-{job.key}-a{ctx.attempt}",
+            daemon=True,
+        )
         thread.start()
         assert self.timeout is not None
         if done.wait(self.timeout):
@@ -415,9 +452,11 @@ class _Runner:
             value: tuple[TrialResult, bool] = box["value"]
             return value
         events = ctx.cut()
+        _abandon(thread)
         message = (
-            f"trial exceeded its timeout of {self.timeout:g} s; the agent's thread was left "
-            "running in the background and its events after the cut are discarded"
+            f"trial exceeded its timeout of {self.timeout:g} s; the agent's thread was "
+            "abandoned as a daemon thread (it may still be running) and its events after the "
+            "cut are discarded"
         )
         seq = max((e.seq for e in events if e.seq is not None), default=-1) + 1
         events.append(
@@ -444,6 +483,8 @@ class _Runner:
             attempts.append(attempt)
             if not attempt.infra:
                 break
+        for att in attempts:
+            att.result = _storable_result(att.result, job.key)
         final = attempts[-1]
         if final.result.status == "skipped":
             trial = self.trial_dict(
@@ -466,8 +507,10 @@ class _Runner:
                 judge=self.judge,
             ).as_dict()
         except Exception as exc:  # a scoring bug is the harness's failure, not the agent's
-            scoring_error = f"scoring failed: {type(exc).__name__}: {exc}"
+            scoring_error = storable_text(f"scoring failed: {type(exc).__name__}: {exc}")
             log.error("scoring %s failed: %r", job.key, exc)
+        if verdict is not None:
+            verdict = _storable_verdict(verdict, job.key)
         outcome = _outcome(final.result, final.infra, verdict)
         trial = self.trial_dict(
             job,
@@ -541,6 +584,109 @@ def _infra_result(ctx: TrialContext, message: str, exc: BaseException) -> TrialR
         error_type=type(exc).__name__,
         infra=True,
     )
+
+
+def _agent_exit_result(ctx: TrialContext, exc: BaseException) -> TrialResult:
+    """The trial of an agent that raised ``SystemExit`` or ``KeyboardInterrupt``: an error."""
+    message = f"the agent raised {type(exc).__name__}({_exit_arg(exc)}); its trial ended there"
+    events = list(ctx.events)
+    seq = max((e.seq for e in events if e.seq is not None), default=-1) + 1
+    events.append(
+        RunEnd(run_id=ctx.trial_run_id, seq=seq, ts=time.time(), status="error", error=message)
+    )
+    return TrialResult(
+        final_state=None,
+        events=events,
+        status="error",
+        error=message,
+        error_type=type(exc).__name__,
+    )
+
+
+def _exit_arg(exc: BaseException) -> str:
+    try:
+        return ", ".join(repr(a) for a in exc.args)[:200]
+    except Exception:
+        return "..."
+
+
+_ABANDONED: list[threading.Thread] = []
+_ABANDONED_LOCK = threading.Lock()
+
+
+def _abandon(thread: threading.Thread) -> None:
+    with _ABANDONED_LOCK:
+        _ABANDONED[:] = [t for t in _ABANDONED if t.is_alive()]
+        _ABANDONED.append(thread)
+
+
+def abandoned_threads() -> list[str]:
+    """Names of the agent threads cut by a timeout that are still running (daemon threads)."""
+    with _ABANDONED_LOCK:
+        _ABANDONED[:] = [t for t in _ABANDONED if t.is_alive()]
+        return [t.name for t in _ABANDONED]
+
+
+def _storable_result(result: TrialResult, key: str) -> TrialResult:
+    """``result`` with every value the store cannot hold replaced (the events say what changed)."""
+    events, notes = storable_events(result.events)
+    error, text = result.error, result.response_text
+    clean_error = storable_text(error) if isinstance(error, str) else error
+    clean_text = storable_text(text) if isinstance(text, str) else text
+    if not notes and clean_error is error and clean_text is text:
+        return result
+    if notes:
+        log.warning(
+            "trial %s: %d value(s) could not be stored as they were and were replaced (%s%s)",
+            key,
+            len(notes),
+            notes[0],
+            ", ..." if len(notes) > 1 else "",
+        )
+    return dataclasses.replace(result, events=events, error=clean_error, response_text=clean_text)
+
+
+def _storable_verdict(verdict: dict[str, Any], key: str) -> dict[str, Any]:
+    try:
+        json.dumps(verdict, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except Exception:
+        clean, notes = sanitise_value(verdict, "verdict")
+        if notes:
+            log.warning("trial %s: verdict values replaced to be stored: %s", key, notes[0])
+        return dict(clean)
+    return verdict
+
+
+@contextmanager
+def _interrupt_watch() -> Iterator[None]:
+    """Tell Ctrl-C on hbeval apart from a ``KeyboardInterrupt`` the agent raises itself."""
+    from .context import _note_user_interrupt, _reset_user_interrupt
+
+    _reset_user_interrupt()
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if previous is signal.SIG_IGN:
+            return
+        _note_user_interrupt()
+        if callable(previous):
+            previous(signum, frame)
+        else:
+            raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGINT, on_sigint)
+    except (ValueError, OSError):  # not settable here: agents' own interrupts stop the run
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        _reset_user_interrupt()
 
 
 # ---------------------------------------------------------------------- recording
@@ -808,9 +954,12 @@ def _check_args(
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be an int so the run can be reproduced (got {seed!r})")
     if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not timeout >= 0
+        or timeout == float("inf")
     ):
-        raise ValueError(f"timeout must be seconds > 0 or None (got {timeout!r})")
+        raise ValueError(f"timeout must be seconds >= 0 (0 or None: no limit; got {timeout!r})")
     if methodology not in _METHODOLOGIES:
         raise ValueError(
             f"methodology must be one of {', '.join(_METHODOLOGIES)} (got {methodology!r})"
@@ -855,7 +1004,7 @@ def run_battery(
     agent_id: str = "default",
     run_id: str | None = None,
     concurrency: int = 1,
-    timeout: float | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
     manifest: RunManifest | None = None,
     judge: Any = None,
     methodology: str = METHODOLOGY_B,
@@ -886,6 +1035,8 @@ def run_battery(
     _check_args(
         tasks, trials, seed, concurrency, timeout, methodology, judge, max_infra_retries, agent_id
     )
+    if not timeout:
+        timeout = None
     _check_memory(memory)
     tasks = list(tasks)
     if isinstance(battery, str):
@@ -1051,11 +1202,12 @@ def run_battery(
     if memory is not None:
         _set_memory_hook(runner.adapter, memory)
     try:
-        if workers == 1:
-            for job in pending:
-                finish(runner.run_trial(job))
-        else:
-            _run_parallel(runner, pending, workers, finish)
+        with _interrupt_watch():
+            if workers == 1:
+                for job in pending:
+                    finish(runner.run_trial(job))
+            else:
+                _run_parallel(runner, pending, workers, finish)
         if memory is not None:
             _admit_run(memory, jobs, trial_dicts, episodes, on_admission)
     except KeyboardInterrupt:
@@ -1068,6 +1220,14 @@ def run_battery(
         if memory is not None:
             _set_memory_hook(runner.adapter, None)
         runner.adapter.uninstrument()
+        still = abandoned_threads()
+        if still:
+            log.warning(
+                "%d agent thread(s) cut by the timeout are still running in the background "
+                "(abandoned daemon threads): %s",
+                len(still),
+                ", ".join(still[:5]) + (", ..." if len(still) > 5 else ""),
+            )
 
     history = [
         r.report

@@ -7,6 +7,7 @@ drop or overwrite what they have stored.
 
 from __future__ import annotations
 
+from ._sanitise import sanitise_value, storable_events, storable_text
 from .errors import DuplicateRecordError, StoreError, StoreVersionError, UnknownRunError
 from .memory import MemoryStore
 from .protocol import Recorder
@@ -50,4 +51,7 @@ __all__ = [
     "make_trial_key",
     "open_store",
     "resolve_path",
+    "sanitise_value",
+    "storable_events",
+    "storable_text",
 ]

@@ -328,6 +328,14 @@ def encode_events(events: Iterable[EventBase]) -> tuple[list[str], list[str]]:
             text.encode("utf-8")  # SQLite and UTF-8 files cannot hold lone surrogates
         except ValueError as exc:
             raise ValueError(f"events[{len(bodies)}]: {_problem(ev, exc)}") from None
+        except RecursionError:
+            raise ValueError(
+                f"events[{len(bodies)}]: a value is nested too deeply to be stored"
+            ) from None
+        except Exception as exc:  # an object whose __str__ raises, ...
+            raise ValueError(
+                f"events[{len(bodies)}]: cannot be serialised: {type(exc).__name__}: {exc}"
+            ) from None
         add_kind(kind)
         add_body(text)
     return kinds, bodies

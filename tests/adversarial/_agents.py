@@ -1,0 +1,49 @@
+"""Hostile values and small plain agents shared by the adversarial tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hbeval_core.faults import Battery
+from hbeval_core.runner.task import Task
+
+
+class BadRepr:
+    """An object whose ``__repr__`` and ``__str__`` raise."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr for you")
+
+    __str__ = __repr__
+
+
+class Opaque:
+    """A plain object JSON does not know (its repr works)."""
+
+    __slots__ = ()
+
+
+def deep_list(depth: int = 5000) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def hostile_values() -> dict[str, Any]:
+    """One of each value the issue says took a battery down or reached the agent changed."""
+    return {
+        "lone_surrogate": "bad \ud800 text",
+        "huge_int": 10**5000,
+        "bad_repr": BadRepr(),
+        "deep_list": deep_list(),
+        "opaque": Opaque(),
+        "nan": float("nan"),
+    }
+
+
+TASK = Task(id="t1", question="look up A1", verify=lambda state, trace: True)
+
+
+def battery(n: int = 6, fault_types: list[str] | None = None) -> Battery:
+    return Battery.hbeval(n_scenarios=n, seed=42, fault_types=fault_types or ["tool_failure"])
