@@ -340,6 +340,9 @@ class AutoGenAdapter:
             for key in ("passed", "forbidden_tools_run", "evidence", "metrics"):
                 if key in verdict:
                     episode[key] = verdict[key]
+        # EDM computes the figures it admits on from the trace, never from the verdict's copy.
+        episode.setdefault("events", list(result.events))
+        episode.setdefault("rule_inputs", {"final_text": result.response_text})
         return bool(admit(episode, score=score, passed=passed))
 
     def close(self) -> None:

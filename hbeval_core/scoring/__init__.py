@@ -40,7 +40,7 @@ from ._methodology_a import (
 )
 from ._signals import FAILURE_PATTERN, REFUSAL_PATTERN, Signals, compute_signals
 from ._trace import Evidence, FaultRecord, TraceFacts, analyse_trace, assess_evidence
-from ._verdict import METHODOLOGIES, TrialVerdict, score_trial
+from ._verdict import METHODOLOGIES, TraceFigures, TrialVerdict, score_trial, trace_figures
 
 __all__ = [
     "BEHAVIOURAL_KEYS",
@@ -59,6 +59,7 @@ __all__ = [
     "Signals",
     "TextScore",
     "TraceFacts",
+    "TraceFigures",
     "TrialVerdict",
     "analyse_trace",
     "assess_evidence",
@@ -81,4 +82,5 @@ __all__ = [
     "score_trial",
     "strip_volatile",
     "success_a",
+    "trace_figures",
 ]
