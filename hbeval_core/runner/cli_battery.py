@@ -221,11 +221,15 @@ def _summary(report: dict[str, Any], out: Path | None) -> None:
     metrics = report.get("metrics") or {}
     undefined = report.get("undefined") or {}
     run = report.get("run") or {}
+    from ..report.terminal import verdict_lines
+    from ..scoring import decide_verdict
+
     typer.echo(
-        f"run {run.get('run_id')}  agent {run.get('agent_id')}  verdict {report.get('verdict')}"
+        f"run {run.get('run_id')}  agent {run.get('agent_id')}  verdict "
+        f"{decide_verdict(report).verdict}"
     )
-    for reason in report.get("verdict_reasons") or ():
-        typer.echo(f"  - {reason}")
+    for line in verdict_lines(report):
+        typer.echo(line)
     parts = []
     for name, value in metrics.items():
         shown = (
@@ -452,6 +456,11 @@ def run_command(
         store.close()
         if edm is not None:
             edm.close()
+    from ..scoring import delivery_warning
+
+    warning = delivery_warning(report)
+    if warning is not None:
+        typer.echo(warning, err=True)
     still = abandoned_threads()
     if still:
         typer.echo(

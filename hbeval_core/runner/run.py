@@ -567,6 +567,7 @@ class _Runner:
             "domain": scenario.domain,
             "fault_type": scenario.fault_type,
             "is_nominal": scenario.is_nominal,
+            "planned_faults": _planned_faults(job.plan),
             "outcome": outcome,
             "attempts": attempts,
             "latency_ms": latency_ms,
@@ -574,6 +575,13 @@ class _Runner:
             "usage": _usage(verdict, events),
             "isolated": self.resolved.isolated,
         }
+
+
+def _planned_faults(plan: Any) -> int:
+    """Faults a trial's plan holds: one per fault spec or cascade stage (0 without a plan)."""
+    if plan is None:
+        return 0
+    return len(getattr(plan, "faults", ()) or ()) + len(getattr(plan, "stages", ()) or ())
 
 
 def _infra_result(ctx: TrialContext, message: str, exc: BaseException) -> TrialResult:
