@@ -6,6 +6,8 @@
 - ``plans``: ``FaultSpec``, ``FaultPlan``, ``CascadePlan`` and the deterministic draw.
 - ``runtime``: ``FaultInjector``, the API adapters call at every tool boundary.
 - ``clock``: ``SystemClock`` and ``FakeClock`` for time-based faults.
+- ``boundary``: ``faultable`` (any function as a faultable tool) and the rules every adapter's
+  tool boundary follows (one injection per call, reported in the trial's trace).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from .battery import (
     runtime_table,
     task_for,
 )
+from .boundary import ToolCallError, faultable
 from .clock import AsyncClock, Clock, FakeClock, SystemClock
 from .compat import (
     DOMAINS,
@@ -98,10 +101,12 @@ __all__ = [
     "RuntimeTemplate",
     "Scenario",
     "SystemClock",
+    "ToolCallError",
     "build_scenario_battery",
     "decide_fires",
     "decision_draw",
     "derive_trial_seed",
+    "faultable",
     "hbeval_spec",
     "hbeval_spec_fingerprint",
     "inject_fault",
