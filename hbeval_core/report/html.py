@@ -93,6 +93,7 @@ REASON_WORDS: Final[Mapping[str, str]] = {
     V.NO_DEFINED_VALUE: "every input was itself undefined",
     V.NO_EXPECTED_CALLS: "the task declares no expected calls",
     V.SINGLE_TASK: "only one task, so no spread",
+    V.INSUFFICIENT_TASKS: "too few shared tasks for a paired test (at least 6)",
 }
 """Plain words for each undefined reason code, shown beside the code."""
 
