@@ -745,10 +745,8 @@ def _what_failed(report: Mapping[str, Any], decision: RunVerdict) -> list[str]:
                 f"{_undef_html(undefined.get(check.metric))}."
             )
         elif check.kind == "delivery":
-            items.append(
-                f"<b>Fault type {_e(check.metric.replace('_', ' '))}</b> not measured: "
-                f"{_e(check.message)}."
-            )
+            detail = check.message.removeprefix(f"{check.metric}: ")
+            items.append(f"<b>Fault type {_e(check.metric)}:</b> {_e(detail)}.")
         else:
             items.append(f"<b>Not measured:</b> {_e(check.message)}.")
     for sc in report.get("scenarios") or ():
