@@ -470,3 +470,45 @@ def test_instrument_with_a_store_writes_each_ended_trace_as_a_trial() -> None:
     kinds = [e.kind for e in store.iter_events("live", trial.trial_key)]
     assert kinds.count("tool_error") == 1 and kinds[0] == "run_start" and kinds[-1] == "run_end"
     assert store.get_metrics("live", trial.trial_key).values["frr"] == 0.0
+
+
+def test_auto_import_reads_the_environment_and_writes_the_store(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    db = tmp_path / "live.db"
+    code = (
+        "import hbeval_core.otel.auto as auto\n"
+        "from opentelemetry import trace\n"
+        "tracer = trace.get_tracer('t')\n"
+        "with tracer.start_as_current_span('invoke_agent'):\n"
+        "    with tracer.start_as_current_span('execute_tool lookup', attributes={\n"
+        "        'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'lookup'}):\n"
+        "        pass\n"
+        "assert auto.processor.force_flush(5000)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OTEL_SDK_DISABLED"}
+    env.update(HBEVAL_OTEL_STORE=str(db), HBEVAL_AGENT_ID="auto-agent", HBEVAL_RUN_ID="auto-run")
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    from hbeval_core.store import open_store
+
+    store = open_store(str(db))
+    try:
+        run = store.get_run("auto-run")
+        assert run is not None and run.agent_id == "auto-agent"
+        assert len(store.list_trials("auto-run")) == 1
+    finally:
+        store.close()
+    env["HBEVAL_OTEL_DISABLED"] = "true"
+    off = subprocess.run(
+        [sys.executable, "-c", "import hbeval_core.otel.auto as a; assert a.processor is None"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert off.returncode == 0, off.stderr
