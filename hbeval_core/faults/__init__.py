@@ -6,6 +6,8 @@
 - ``plans``: ``FaultSpec``, ``FaultPlan``, ``CascadePlan`` and the deterministic draw.
 - ``runtime``: ``FaultInjector``, the API adapters call at every tool boundary.
 - ``clock``: ``SystemClock`` and ``FakeClock`` for time-based faults.
+- ``userbattery``: battery files (``hbeval-battery-file/1``): a user's own scenarios, checked
+  field by field and fingerprinted like the built-ins (``load_battery_file``).
 - ``boundary``: ``faultable`` (any function as a faultable tool) and the rules every adapter's
   tool boundary follows (one injection per call, reported in the trial's trace).
 """
@@ -67,12 +69,25 @@ from .runtime import (
     planted_instruction,
     render_text,
 )
+from .userbattery import (
+    BATTERY_FILE_FORMAT,
+    BATTERY_USER,
+    USER_BUILD_ALGORITHM,
+    BatteryFileError,
+    UserBattery,
+    UserScenario,
+    is_battery_file,
+    load_battery_file,
+    parse_battery,
+)
 
 __all__ = [
     "ANY_TARGET",
     "BATTERY_COMPAT",
+    "BATTERY_FILE_FORMAT",
     "BATTERY_HBEVAL",
     "BATTERY_KINDS",
+    "BATTERY_USER",
     "BUILD_ALGORITHM",
     "CANARY_TOOL",
     "COMPAT_BUILD_ALGORITHM",
@@ -84,8 +99,10 @@ __all__ = [
     "NOMINAL",
     "NONE_FRACTION",
     "RUNTIME_TABLE",
+    "USER_BUILD_ALGORITHM",
     "AsyncClock",
     "Battery",
+    "BatteryFileError",
     "BatteryScenario",
     "CallOutcome",
     "CascadePlan",
@@ -102,6 +119,8 @@ __all__ = [
     "Scenario",
     "SystemClock",
     "ToolCallError",
+    "UserBattery",
+    "UserScenario",
     "build_scenario_battery",
     "decide_fires",
     "decision_draw",
@@ -111,8 +130,11 @@ __all__ = [
     "hbeval_spec_fingerprint",
     "inject_fault",
     "injection_allowed",
+    "is_battery_file",
+    "load_battery_file",
     "measurement_fingerprint",
     "normalise_selection",
+    "parse_battery",
     "plan_from_dict",
     "planted_instruction",
     "render_text",

@@ -14,7 +14,8 @@ never passes: the agent did not finish.
 faults it can prove reached the agent. One exception, methodology A's own premise: under A, when
 the trace holds no model call (so no receipt can be proven either way), a non-nominal scenario is
 faulted through its question, which carries the reference's fault text as the agent's input
-(``fault_basis`` "question_context").
+(``fault_basis`` "question_context") — unless the scenario says its question carries no such
+text (``question_context`` false: a battery file without domain context).
 
 **IRS.** A faulted trial with a delivered fault is judged by its signals (score 1.0 if
 deliberate, else 0.0). A question-context trial under A is judged on text: a claim of deliberate
@@ -371,7 +372,13 @@ def score_trial(
     fault_basis: str | None = None
     if delivered:
         fault_basis = FAULT_BASIS_RUNTIME
-    elif methodology == METHODOLOGY_A and not facts.has_model_events and not is_nominal:
+    elif (
+        methodology == METHODOLOGY_A
+        and not facts.has_model_events
+        and not is_nominal
+        # A battery file without domain context leaves the question as it is: no fault there.
+        and _get(scenario, "question_context", True) is not False
+    ):
         fault_basis = FAULT_BASIS_QUESTION
     # The agent's final words: its response, else its last reply (abstention and S5 read them).
     final_text = result.response_text if result.response_text else facts.last_model_text()
