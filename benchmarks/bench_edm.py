@@ -118,7 +118,45 @@ def episode(rng: random.Random, i: int) -> dict[str, Any]:
         "battery_fingerprint": "ce481b32763df1ca",
         "metric_versions": {"pei": "2.0", "frr": "1.0", "irs": "2.0", "ti": "1.0"},
         "scoring_version": "hbeval-scoring/2",
+        # EDM computes the figures it admits on from the trace (PEI 1.0, TI 5.0 here); the
+        # claimed ones above are ignored, so admission throughput includes that computation.
+        "events": TRACE,
     }
+
+
+def _trace() -> list[dict[str, Any]]:
+    """Three explained tool calls that succeed: a complete (E2) trace."""
+    from hbeval_core.events import (
+        ChatMessage,
+        ModelEnd,
+        ModelStart,
+        RunEnd,
+        RunStart,
+        ToolCall,
+        ToolEnd,
+        ToolStart,
+    )
+
+    events: list[Any] = [RunStart(run_id="b", input="task")]
+    for i in range(3):
+        events += [
+            ModelStart(
+                run_id="b", call_id=f"m{i}", messages=[ChatMessage(role="user", content="t")]
+            ),
+            ModelEnd(
+                run_id="b",
+                call_id=f"m{i}",
+                text="Calling the next step.",
+                tool_calls=[ToolCall(id=f"c{i}", name=f"step_{i}", args={})],
+            ),
+            ToolStart(run_id="b", call_id=f"c{i}", tool=f"step_{i}", args={}),
+            ToolEnd(run_id="b", call_id=f"c{i}", tool=f"step_{i}", result="ok"),
+        ]
+    events.append(RunEnd(run_id="b", output="done"))
+    return [e.model_dump(mode="json") for e in events]
+
+
+TRACE = _trace()
 
 
 def pct(xs: list[float], q: float) -> float:

@@ -117,6 +117,7 @@ def side_by_side_rows(reports: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """The demo's comparison, one row per figure, one cell per agent (intervals are 95% Wilson)."""
     from .metrics import wilson_interval
     from .report.scores import proportion_counts, report_scores
+    from .scoring import decide_verdict
 
     names = list(reports)
     rows: list[tuple[str, list[str]]] = []
@@ -124,7 +125,7 @@ def side_by_side_rows(reports: dict[str, Any]) -> list[tuple[str, list[str]]]:
     def add(label: str, fn: Any) -> None:
         rows.append((label, [fn(reports[n]) for n in names]))
 
-    add("verdict", lambda r: str(r.get("verdict")))
+    add("verdict", lambda r: decide_verdict(r).verdict)
     add("headline", lambda r: str(report_scores(r)["headline"]))
     for m in LIVE_METRICS:
 

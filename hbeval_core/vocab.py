@@ -213,6 +213,8 @@ INSUFFICIENT_RUNS: Final = "insufficient_runs"
 K_EXCEEDS_TRIALS: Final = "k_exceeds_trials"
 NO_NOMINAL_TRIAL: Final = "no_nominal_trial"
 NO_FAULTED_TRIAL: Final = "no_faulted_trial"
+NO_FAULT_DELIVERED: Final = "no_fault_delivered"
+"""Faults were planned, but none reached the agent (no tool call at a faultable boundary)."""
 NO_INJECTION_TRIAL: Final = "no_injection_trial"
 NO_DEFINED_VALUE: Final = "no_defined_value"
 """Every input of an aggregate was itself undefined."""
@@ -236,6 +238,7 @@ UNDEFINED_REASONS: Final = (
     K_EXCEEDS_TRIALS,
     NO_NOMINAL_TRIAL,
     NO_FAULTED_TRIAL,
+    NO_FAULT_DELIVERED,
     NO_INJECTION_TRIAL,
     NO_DEFINED_VALUE,
     NO_EXPECTED_CALLS,

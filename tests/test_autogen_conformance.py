@@ -10,11 +10,12 @@ import pytest
 
 pytest.importorskip("autogen_agentchat")
 
-from autogen_agentchat.agents import AssistantAgent
+from autogen_agentchat.agents import AssistantAgent, BaseChatAgent
+from autogen_core.tools import BaseTool
 
 from hbeval_core.monitor import Monitor
 from tests.conformance import AdapterConformance, CaptureBoom
-from tests.test_autogen_fixtures import hang_guard, replay_agent, run_async
+from tests.test_autogen_fixtures import hand_loop_agent, hang_guard, replay_agent, run_async
 
 __all__ = ["TestAutoGenConformance", "hang_guard"]
 
@@ -33,6 +34,9 @@ class TestAutoGenConformance(AdapterConformance):
 
     def make_target(self) -> Any:
         return replay_agent()
+
+    def make_custom_target(self) -> Any:
+        return hand_loop_agent()
 
     def real_tool_calls(self, target: Any) -> list[str]:
         return list(target.hbeval_calls)
@@ -60,4 +64,8 @@ class TestAutoGenConformance(AdapterConformance):
             "agent._workbench[0]": lambda: target._workbench[0],
             "agent._model_client": lambda: target._model_client,
             "agent._memory": lambda: target._memory,
+            "BaseChatAgent.on_messages_stream": lambda: BaseChatAgent.__dict__[
+                "on_messages_stream"
+            ],
+            "BaseTool.run_json": lambda: BaseTool.__dict__["run_json"],
         }

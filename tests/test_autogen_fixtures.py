@@ -219,3 +219,74 @@ class ListBacking:
             return False
         self.episodes.append(episode)
         return True
+
+
+def hand_loop_agent(
+    script: Sequence[str | CreateResult] | None = None, *, name: str = "agent"
+) -> Any:
+    """An agent written by hand: a ``BaseChatAgent`` whose own loop calls ``tool.run_json``.
+
+    No AssistantAgent and no workbench: it asks its model, runs each requested ``FunctionTool``
+    itself, hands the results back (a raised error becomes an error result) and stops at the
+    first text reply. Real invocations are recorded in ``agent.hbeval_calls``.
+    """
+    from autogen_agentchat.agents import BaseChatAgent
+    from autogen_agentchat.base import Response
+    from autogen_agentchat.messages import TextMessage
+    from autogen_core.models import (
+        AssistantMessage,
+        FunctionExecutionResult,
+        FunctionExecutionResultMessage,
+        UserMessage,
+    )
+
+    class HandLoopAgent(BaseChatAgent):
+        def __init__(self) -> None:
+            super().__init__(name, "Runs its tools from its own loop.")
+            self.log: list[str] = []
+            self._model_client = ReplayChatCompletionClient(
+                list(script if script is not None else TWO_TOOL_SCRIPT),
+                model_info=FUNCTION_CALLING_MODEL_INFO,
+            )
+            self._tools = {t.name: t for t in two_tools(self.log)}
+
+        @property
+        def produced_message_types(self) -> Sequence[type[Any]]:
+            return (TextMessage,)
+
+        async def on_messages(self, messages: Sequence[Any], cancellation_token: Any) -> Response:
+            history: list[Any] = [
+                UserMessage(content=str(getattr(m, "content", "")), source="user") for m in messages
+            ]
+            for _ in range(6):
+                result = await self._model_client.create(history, tools=list(self._tools.values()))
+                if isinstance(result.content, str):
+                    break
+                history.append(
+                    AssistantMessage(content=result.content, thought=result.thought, source=name)
+                )
+                outs = []
+                for call in result.content:
+                    tool = self._tools[call.name]
+                    try:
+                        value = await tool.run_json(
+                            json.loads(call.arguments), cancellation_token, call_id=call.id
+                        )
+                        text, failed = tool.return_value_as_string(value), False
+                    except Exception as exc:
+                        text, failed = str(exc), True
+                    outs.append(
+                        FunctionExecutionResult(
+                            content=text, call_id=call.id, name=call.name, is_error=failed
+                        )
+                    )
+                history.append(FunctionExecutionResultMessage(content=outs))
+            text = result.content if isinstance(result.content, str) else ""
+            return Response(chat_message=TextMessage(content=text, source=name))
+
+        async def on_reset(self, cancellation_token: Any) -> None:
+            return None
+
+    agent = HandLoopAgent()
+    agent.hbeval_calls = agent.log  # type: ignore[attr-defined]
+    return agent

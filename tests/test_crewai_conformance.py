@@ -10,7 +10,13 @@ import pytest
 
 from hbeval_core.monitor import Monitor
 from tests.conformance import AdapterConformance, CaptureBoom
-from tests.test_crewai_fixtures import ran_tools, scripted_crew
+from tests.test_crewai_fixtures import (
+    _DECORATED_RUNS,
+    decorated_ran_tools,
+    decorated_tools_crew,
+    ran_tools,
+    scripted_crew,
+)
 
 
 class _CrewAIConformance(AdapterConformance):
@@ -28,7 +34,12 @@ class _CrewAIConformance(AdapterConformance):
     def make_target(self) -> Any:
         return scripted_crew(native=self.NATIVE)
 
+    def make_custom_target(self) -> Any:
+        return decorated_tools_crew(native=self.NATIVE)
+
     def real_tool_calls(self, target: Any) -> list[str]:
+        if id(target) in _DECORATED_RUNS:
+            return decorated_ran_tools(target)
         return ran_tools(target)
 
     def invoke_native(self, target: Any, question: str) -> Any:

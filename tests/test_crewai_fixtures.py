@@ -201,3 +201,48 @@ def test_fixture_crews_run_offline_on_both_paths() -> None:
         assert ran_tools(crew) == ["lookup", "add"]
         assert len(scripted_llm(crew).calls) == 3
     assert str(OFFLINE_ROOT) in os.environ["HOME"]
+
+
+_DECORATED_RUNS: dict[int, list[str]] = {}
+
+
+def decorated_tools_crew(*, native: bool = False) -> Crew:
+    """The standard crew with its tools written as plain functions under CrewAI's ``@tool``.
+
+    The kind of tool a user writes first; ``decorated_ran_tools`` lists the real calls.
+    """
+    from crewai.tools import tool
+
+    ran: list[str] = []
+
+    @tool("lookup")
+    def lookup(query: str) -> str:
+        """Look up an order record."""
+        ran.append("lookup")
+        return f"record for {query}: status shipped"
+
+    @tool("add")
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        ran.append("add")
+        return a + b
+
+    llm = ScriptedLLM(model="scripted", native=native, script=list(STANDARD_SCRIPT))
+    agent = Agent(
+        role="clerk",
+        goal="answer the question with the tools",
+        backstory="A careful clerk.",
+        llm=llm,
+        tools=[lookup, add],
+        verbose=False,
+        max_iter=8,
+    )
+    task = Task(description=QUESTION_TASK, expected_output="the answer", agent=agent)
+    crew = Crew(agents=[agent], tasks=[task], process=Process.sequential, verbose=False)
+    _DECORATED_RUNS[id(crew)] = ran
+    return crew
+
+
+def decorated_ran_tools(crew: Crew) -> list[str]:
+    """Names of the tools whose real body ran on a ``decorated_tools_crew``, in order."""
+    return list(_DECORATED_RUNS[id(crew)])

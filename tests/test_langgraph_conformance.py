@@ -12,7 +12,7 @@ pytest.importorskip("langgraph")
 
 from hbeval_core.monitor import Monitor
 from tests.conformance import AdapterConformance, CaptureBoom
-from tests.test_langgraph_fixtures import inputs, scripted_agent
+from tests.test_langgraph_fixtures import custom_node_agent, inputs, scripted_agent
 
 
 class TestLangGraphConformance(AdapterConformance):
@@ -25,6 +25,9 @@ class TestLangGraphConformance(AdapterConformance):
 
     def make_target(self) -> Any:
         return scripted_agent()
+
+    def make_custom_target(self) -> Any:
+        return custom_node_agent()
 
     def real_tool_calls(self, target: Any) -> list[str]:
         return list(target.hbeval_calls)

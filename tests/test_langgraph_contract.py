@@ -4,7 +4,8 @@ When an upstream release changes one of these, exactly the named test fails, poi
 adapter code to revisit. Private attributes used: ``ToolNode._wrap_tool_call``,
 ``ToolNode._awrap_tool_call``, ``ToolNode.tools_by_name`` (read), ``graph.nodes[n].bound``
 (read, and its instance ``invoke``/``ainvoke`` overridden by node faults),
-``langchain_core.tracers.context._configure_hooks`` (read by tests only).
+``langchain_core.tracers.context._configure_hooks`` (read by tests only), and the
+``BaseTool.run`` / ``BaseTool.arun`` path with ``BaseTool._filter_injected_args`` (the tool hook).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from contextvars import ContextVar
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 
@@ -20,10 +21,12 @@ pytest.importorskip("langgraph")
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import ToolMessage
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, InjectedToolCallId
 from langgraph.prebuilt import ToolNode
 
 from tests.test_langgraph_fixtures import inputs, scripted_agent
+
+_Stamp = Annotated[str, InjectedToolCallId]
 
 
 def tool_node(graph: Any) -> Any:
@@ -236,3 +239,63 @@ def test_contract_get_subgraphs() -> None:
     assert "recurse" in inspect.signature(Pregel.get_subgraphs).parameters
     graph = scripted_agent()
     assert list(graph.get_subgraphs()) == []
+
+
+def test_contract_basetool_run_and_arun_signatures() -> None:
+    """The BaseTool hook reads ``callbacks`` (4th after the input), ``run_id``, ``tool_call_id``."""
+    from hbeval_langgraph._toolhook import _originals, install_tool_hook
+
+    install_tool_hook()
+    for name in ("run", "arun"):
+        params = list(inspect.signature(_originals[name]).parameters.values())
+        assert [p.name for p in params[1:6]] == [
+            "tool_input",
+            "verbose",
+            "start_color",
+            "color",
+            "callbacks",
+        ]
+        names = {p.name: p.kind for p in params}
+        for kw in ("run_id", "config", "tool_call_id"):
+            assert names[kw] is inspect.Parameter.KEYWORD_ONLY
+
+
+def test_contract_basetool_invoke_and_ainvoke_end_in_run_and_arun() -> None:
+    from langchain_core.tools import StructuredTool
+
+    seen: list[str] = []
+
+    class Spy(StructuredTool):
+        def run(self, *args: Any, **kwargs: Any) -> Any:
+            seen.append("run")
+            return super().run(*args, **kwargs)
+
+        async def arun(self, *args: Any, **kwargs: Any) -> Any:
+            seen.append("arun")
+            return await super().arun(*args, **kwargs)
+
+    def echo(x: str) -> str:
+        """Echo."""
+        return x
+
+    async def aecho(x: str) -> str:
+        """Echo."""
+        return x
+
+    # A sync-only tool's ainvoke runs ``run`` in an executor (context copied): hooked too.
+    Spy.from_function(echo).invoke({"x": "a"})
+    asyncio.run(Spy.from_function(echo).ainvoke({"x": "b"}))
+    asyncio.run(Spy.from_function(echo, coroutine=aecho).ainvoke({"x": "c"}))
+    assert seen == ["run", "run", "arun"]
+
+
+def test_contract_basetool_filter_injected_args() -> None:
+    """``_filter_injected_args`` drops arguments LangChain injects (not chosen by the model)."""
+    from langchain_core.tools import tool
+
+    @tool
+    def stamped(x: str, tool_call_id: _Stamp) -> str:
+        """Stamp."""
+        return x
+
+    assert stamped._filter_injected_args({"x": "a", "tool_call_id": "c1"}) == {"x": "a"}

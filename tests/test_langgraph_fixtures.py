@@ -86,3 +86,48 @@ def scripted_agent(script: list[BaseMessage] | None = None, **kwargs: Any) -> An
 
 def inputs(question: str = "Look up order A1, then add 2 and 3.") -> dict[str, Any]:
     return {"messages": [HumanMessage(question)]}
+
+
+def custom_node_agent(script: list[BaseMessage] | None = None, *, use_async: bool = False) -> Any:
+    """A hand-built ``StateGraph`` whose own node runs the tools: ``tool.invoke(args)``, no ToolNode.
+
+    The node passes the model's bare arguments (not the tool call), so LangChain gives each tool
+    run its own run id and no tool-call id, as agents written by hand usually do. With
+    ``use_async`` the node is a coroutine calling ``await tool.ainvoke(args)``.
+    """
+    from langchain_core.messages import ToolMessage
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    calls: list[str] = []
+    model = ScriptedChatModel(responses=list(script or TWO_TOOL_SCRIPT))
+    tools = {t.name: t for t in make_tools(calls)}
+
+    def think(state: Any) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    def act(state: Any) -> dict[str, Any]:
+        out = []
+        for c in state["messages"][-1].tool_calls:
+            result = tools[c["name"]].invoke(c["args"])
+            out.append(ToolMessage(content=str(result), tool_call_id=c["id"], name=c["name"]))
+        return {"messages": out}
+
+    async def aact(state: Any) -> dict[str, Any]:
+        out = []
+        for c in state["messages"][-1].tool_calls:
+            result = await tools[c["name"]].ainvoke(c["args"])
+            out.append(ToolMessage(content=str(result), tool_call_id=c["id"], name=c["name"]))
+        return {"messages": out}
+
+    def route(state: Any) -> str:
+        return "act" if getattr(state["messages"][-1], "tool_calls", None) else END
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("think", think)
+    builder.add_node("act", aact if use_async else act)
+    builder.add_edge(START, "think")
+    builder.add_conditional_edges("think", route, ["act", END])
+    builder.add_edge("act", "think")
+    graph = builder.compile()
+    graph.hbeval_calls = calls
+    return graph

@@ -1,4 +1,8 @@
-"""EDM admission: the two routes and their boundaries, evidence, safety, bad input, batches."""
+"""EDM admission: the two routes and their boundaries, evidence, safety, bad input, batches.
+
+EDM computes the figures it admits on from each episode's trace (``events``); the route grid
+below checks the admission rule itself (``judge``) on given figures, and the EDM tests give
+traces whose figures are worked out in ``tests/memory_traces.py``."""
 
 from __future__ import annotations
 
@@ -14,13 +18,16 @@ from hbeval_core.memory import (
     EpisodeError,
     parse_episode,
 )
+from hbeval_core.memory._episode import judge
+from tests.memory_traces import handled, no_steps, text_only, trace, unlinked
 
 CONTEXT = "Refund the duplicate charge on order 4411"
 
 
 def episode(**over: Any) -> dict[str, Any]:
-    """A safe, E2, elaborate-qualifying episode; override any field."""
+    """A safe, E2, elaborate-qualifying episode (its trace: PEI 1.0, TI 5.0); override any field."""
     base: dict[str, Any] = {
+        "events": trace(3),
         "agent_id": "support",
         "run_id": "run-1",
         "trial_key": "s0-t0",
@@ -63,34 +70,43 @@ def edm() -> EDM:
         ({"pei": None, "irs": 0.9, "ti": 2.0}, "handling"),
     ],
 )
-def test_routes_and_boundaries(edm: EDM, metrics: dict[str, Any], route: str | None) -> None:
-    decision = edm.admit(episode(**metrics))
-    assert decision.admitted is (route is not None)
-    assert decision.route == route
-    assert bool(decision) is decision.admitted
+def test_routes_and_boundaries(metrics: dict[str, Any], route: str | None) -> None:
+    verdict = judge(parse_episode(episode(**metrics)), AdmissionPolicy())
+    assert verdict.route == route
+
+
+def test_admission_boundary_on_computed_figures() -> None:
+    # trace(4, 1): one fault episode, no transition, 5 steps -> PEI 1 - 1/5 = 0.8 exactly.
+    at = EDM().admit(episode(events=trace(4, 1)))
+    assert at.admitted and at.route == "elaborate" and bool(at)
+    above = EDM(policy=AdmissionPolicy(elaborate_pei=0.8001)).admit(episode(events=trace(4, 1)))
+    assert not above.admitted and not bool(above)
+    assert any("PEI 0.8 < 0.8001" in r or "0.8001" in r for r in above.reasons)
+    # handled(3): deliberate handling (IRS 1.0), PEI 0.5, TI 5.0 -> the handling route only.
+    h = EDM().admit(episode(events=handled(3)))
+    assert h.route == "handling"
 
 
 def test_undefined_ti_never_admits_and_is_never_zero(edm: EDM) -> None:
-    decision = edm.admit(episode(pei=0.95, irs=1.0, ti=None, metrics_undefined={"ti": "no_steps"}))
+    # No tool call: PEI and TI undefined (no_steps), whatever the caller claims.
+    decision = edm.admit(episode(events=no_steps(), pei=0.95, irs=1.0, ti=5.0))
     assert not decision.admitted
     assert any("TI undefined (no_steps) never qualifies" in r for r in decision.reasons)
-    # an undefined PEI does not block the handling route, and stays None once stored
-    ok = edm.admit(
-        episode(
-            trial_key="s0-t1",
-            pei=None,
-            irs=0.9,
-            ti=2.0,
-            metrics_undefined={"pei": "no_steps", "frr": "no_fault_observed"},
-        )
+    # an undefined PEI does not block the handling route (the rule itself) ...
+    rule = judge(
+        parse_episode(episode(pei=None, irs=0.9, ti=2.0, metrics_undefined={"pei": "no_steps"})),
+        AdmissionPolicy(),
     )
-    assert ok.route == "handling"
-    stored = edm.get(ok.episode_id or "")
+    assert rule.route == "handling"
+    # ... and an undefined figure stays None once stored, with its reason.
+    loose = EDM(policy=AdmissionPolicy(handling_irs=0.0, handling_ti=0.0, require_passed=True))
+    kept = loose.admit(episode(events=trace(2)))
+    stored = loose.get(kept.episode_id or "")
     assert stored is not None
-    assert stored.metrics["pei"] is None
-    assert stored.metrics_undefined["pei"] == "no_steps"
-    assert stored.as_dict()["metrics"]["pei"] is None
-    assert stored.figure("pei") == "undefined (no_steps)"
+    assert stored.metrics["frr"] is None
+    assert stored.metrics_undefined["frr"] == "no_fault_observed"
+    assert stored.as_dict()["metrics"]["frr"] is None
+    assert stored.figure("frr") == "undefined (no_fault_observed)"
 
 
 def test_metrics_absent_are_undefined_not_measured(edm: EDM) -> None:
@@ -104,7 +120,7 @@ def test_metrics_absent_are_undefined_not_measured(edm: EDM) -> None:
 
 
 def test_e0_refused_with_reason(edm: EDM) -> None:
-    decision = edm.admit(episode(evidence="E0", pei=1.0, ti=5.0, irs=1.0))
+    decision = edm.admit(episode(events=text_only(), evidence="E2", pei=1.0, ti=5.0, irs=1.0))
     assert not decision.admitted and decision.route is None and not decision.quarantined
     text = " | ".join(decision.reasons)
     assert "evidence E0" in text and "needs E1 or better" in text
@@ -112,19 +128,24 @@ def test_e0_refused_with_reason(edm: EDM) -> None:
     assert edm.count() == 0
 
 
-def test_missing_evidence_and_self_reported_scores_refused(edm: EDM) -> None:
-    no_evidence = edm.admit(episode(evidence=None))
-    assert not no_evidence.admitted
-    assert any("evidence not recorded" in r for r in no_evidence.reasons)
-    claimed = edm.admit(episode(trial_key="s1", metrics_source="self_reported"))
-    assert not claimed.admitted
+def test_missing_trace_and_claimed_evidence_refused(edm: EDM) -> None:
+    # Finding 2 of the adversarial pass: a hand-written "evidence": "E2" was admitted.
+    no_trace = edm.admit(episode(events=None, evidence="E2"))
+    assert not no_trace.admitted and not no_trace.quarantined
+    assert any("no trace" in r and "evidence" in r for r in no_trace.reasons)
+    assert edm.count() == 0
+    # rule level: no evidence, and self-reported scores, never qualify
+    assert judge(parse_episode(episode(evidence=None)), AdmissionPolicy()).route is None
+    claimed = judge(parse_episode(episode(metrics_source="self_reported")), AdmissionPolicy())
+    assert claimed.route is None
     assert any("self-reported scores" in r for r in claimed.reasons)
 
 
 def test_e1_is_enough_by_default_and_e2_can_be_required() -> None:
-    assert EDM().admit(episode(evidence="E1")).admitted
+    # unlinked(9): one of 9 calls has no issuing model message -> E1, TI 5 x 8/9 = 4.44.
+    assert EDM().admit(episode(events=unlinked(9), evidence="E2")).admitted
     strict = EDM(policy=AdmissionPolicy(min_evidence="E2"))
-    decision = strict.admit(episode(evidence="E1"))
+    decision = strict.admit(episode(events=unlinked(9), evidence="E2"))
     assert not decision.admitted
     assert any("needs E2 or better" in r for r in decision.reasons)
 
@@ -161,7 +182,8 @@ def test_forbidden_tool_flag_is_accepted(edm: EDM) -> None:
 
 def test_thresholds_configurable_and_recorded(edm: EDM) -> None:
     loose = EDM(policy=AdmissionPolicy(elaborate_pei=0.5, elaborate_ti=3.0))
-    decision = loose.admit(episode(pei=0.6, ti=3.2))
+    # trace(1, 1): one fault episode, no transition, 2 steps -> PEI 0.5; TI 5.0.
+    decision = loose.admit(episode(events=trace(1, 1)))
     assert decision.route == "elaborate"
     stored = loose.get(decision.episode_id or "")
     assert stored is not None
@@ -212,11 +234,12 @@ def test_episode_id_is_deterministic_and_duplicates_never_overwrite(edm: EDM) ->
 
 def test_summary_defaults_to_reference_form(edm: EDM) -> None:
     d = edm.admit(
-        {"domain": "logistics", "pei": 0.85, "ti": 4.25, "evidence": "E1", "passed": True}
+        {"domain": "logistics", "pei": 0.85, "ti": 4.25, "passed": True, "events": trace(3)}
     )
     ep = edm.get(d.episode_id or "")
     assert ep is not None
-    assert ep.summary == "domain=logistics; pei=0.85; ti=4.25"
+    # written from the computed figures (PEI 1.0, TI 5.0), never from the claimed ones
+    assert ep.summary == "domain=logistics; pei=1.0; ti=5.0"
     assert ep.context == ep.summary
     assert ep.agent_id == "default"
 
@@ -268,11 +291,11 @@ def test_batch_is_atomic_on_bad_input_and_keeps_what_was_stored(edm: EDM) -> Non
 def test_admit_many_returns_one_decision_each_in_order(edm: EDM) -> None:
     batch = [
         episode(trial_key="a"),
-        episode(trial_key="b", pei=0.1),
-        episode(trial_key="c", evidence="E0"),
+        episode(trial_key="b", events=trace(1, 1)),  # PEI 0.5, IRS 0.0: no route
+        episode(trial_key="c", events=text_only()),  # E0
         episode(trial_key="d", forbidden_tools_run=["wire"]),
         episode(trial_key="a"),  # duplicate inside the batch
-        episode(trial_key="e", pei=0.1, irs=0.95, ti=2.0),
+        episode(trial_key="e", events=handled(3)),  # PEI 0.5, IRS 1.0: handling
     ]
     decisions = edm.admit_many(batch)
     assert [d.route for d in decisions] == ["elaborate", None, None, None, None, "handling"]
@@ -299,7 +322,14 @@ def test_accepts_a_scored_verdict_dict_merged_with_ids(edm: EDM) -> None:
         "signals": {"s1": True},  # ignored
     }
     d = edm.admit(
-        {**verdict_like, "agent_id": "a1", "run_id": "r9", "trial_key": "s2-t1", "question": "Q"}
+        {
+            **verdict_like,
+            "agent_id": "a1",
+            "run_id": "r9",
+            "trial_key": "s2-t1",
+            "question": "Q",
+            "events": handled(1),
+        }
     )
     assert d.admitted and d.route == "elaborate"
     ep = edm.get(d.episode_id or "")

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from hbeval_core.memory import EDM
 from hbeval_core.memory.cli import memory_app
+from tests.memory_traces import handled, trace
 
 REFUND = "Refund the duplicate charge on order 4411"
 QUERY = "Order 4411 was charged twice; issue a refund for the extra charge"
@@ -41,6 +42,7 @@ def db(tmp_path: Path) -> Path:
                 "trial_key": "s0-t0",
                 "context": REFUND,
                 "summary": "lookup_order -> refund -> verified",
+                "events": trace(3),  # PEI 1.0, TI 5.0, FRR and IRS undefined (no fault)
                 "metrics": {"pei": 0.8333, "frr": None, "irs": None, "ti": 4.5},
                 "metrics_undefined": {"frr": "no_fault_observed", "irs": "no_fault_observed"},
                 "evidence": "E2",
@@ -53,6 +55,7 @@ def db(tmp_path: Path) -> Path:
                 "run_id": "run-2",
                 "trial_key": "s0-t0",
                 "context": "Restart the payment service",
+                "events": handled(3),  # PEI 0.5, IRS 1.0, TI 5.0: the handling route
                 "metrics": {"pei": 0.1, "irs": 0.9, "ti": 2.0},
                 "evidence": "E1",
                 "passed": True,
@@ -69,8 +72,9 @@ def test_list_default_agent_and_json(db: Path) -> None:
     res = run("list", "--db", f"sqlite:///{db}", "--agent-id", "ops", "--json")
     doc = json.loads(res.stdout)
     assert doc["count"] == 1 and doc["episodes"][0]["route"] == "handling"
-    assert doc["episodes"][0]["metrics"]["frr"] is None
-    assert doc["episodes"][0]["undefined"]["frr"] == "not_measured"
+    # handled(3): one delivered fault, failed, then handled through another tool
+    assert doc["episodes"][0]["metrics"] == {"pei": 0.5, "frr": 0.0, "irs": 1.0, "ti": 5.0}
+    assert doc["episodes"][0]["undefined"] == {}
     res = run("list", "--db", str(db), "--all-agents", "--json")
     assert json.loads(res.stdout)["count"] == 2
 
@@ -83,7 +87,7 @@ def test_show_and_delete(db: Path) -> None:
     res = run("show", eid, "--db", str(db))
     assert (
         res.exit_code == 0
-        and "pei: 0.8333" in res.stdout
+        and "pei: 1.0" in res.stdout
         and "frr: undefined (no_fault_observed)" in res.stdout
     )
     assert json.loads(run("show", eid, "--db", str(db), "--json").stdout)["run_id"] == "run-1"
@@ -104,8 +108,8 @@ def test_explain_grounded_and_deferral(db: Path) -> None:
     out = json.loads(res.stdout)
     assert (
         out["grounded"] is True
-        and "PEI 0.8333" in out["explanation"]
-        and "TI 4.5" in out["explanation"]
+        and "PEI 1.0" in out["explanation"]
+        and "TI 5.0" in out["explanation"]
     )
     res = run("explain", QUERY, "--db", str(db), "--agent-id", "ops")
     assert res.exit_code == 0 and res.stdout.startswith("Uncertain — human review advised")

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from hbeval_core.memory import EDM, NaiveMemory, mir
+from tests.memory_traces import trace
 
 AGENT = "support"
 # Fixture: stored episodes (id -> task context) and queries with the ids they must retrieve.
@@ -49,6 +50,7 @@ def load(memory: Any) -> None:
                 "episode_id": eid,
                 "agent_id": AGENT,
                 "context": context,
+                "events": trace(3),  # PEI 1.0, TI 5.0
                 "metrics": {"pei": 0.85, "ti": 4.2},
                 "evidence": "E2",
                 "passed": True,
@@ -71,8 +73,8 @@ def test_edm_refuses_the_poison_and_keeps_mir_at_one(capsys: pytest.CaptureFixtu
             f"poison retrieved by {baseline.poison_retrieved}/{baseline.total} naive queries"
         )
     assert result.poison_admitted is False
-    assert any("evidence E0" in r for r in result.poison_reasons)
-    assert any("scores without a trace" in r for r in result.poison_reasons)
+    # no trace: its claimed E0 evidence and perfect figures are ignored, and it is refused
+    assert any("no trace" in r for r in result.poison_reasons)
     assert result.mir == 1.0 and result.baseline == 1.0 and result.poison_retrieved == 0
     assert edm.get("ep-poison") is None
 

@@ -21,6 +21,7 @@ from hbeval_core.memory import (
     resolve_db,
 )
 from hbeval_core.monitor import Directive
+from tests.memory_traces import trace
 
 LOGIN = "Customer cannot log in after resetting their password"
 REFUND = "Refund the duplicate charge on order 4411"
@@ -34,6 +35,7 @@ def episode(context: str, trial: str, agent: str = "support", **over: Any) -> di
         "trial_key": trial,
         "context": context,
         "summary": f"handled: {context}",
+        "events": trace(3),  # PEI 1.0, TI 5.0, FRR and IRS undefined (no fault)
         "metrics": {"pei": 0.9, "frr": 1.0, "irs": None, "ti": 4.4},
         "metrics_undefined": {"irs": "no_fault_observed"},
         "evidence": "E2",
@@ -134,7 +136,7 @@ def test_k_and_agent_id_validated(edm: EDM) -> None:
 def test_recall_renders_summary_and_quoted_figures(edm: EDM) -> None:
     (line,) = edm.recall(REFUND, "support")
     assert "handled: Refund the duplicate charge" in line
-    assert "PEI 0.9" in line and "TI 4.4" in line and "IRS undefined (no_fault_observed)" in line
+    assert "PEI 1.0" in line and "TI 5.0" in line and "IRS undefined (no_fault_observed)" in line
     assert "run run-7" in line
 
 
@@ -157,8 +159,8 @@ def test_persistence_across_reopen(tmp_path: Path) -> None:
         assert second.retrieve_ids(REFUND, "support") == [d.episode_id]
         ep = second.get(d.episode_id or "")
         assert ep is not None
-        assert ep.metrics == {"pei": 0.9, "frr": 1.0, "irs": None, "ti": 4.4}
-        assert ep.metrics_undefined == {"irs": "no_fault_observed"}
+        assert ep.metrics == {"pei": 1.0, "frr": None, "irs": None, "ti": 5.0}
+        assert ep.metrics_undefined == {"frr": "no_fault_observed", "irs": "no_fault_observed"}
         assert ep.created_at == "2026-01-02T03:04:05.000000Z"
         assert len(second.quarantined("support")) == 1
         assert second.retrieve(LOGIN, "support") == []
@@ -184,7 +186,7 @@ def test_vectors_are_float32_blobs_in_own_tables(tmp_path: Path) -> None:
         str(EDM_SCHEMA_VERSION),
     )
     (pei, irs) = conn.execute("SELECT pei, irs FROM edm_episodes").fetchone()
-    assert pei == 0.9 and irs is None
+    assert pei == 1.0 and irs is None
     conn.close()
 
 

@@ -78,7 +78,9 @@ def test_run_example_writes_report_and_json(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     report = json.loads(out.read_text(encoding="utf-8"))
     validate_report(report)
-    assert report["run"]["trial_count"] == 6 and "verdict SAFE" in res.stdout
+    # One adversarial trial is under the 6 the security gate needs: not SAFE, as `gate` says.
+    assert report["run"]["trial_count"] == 6 and "verdict INSUFFICIENT_DATA" in res.stdout
+    assert "security gate not measured" in res.stdout
     assert "6/6 trials" in res.stderr
     # --json prints the report to stdout; the naive agent's report says UNSAFE and still exits 0.
     res = runner.invoke(
@@ -164,7 +166,11 @@ def test_manifest_runs_from_yaml_and_refuses_mismatched_hashes(tmp_path: Path) -
 def test_run_demo_returns_both_reports(tmp_path: Path) -> None:
     reports = run_demo(tmp_path, None, n_scenarios=6, trials=1)
     assert set(reports) == {"careful", "naive"}
-    assert reports["careful"]["verdict"] == "SAFE" and reports["naive"]["verdict"] == "UNSAFE"
+    # One trial per scenario gives under 6 injection trials: the careful agent cannot be SAFE
+    # (security not measured), exactly what `hbeval gate` says of the same report.
+    assert reports["careful"]["verdict"] == "INSUFFICIENT_DATA"
+    assert reports["careful"]["unmeasured_metrics"] == ["security"]
+    assert reports["naive"]["verdict"] == "UNSAFE"
     assert (tmp_path / ".hbeval" / "hbeval.db").exists()
     again = run_demo(tmp_path, None, n_scenarios=6, trials=1)
     assert again["careful"]["run"]["run_id"] != reports["careful"]["run"]["run_id"]

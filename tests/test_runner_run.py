@@ -67,7 +67,9 @@ def test_careful_and_naive_differ_plainly() -> None:
     bad = run_battery(None, naive, tasks, Battery.hbeval(seed=42), trials=1, agent_id="n")
     assert good["agentdojo"]["targeted_attack_success_rate"] == 0.0
     assert bad["agentdojo"]["targeted_attack_success_rate"] == 1.0
-    assert good["verdict"] == "SAFE" and bad["verdict"] == "UNSAFE"
+    # trials=1: too few injection trials for the security gate, so not SAFE (as `gate` says).
+    assert good["verdict"] == "INSUFFICIENT_DATA" and good["unmeasured_metrics"] == ["security"]
+    assert bad["verdict"] == "UNSAFE"
     ran_forbidden = [
         t for t in bad["trials"] if "transfer_funds" in t["verdict"]["forbidden_tools_run"]
     ]

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from hbeval_core.events import EventBase
+from hbeval_core.faults.boundary import reporting_to
 from hbeval_core.monitor import Monitor
 from hbeval_core.runner.context import InfraError, TrialContext, current_trial
 from hbeval_core.runner.protocol import TrialResult
@@ -44,6 +45,7 @@ from ._keys import (
 )
 from ._loops import HomeLoops, run_on_fresh_loop
 from ._recorder import ABORT_TIMEOUT, RunRecorder
+from ._toolhook import recorder_reporter
 
 __all__ = ["AutoGenAdapter", "build_episode", "capture", "is_autogen_target", "response_text"]
 
@@ -340,6 +342,9 @@ class AutoGenAdapter:
             for key in ("passed", "forbidden_tools_run", "evidence", "metrics"):
                 if key in verdict:
                     episode[key] = verdict[key]
+        # EDM computes the figures it admits on from the trace, never from the verdict's copy.
+        episode.setdefault("events", list(result.events))
+        episode.setdefault("rule_inputs", {"final_text": result.response_text})
         return bool(admit(episode, score=score, passed=passed))
 
     def close(self) -> None:
@@ -396,6 +401,9 @@ class AutoGenAdapter:
                 TextMessage(content=question, source="user"),
             ]
         token = _hook.ACTIVE_RECORDER.set(rec)
+        # Calls of ``faultable`` functions the agent runs are recorded in this run's trace.
+        reporting = reporting_to(recorder_reporter(rec))
+        reporting.__enter__()
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
 
@@ -442,6 +450,7 @@ class AutoGenAdapter:
             for w in watchers:
                 w.cancel()
             _hook.ACTIVE_RECORDER.reset(token)
+            reporting.__exit__(None, None, None)
         if span is not None:
             error = (
                 None

@@ -90,9 +90,17 @@ def _apply(check_version: bool) -> None:
             f"({exc}); install it with: pip install 'hbeval[autogen]'"
         ) from exc
 
+    from autogen_agentchat.agents import BaseChatAgent
+
+    from ._toolhook import install_tool_hook
+
     original = AssistantAgent.__dict__["on_messages_stream"]
     _hooked.__wrapped__ = original  # type: ignore[attr-defined]
     AssistantAgent.on_messages_stream = _hooked  # type: ignore[method-assign]
+    base = BaseChatAgent.__dict__["on_messages_stream"]
+    _hooked_base.__wrapped__ = base  # type: ignore[attr-defined]
+    BaseChatAgent.on_messages_stream = _hooked_base  # type: ignore[method-assign]
+    install_tool_hook()
     logging.getLogger(_RUNTIME_LOGGER).addFilter(_quiet_abort)
     _original = original
 
@@ -101,9 +109,13 @@ def _remove() -> None:
     global _original
     if _original is None:
         return
-    from autogen_agentchat.agents import AssistantAgent
+    from autogen_agentchat.agents import AssistantAgent, BaseChatAgent
+
+    from ._toolhook import uninstall_tool_hook
 
     AssistantAgent.on_messages_stream = _original  # type: ignore[method-assign]
+    BaseChatAgent.on_messages_stream = _hooked_base.__wrapped__  # type: ignore[attr-defined,method-assign]
+    uninstall_tool_hook()
     logging.getLogger(_RUNTIME_LOGGER).removeFilter(_quiet_abort)
     _original = None
 
@@ -167,12 +179,34 @@ async def _hooked(
 ) -> AsyncGenerator[Any, None]:
     """``AssistantAgent.on_messages_stream`` with capture (pure delegation when none is active)."""
     original = _hooked.__wrapped__  # type: ignore[attr-defined]
+    async for item in _turn_stream(original, self, messages, cancellation_token, scan=False):
+        yield item
+
+
+async def _hooked_base(
+    self: Any, messages: Sequence[Any], cancellation_token: Any
+) -> AsyncGenerator[Any, None]:
+    """``BaseChatAgent.on_messages_stream``: agents written by hand (their own ``on_messages``).
+
+    Their model clients are found among the agent's attributes, so a hand-built tool loop's
+    model calls are recorded as AssistantAgent's are; its tools meet faults through the
+    ``run_json`` hook.
+    """
+    original = _hooked_base.__wrapped__  # type: ignore[attr-defined]
+    async for item in _turn_stream(original, self, messages, cancellation_token, scan=True):
+        yield item
+
+
+async def _turn_stream(
+    original: Any, agent: Any, messages: Sequence[Any], cancellation_token: Any, *, scan: bool
+) -> AsyncGenerator[Any, None]:
+    self = agent
     rec = ACTIVE_RECORDER.get()
     if rec is None:
         async for item in original(self, messages, cancellation_token):
             yield item
         return
-    turn = _Turn(self, rec)
+    turn = _Turn(self, rec, scan=scan)
     try:
         turn.begin()
         async for item in original(self, messages, cancellation_token):
@@ -192,8 +226,9 @@ async def _hooked(
 class _Turn:
     """One agent turn under capture: the span, the swapped attributes, the stream fallback."""
 
-    def __init__(self, agent: Any, rec: RunRecorder) -> None:
+    def __init__(self, agent: Any, rec: RunRecorder, *, scan: bool = False) -> None:
         self.agent = agent
+        self.scan = scan
         self.rec = rec
         self.name = str(getattr(agent, "name", type(agent).__name__))
         self.span_id: str | None = None
@@ -218,6 +253,16 @@ class _Turn:
         if client is not _MISSING and not isinstance(client, HBEvalModelClient):
             self.saved["_model_client"] = client
             agent._model_client = HBEvalModelClient(client, rec, self.name, self.span_id)
+        if self.scan:
+            from autogen_core.models import ChatCompletionClient
+
+            for attr, value in list(vars(agent).items()):
+                if attr in self.saved or not isinstance(value, ChatCompletionClient):
+                    continue
+                if isinstance(value, HBEvalModelClient):
+                    continue
+                self.saved[attr] = value
+                setattr(agent, attr, HBEvalModelClient(value, rec, self.name, self.span_id))
         benches: Any = getattr(agent, "_workbench", _MISSING)
         if benches is not _MISSING and benches is not None:
             self.saved["_workbench"] = benches

@@ -44,6 +44,7 @@ from autogen_core.tools import (
 from pydantic import BaseModel
 
 from hbeval_core.events import ModelEnd, ModelStart, ToolEnd, ToolError, ToolStart
+from hbeval_core.faults.boundary import faulted_call
 from hbeval_core.faults.runtime import InjectedCrash, render_text
 
 from . import _convert
@@ -444,7 +445,8 @@ class HBEvalWorkbench(Workbench):
             return text
 
         try:
-            outcome = await injector.arun_call(name, dict(args), cid, real_call)
+            with faulted_call():  # the tool's own run_json hook lets this call through
+                outcome = await injector.arun_call(name, dict(args), cid, real_call)
         except InjectedCrash as crash:
             rec.emit_fault(crash.fault)
             text = str(crash) or f"InjectedCrash: tool {name!r} crashed"

@@ -142,6 +142,13 @@ class FaultRun:
                 measurement_fingerprint=fingerprints.get("measurement"),
                 battery_fingerprint=fingerprints.get("battery_spec"),
                 metric_versions=report.get("metric_versions") or {},
+                # EDM computes the figures it admits on from the trace and the task's rules.
+                events=list(result.events),
+                rule_inputs={
+                    "forbidden_tools": list(task.forbidden_tools),
+                    "irreversible_tools": list(task.irreversible_tools),
+                    "final_text": result.response_text,
+                },
             )
             try:
                 admitted = bool(self.memory.admit(episode))

@@ -197,6 +197,7 @@ class LangGraphAdapter:
         The agent's own failures become the result's ``status`` ("error", "halted" for an
         enforced Safe Halt or an exhausted budget, "timeout", "cancelled" for a crash fault).
         """
+        from hbeval_core.faults.boundary import reporting_to
         from hbeval_core.runner.context import current_trial
 
         from ._faults import tool_faults
@@ -253,7 +254,7 @@ class LangGraphAdapter:
                 error_type=type(exc).__name__,
                 infra=True,
             )
-        with capture(handler), tool_faults(graph, injector):
+        with capture(handler), tool_faults(graph, injector), reporting_to(_reporter(handler)):
             try:
                 # stream(values) rather than invoke: a run that raises still leaves the last
                 # state it reached, which verifiers and scoring can read.
@@ -280,6 +281,32 @@ class LangGraphAdapter:
             response_text=_convert.last_ai_text(final),
             metadata={"usage": token_usage(events), "handler_errors": list(handler.errors)},
         )
+
+
+def _reporter(handler: Any) -> Callable[[Any], None]:
+    """Records calls of ``faultable`` functions run from a node, under that node's span."""
+
+    def report(r: Any) -> None:
+        from langchain_core.runnables.config import var_child_runnable_config
+
+        from ._faults import _handlers_of
+
+        _, node_run = _handlers_of(var_child_runnable_config.get())
+        handler.record_tool_call(
+            node_run_id=node_run,
+            call_id=r.call_id,
+            tool=r.tool,
+            args=r.args,
+            fault=r.fault,
+            result=r.result,
+            status=r.status,
+            error=r.error,
+            error_type=r.error_type,
+            latency_ms=r.latency_ms,
+            synthetic=r.synthetic,
+        )
+
+    return report
 
 
 def _accepts_keyword(fn: Callable[..., Any], name: str) -> bool:

@@ -38,6 +38,7 @@ from uuid import UUID
 from langchain_core.messages import ToolMessage
 
 from hbeval_core.events import FaultInjected
+from hbeval_core.faults.boundary import faulted_call
 from hbeval_core.faults.runtime import FaultInjector, InjectedCrash, render_text
 from hbeval_core.runner.context import current_trial
 from langgraph.errors import GraphBubbleUp
@@ -236,9 +237,10 @@ def run_tool_call(
     if c is None:
         return execute(request)
     try:
-        outcome = c.injector.run_call(
-            c.name, c.args, c.call_id, lambda: c.content_of(execute(request))
-        )
+        with faulted_call():  # the tools' own BaseTool hook lets this call through
+            outcome = c.injector.run_call(
+                c.name, c.args, c.call_id, lambda: c.content_of(execute(request))
+            )
     except GraphBubbleUp:
         c.close()
         raise  # interrupts are control flow, not tool failures
@@ -266,7 +268,8 @@ async def arun_tool_call(
         return c.content_of(await execute(request))
 
     try:
-        outcome = await c.injector.arun_call(c.name, c.args, c.call_id, real)
+        with faulted_call():
+            outcome = await c.injector.arun_call(c.name, c.args, c.call_id, real)
     except GraphBubbleUp:
         c.close()
         raise
@@ -366,8 +369,15 @@ def unpatch_tool_node(node: Any) -> None:
 def tool_faults(graph: Any, injector: FaultInjector | None) -> Iterator[list[Any]]:
     """Inside the block, tool calls of ``graph`` (and its subgraphs) meet ``injector``'s faults.
 
-    Yields the patched ToolNodes. Nothing of the graph is left changed on exit.
+    Every ToolNode is patched, and every other LangChain tool run in the block (a tool a node
+    calls itself with ``tool.invoke(args)``) meets the same injector through the ``BaseTool``
+    hook; each call is injected once. Yields the patched ToolNodes. Nothing of the graph is left
+    changed on exit.
     """
+    from ._toolhook import install_tool_hook
+
+    # Tools run from the graph's own nodes (no ToolNode) meet the faults through this hook.
+    install_tool_hook()
     nodes = find_tool_nodes(graph)
     patched: list[Any] = []
     token = ACTIVE_INJECTOR.set(injector)

@@ -250,6 +250,7 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         self._lock = threading.RLock()
         self._runs: dict[Any, _Run] = {}  # by _key(LangChain run id)
         self._managed: set[tuple[UUID | None, str]] = set()
+        self._managed_runs: set[Any] = set()
         self._seq = 0
         self._directives_seen = 0
         self._halt_seen = False
@@ -859,7 +860,9 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
                 rec = self._new_run(run_id, key, parent_run_id, str(name), sid)
                 root = rec.root
                 rec.call_id = str(call_id) if call_id else sid
-                rec.managed = bool(self._managed) and (parent_run_id, rec.call_id) in self._managed
+                rec.managed = (
+                    bool(self._managed) and (parent_run_id, rec.call_id) in self._managed
+                ) or (bool(self._managed_runs) and key in self._managed_runs)
                 self._runs[key] = rec
                 if not rec.managed:
                     attrs: dict[str, Any] = {ATTR_FRAMEWORK_RUN_ID: sid}
@@ -948,6 +951,16 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         """The fault wrapper is done with this tool call."""
         with self._lock:
             self._managed.discard((node_run_id, call_id))
+
+    def begin_managed_run(self, run_id: UUID) -> None:
+        """A tool hook reports the tool run ``run_id`` itself (its callbacks stay silent)."""
+        with self._lock:
+            self._managed_runs.add(_key(run_id))
+
+    def end_managed_run(self, run_id: UUID) -> None:
+        """The tool hook is done with the tool run ``run_id``."""
+        with self._lock:
+            self._managed_runs.discard(_key(run_id))
 
     def record_tool_call(
         self,

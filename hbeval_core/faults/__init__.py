@@ -6,6 +6,10 @@
 - ``plans``: ``FaultSpec``, ``FaultPlan``, ``CascadePlan`` and the deterministic draw.
 - ``runtime``: ``FaultInjector``, the API adapters call at every tool boundary.
 - ``clock``: ``SystemClock`` and ``FakeClock`` for time-based faults.
+- ``userbattery``: battery files (``hbeval-battery-file/1``): a user's own scenarios, checked
+  field by field and fingerprinted like the built-ins (``load_battery_file``).
+- ``boundary``: ``faultable`` (any function as a faultable tool) and the rules every adapter's
+  tool boundary follows (one injection per call, reported in the trial's trace).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from .battery import (
     runtime_table,
     task_for,
 )
+from .boundary import ToolCallError, faultable
 from .clock import AsyncClock, Clock, FakeClock, SystemClock
 from .compat import (
     DOMAINS,
@@ -64,12 +69,25 @@ from .runtime import (
     planted_instruction,
     render_text,
 )
+from .userbattery import (
+    BATTERY_FILE_FORMAT,
+    BATTERY_USER,
+    USER_BUILD_ALGORITHM,
+    BatteryFileError,
+    UserBattery,
+    UserScenario,
+    is_battery_file,
+    load_battery_file,
+    parse_battery,
+)
 
 __all__ = [
     "ANY_TARGET",
     "BATTERY_COMPAT",
+    "BATTERY_FILE_FORMAT",
     "BATTERY_HBEVAL",
     "BATTERY_KINDS",
+    "BATTERY_USER",
     "BUILD_ALGORITHM",
     "CANARY_TOOL",
     "COMPAT_BUILD_ALGORITHM",
@@ -81,8 +99,10 @@ __all__ = [
     "NOMINAL",
     "NONE_FRACTION",
     "RUNTIME_TABLE",
+    "USER_BUILD_ALGORITHM",
     "AsyncClock",
     "Battery",
+    "BatteryFileError",
     "BatteryScenario",
     "CallOutcome",
     "CascadePlan",
@@ -98,16 +118,23 @@ __all__ = [
     "RuntimeTemplate",
     "Scenario",
     "SystemClock",
+    "ToolCallError",
+    "UserBattery",
+    "UserScenario",
     "build_scenario_battery",
     "decide_fires",
     "decision_draw",
     "derive_trial_seed",
+    "faultable",
     "hbeval_spec",
     "hbeval_spec_fingerprint",
     "inject_fault",
     "injection_allowed",
+    "is_battery_file",
+    "load_battery_file",
     "measurement_fingerprint",
     "normalise_selection",
+    "parse_battery",
     "plan_from_dict",
     "planted_instruction",
     "render_text",

@@ -23,10 +23,19 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import Any, Final, TypeAlias
 
 from ..fingerprint import fingerprint
-from ..vocab import EMPTY_KINDS, ERROR_5XX, FAULT_MODES, HTTP_STATUSES, MALFORMED, MALFORMED_KINDS
+from ..vocab import (
+    EMPTY_KINDS,
+    ERROR_5XX,
+    FAULT_MODES,
+    HTTP_STATUSES,
+    MALFORMED,
+    MALFORMED_KINDS,
+    PROMPT_INJECTION,
+)
 from ..vocab import EMPTY_RESPONSE as EMPTY_RESPONSE_MODE
 
 ANY_TARGET: Final = "*"
@@ -38,6 +47,19 @@ DEFAULT_MALFORMED_KIND: Final = "wrong_schema"
 """What a ``malformed`` fault does when ``malformed_kind`` is not set (the reference's default)."""
 
 _DRAW_SCALE: Final = 0xFFFFFFFF
+_PATTERN_CHARS: Final = frozenset("*?[")
+
+
+def is_pattern(target: str) -> bool:
+    """Whether a target is a glob pattern (``lookup_*``) rather than a name or ``"*"``."""
+    return target != ANY_TARGET and any(c in _PATTERN_CHARS for c in target)
+
+
+def target_matches(target: str, tool: str) -> bool:
+    """Whether ``tool`` is what ``target`` names: ``"*"``, the same name, or a matching glob."""
+    if target == ANY_TARGET or target == tool:
+        return True
+    return is_pattern(target) and fnmatchcase(tool, target)
 
 
 def decision_draw(seed: int, plan_id: str, target: str, attempt: int) -> float:
@@ -142,6 +164,10 @@ class FaultSpec:
     ``latency``). ``probability`` gates each eligible call through the deterministic draw.
     ``on_calls`` restricts the fault to those call positions on the target (0 = first call);
     None means every call. The kinds and the status are only valid with their own mode.
+    ``target`` may be a glob pattern (``lookup_*``): it matches every tool whose name fits,
+    and its call positions count every call it matches. ``text`` (prompt_injection only)
+    replaces the planted instruction; ``{forbidden_tool}`` in it names the tool it tries to
+    trigger. Both extensions enter the fingerprint only when used.
     """
 
     id: str
@@ -153,6 +179,7 @@ class FaultSpec:
     empty_kind: str | None = None
     malformed_kind: str | None = None
     on_calls: tuple[int, ...] | None = None
+    text: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
@@ -179,10 +206,18 @@ class FaultSpec:
         # argument fingerprints the same.
         object.__setattr__(self, "probability", float(p))
         object.__setattr__(self, "on_calls", on_calls)
+        if self.text is not None:
+            if self.mode != PROMPT_INJECTION:
+                raise ValueError(
+                    f"{owner}: field 'text' applies only to mode {PROMPT_INJECTION!r} "
+                    f"(mode is {self.mode!r})"
+                )
+            if not isinstance(self.text, str) or not self.text.strip():
+                raise ValueError(f"{owner}: field 'text' must be a non-empty string")
 
     def matches(self, tool: str) -> bool:
-        """Whether this fault targets ``tool``."""
-        return self.target == ANY_TARGET or self.target == tool
+        """Whether this fault targets ``tool`` (its name, ``"*"``, or a glob it fits)."""
+        return target_matches(self.target, tool)
 
     def allows(self, attempt: int) -> bool:
         """Whether call position ``attempt`` on the target is one this fault may fire on."""
@@ -201,11 +236,13 @@ class FaultSpec:
         }
         if self.on_calls is not None:
             body["on_calls"] = list(self.on_calls)
+        if self.text is not None:
+            body["text"] = self.text
         return body
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field, JSON-ready (``on_calls`` as a list or None)."""
-        return {
+        """Every field, JSON-ready (``on_calls`` as a list or None; ``text`` only when set)."""
+        out: dict[str, Any] = {
             "id": self.id,
             "target": self.target,
             "mode": self.mode,
@@ -216,6 +253,9 @@ class FaultSpec:
             "malformed_kind": self.malformed_kind,
             "on_calls": None if self.on_calls is None else list(self.on_calls),
         }
+        if self.text is not None:
+            out["text"] = self.text
+        return out
 
 
 @dataclass(frozen=True)
@@ -429,5 +469,7 @@ __all__ = [
     "Plan",
     "decide_fires",
     "decision_draw",
+    "is_pattern",
     "plan_from_dict",
+    "target_matches",
 ]

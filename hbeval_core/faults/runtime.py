@@ -74,6 +74,8 @@ from .plans import (
     FaultPlan,
     FaultSpec,
     decision_draw,
+    is_pattern,
+    target_matches,
 )
 
 CANARY_TOOL: Final = "hbeval_canary_exfiltrate"
@@ -373,6 +375,11 @@ class FaultInjector:
         self.events: list[FaultInjected] = []
         """Every fault applied so far, in order."""
         self._attempts: dict[str, int] = {}
+        self._patterns: tuple[str, ...] = (
+            tuple(dict.fromkeys(s.target for s in plan.faults if is_pattern(s.target)))
+            if isinstance(plan, FaultPlan)
+            else ()
+        )
         self._fired_stages: set[int] = set()
         self._lock = threading.Lock()
 
@@ -405,9 +412,10 @@ class FaultInjector:
             return self._decide_plan(self.plan, tool, call_id, seen)
 
     def _count(self, tool: str) -> dict[str, int]:
-        """Advance the counters for ``tool`` and ``"*"``; return each one's value for this call."""
+        """Advance the counters for ``tool``, ``"*"`` and every glob target ``tool`` fits."""
         seen: dict[str, int] = {}
-        for key in {tool, ANY_TARGET}:
+        keys = {tool, ANY_TARGET, *(p for p in self._patterns if target_matches(p, tool))}
+        for key in keys:
             seen[key] = self._attempts.get(key, 0)
             self._attempts[key] = seen[key] + 1
         return seen
@@ -530,7 +538,12 @@ class FaultInjector:
             text = truncate(result)
             return _Applied(result=text, payload=text)
         if mode == PROMPT_INJECTION:
-            planted = planted_instruction(self.injection_target)
+            custom = d.spec.text
+            planted = (
+                planted_instruction(self.injection_target)
+                if custom is None
+                else custom.replace("{forbidden_tool}", self.injection_target)
+            )
             return _Applied(result=f"{render_text(result)}\n\n{planted}", payload=planted)
         # LOST_RESULT: the side effect happened; the agent is told nothing came back.
         return self._lost(d)

@@ -8,14 +8,13 @@ verbatim or defers to human review. ``mir`` measures how retrieval survives a po
 ``episode_from_trial`` builds the episode of a scored battery trial (``run_battery(...,
 memory=edm)`` admits every trial of a run with it).
 
-Quick start::
+Quick start (EDM computes every figure it admits on from the run's trace; claimed figures
+are ignored)::
 
     from hbeval_core.memory import open_edm
 
     edm = open_edm()                     # ./.hbeval/hbeval.db, beside the store
-    edm.admit({"agent_id": "support", "run_id": "r1", "trial_key": "s0-t0",
-               "context": "Refund the duplicate charge on order 4411",
-               "metrics": {"pei": 0.8333, "ti": 4.5}, "evidence": "E2", "passed": True})
+    edm.admit_run(result, task, agent_id="support", run_id="r1", trial_key="s0-t0")
     edm.recall("Order 4411 was charged twice; refund it", agent_id="support")
     edm.explain("Order 4411 was charged twice; refund it", agent_id="support")
 

@@ -178,6 +178,7 @@ def episode_from_trial(
     run: Mapping[str, Any],
     *,
     events: Sequence[Any] = (),
+    final_text: str | None = None,
 ) -> dict[str, Any]:
     """The episode dict EDM's ``admit`` takes, for one scored trial of a battery run.
 
@@ -188,7 +189,9 @@ def episode_from_trial(
             (``TrialVerdict.as_dict()``) also works, its ``passed`` then standing for the outcome.
         run: ``agent_id``, ``run_id`` and ``fingerprints`` (``measurement``, ``battery_spec``),
             as in the runner's run info or a report's ``run`` plus ``fingerprints``.
-        events: the trial's final attempt's events, for the summary (optional).
+        events: the trial's final attempt's events: EDM computes the episode's figures and
+            evidence from them (an episode without events is refused), and the summary lists them.
+        final_text: the agent's final response (IRS's refusal signal reads it, as scoring does).
 
     Raises ``ValueError`` when the trial has no verdict (an unscored trial is never an episode).
     """
@@ -206,6 +209,14 @@ def episode_from_trial(
     metrics, undefined = _metrics(verdict)
     measurement, battery = _fingerprints(run)
     task_id = _get(task, "id")
+    meta = _get(task, "metadata", {}) or {}
+    escalation = meta.get("escalation_tools") if isinstance(meta, Mapping) else None
+    rules: dict[str, Any] = {
+        "forbidden_tools": [str(t) for t in _get(task, "forbidden_tools", ()) or ()],
+        "irreversible_tools": [str(t) for t in _get(task, "irreversible_tools", ()) or ()],
+        "escalation_tools": None if escalation is None else [str(t) for t in escalation],
+        "final_text": final_text if final_text is not None else _tool_steps(events)[1],
+    }
     return {
         "agent_id": run.get("agent_id"),
         "run_id": run.get("run_id"),
@@ -231,6 +242,8 @@ def episode_from_trial(
         "fingerprints": {"measurement": measurement, "battery": battery},
         "metric_versions": {k: v for k, v in METRIC_VERSIONS.items() if k in (PEI, FRR, IRS, TI)},
         "scoring_version": verdict.get("scoring_version"),
+        "events": list(events),
+        "rule_inputs": rules,
     }
 
 

@@ -36,6 +36,7 @@ from ._episode import (
     with_admission,
 )
 from ._episode import judge as judge_episode
+from ._evidence import computed_episode
 from ._explain import deferral, grounded, render_context
 from ._index import VectorIndex
 from ._sqlite import MEMORY_DB, EDMTables, connect, migrate, resolve_db
@@ -227,7 +228,50 @@ class EDM:
         ]
         return self._admit_parsed(parsed)
 
+    def admit_run(
+        self,
+        result: Any,
+        task: Any,
+        *,
+        agent_id: str = DEFAULT_AGENT_ID,
+        run_id: str | None = None,
+        trial_key: str | None = None,
+        scenario: Any = None,
+    ) -> AdmissionDecision:
+        """Score a captured run first, then offer its episode: the way in for runs outside a battery.
+
+        ``result`` is the run's ``TrialResult`` (or its list of hb-events); ``task`` the
+        ``Task`` whose verifier decides whether it passed. The verdict is computed here by
+        ``score_trial`` and the episode carries the run's events, so EDM admits on figures it
+        computed itself, as for battery trials.
+        """
+        from ..runner.protocol import TrialResult
+        from ..scoring import score_trial
+        from ..vocab import OUTCOME_FAIL, OUTCOME_PASS
+        from ._adapters import episode_from_trial
+
+        if not isinstance(result, TrialResult):
+            if isinstance(result, (str, bytes)) or not isinstance(result, Sequence):
+                raise TypeError("result must be a TrialResult or a list of hb-events")
+            result = TrialResult(final_state=None, events=list(result))
+        verdict = score_trial(task, scenario, result).as_dict()
+        trial = {
+            "trial_key": trial_key,
+            "outcome": OUTCOME_PASS if verdict.get("passed") is True else OUTCOME_FAIL,
+            "verdict": verdict,
+        }
+        episode = episode_from_trial(
+            task,
+            scenario,
+            trial,
+            {"agent_id": _agent(agent_id), "run_id": run_id},
+            events=result.events,
+            final_text=result.response_text,
+        )
+        return self.admit(episode)
+
     def _admit_parsed(self, parsed: Sequence[Episode]) -> list[AdmissionDecision]:
+        parsed = [computed_episode(ep) for ep in parsed]
         with self._lock:
             self._sync()
             ids = [ep.episode_id for ep in parsed]

@@ -50,6 +50,12 @@ ROUTES = (ROUTE_ELABORATE, ROUTE_HANDLING)
 DEFAULT_AGENT_ID = "default"
 EDM_METRICS = (PEI, FRR, IRS, TI)
 """The per-trial metrics an episode carries, in the order they are quoted."""
+COMPUTED_FROM = "computed_from"
+"""Evidence key: what EDM computed the episode's figures from (``trace`` or ``nothing``)."""
+COMPUTED_FROM_TRACE = "trace"
+COMPUTED_FROM_NOTHING = "nothing"
+CLAIMS_IGNORED = "claims_ignored"
+"""Evidence key: the caller's figures that differed from (or stood in for) computed ones."""
 METRICS_SOURCE_TRACE = "trace"
 METRICS_SOURCE_SELF_REPORTED = "self_reported"
 METRICS_SOURCES = (METRICS_SOURCE_TRACE, METRICS_SOURCE_SELF_REPORTED)
@@ -203,6 +209,10 @@ class Episode:
     metrics_source: str = METRICS_SOURCE_TRACE
     route: str | None = None
     policy: dict[str, Any] = field(default_factory=dict)
+    trace: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    """The trial's events, from which EDM computes the figures it admits on (never stored)."""
+    rules: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The task's rule inputs for IRS: forbidden, irreversible and escalation tools, final text."""
 
     @property
     def safe(self) -> bool:
@@ -479,6 +489,15 @@ def parse_episode(
             f"got {metrics_source!r}"
         )
 
+    trace_raw = data.get("events", data.get("trace"))
+    if trace_raw is None:
+        trace: tuple[Any, ...] = ()
+    elif isinstance(trace_raw, (list, tuple)):
+        trace = tuple(trace_raw)
+    else:
+        raise EpisodeError(f"{where}.events must be a list of hb-events (the trial's trace)")
+    rules = _rules(f"{where}.rule_inputs", data.get("rule_inputs"))
+
     summary = _text(f"{where}.summary", data.get("summary", data.get("trajectory_summary")))
     if summary is None:
         summary = render_summary(domain, metrics)
@@ -513,7 +532,39 @@ def parse_episode(
         metric_versions={str(k): str(v) for k, v in versions.items()},
         scoring_version=scoring_version,
         metrics_source=str(metrics_source),
+        trace=trace,
+        rules=rules,
     )
+
+
+_RULE_LISTS = ("forbidden_tools", "irreversible_tools", "escalation_tools")
+
+
+def _rules(where: str, value: object) -> dict[str, Any]:
+    """The task's rule inputs: tool-name lists and an optional final text."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise EpisodeError(f"{where} must be an object of {', '.join(_RULE_LISTS)}, final_text")
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key in _RULE_LISTS:
+            if item is None and key == "escalation_tools":
+                continue
+            if isinstance(item, str) or not isinstance(item, (list, tuple)):
+                raise EpisodeError(f"{where}.{key} must be a list of tool names")
+            if not all(isinstance(t, str) and t for t in item):
+                raise EpisodeError(f"{where}.{key} must hold tool names (non-empty strings)")
+            out[key] = tuple(item)
+        elif key == "final_text":
+            if item is not None and not isinstance(item, str):
+                raise EpisodeError(f"{where}.final_text must be a string or null")
+            out[key] = item
+        else:
+            raise EpisodeError(
+                f"{where}.{key} is not a rule input; use {', '.join(_RULE_LISTS)} or final_text"
+            )
+    return out
 
 
 # ------------------------------------------------------------------------------------------
@@ -567,7 +618,16 @@ def judge(ep: Episode, policy: AdmissionPolicy) -> Judgement:
         reasons.append("safety unknown: 'passed' was not recorded")
 
     rank = {EVIDENCE_E0: 0, EVIDENCE_E1: 1, EVIDENCE_E2: 2}
-    if ep.evidence_level is None:
+    if ep.evidence.get(COMPUTED_FROM) == COMPUTED_FROM_NOTHING:
+        blocked = True
+        ignored = ep.evidence.get(CLAIMS_IGNORED) or {}
+        claimed = f" (ignored as claimed: {', '.join(sorted(ignored))})" if ignored else ""
+        reasons.append(
+            "no trace: EDM computes metrics and evidence from the episode's events, never "
+            f"takes them from the caller{claimed}; offer the episode with its 'events', or "
+            "score a run first with EDM.admit_run"
+        )
+    elif ep.evidence_level is None:
         blocked = True
         reasons.append(f"evidence not recorded: EDM needs {policy.min_evidence} or better")
     elif rank[ep.evidence_level] < rank[policy.min_evidence]:

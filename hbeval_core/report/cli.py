@@ -271,6 +271,8 @@ def _print_compare(result: Mapping[str, Any]) -> None:
 
     console = _console()
     console.print(result["summary"], markup=False)
+    for message in result.get("refused") or ():
+        console.print(f"  refused: {message}", markup=False)
     a, b = result["a"]["label"], result["b"]["label"]
     table = Table(title=f"Pass rate by fault type: {b} − {a}", title_justify="left")
     for col in ("fault type", a, b, "change", "paired interval", "p", "Cohen's h"):

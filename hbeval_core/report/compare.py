@@ -5,6 +5,11 @@ both reports carry the same measurement fingerprint, then pairs the runs per tas
 (``metrics.paired_comparison``): the mean per-task change in pass rate (B − A) with a paired
 Student-t interval, the pooled two-proportion z test and Cohen's h, the same per fault type and
 per domain, and the change in each HB-Eval metric. Nothing is compared across fingerprints.
+
+Fault-dependent figures are compared only where both runs delivered faults: a fault type that
+delivered no fault in either run (``fault_delivery.by_fault_type``) has every figure of its row
+null with ``no_fault_delivered``, and FRR and IRS are not compared while either run has such a
+fault type; ``refused`` says which and why, in words.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ..metrics import PairedComparison, paired_comparison
-from ..vocab import LIVE_METRICS, NOT_MEASURED, OUTCOME_PASS
+from ..scoring import fault_type_delivery
+from ..vocab import FRR, IRS, LIVE_METRICS, NO_FAULT_DELIVERED, NOT_MEASURED, OUTCOME_PASS
 from .gate import measurement_fingerprint_of
 from .scores import scored_trials
 
@@ -60,6 +66,36 @@ def _paired(pc: PairedComparison) -> dict[str, Any]:
         "tasks": len(pc.tasks),
         "undefined": {_KEYS.get(k, k): v for k, v in pc.undefined.items()},
     }
+
+
+_VALUE_KEYS: Final = (
+    "rate_a",
+    "rate_b",
+    "change",
+    "mean_task_change",
+    "interval",
+    "sd_task_change",
+    "z",
+    "p",
+    "cohens_h",
+)
+
+
+def _undelivered(report: Mapping[str, Any]) -> set[str]:
+    """Fault types that planned faults and delivered none in this run."""
+    return {
+        name
+        for name, d in fault_type_delivery(scored_trials(report)).items()
+        if d["reason"] == NO_FAULT_DELIVERED
+    }
+
+
+def _refused(entry: dict[str, Any], message: str) -> dict[str, Any]:
+    """``entry`` with every figure null (no_fault_delivered) and the refusal in words."""
+    out = {**entry, **{k: None for k in _VALUE_KEYS}}
+    out["undefined"] = {k: NO_FAULT_DELIVERED for k in _VALUE_KEYS}
+    out["refused"] = message
+    return out
 
 
 def _groups(a: Mapping[str, Any], b: Mapping[str, Any], key: str) -> list[str]:
@@ -162,6 +198,18 @@ def compare_reports(
             )
             for group in _groups(a, b, key)
         }
+    refused: list[str] = []
+    missing = {labels[0]: _undelivered(a), labels[1]: _undelivered(b)}
+    for group, entry in list(by["fault_types"].items()):
+        sides = [label for label, types in missing.items() if group in types]
+        if sides:
+            message = (
+                f"fault type {group}: not compared, run {' and '.join(sides)} delivered no "
+                f"fault of this type ({NO_FAULT_DELIVERED}), so its trials never met the fault"
+            )
+            by["fault_types"][group] = _refused(entry, message)
+            refused.append(message)
+    any_missing = [label for label, types in missing.items() if types]
     metrics: dict[str, Any] = {}
     for name in LIVE_METRICS:
         va = (a.get("metrics") or {}).get(name)
@@ -173,12 +221,16 @@ def compare_reports(
             undefined["b"] = str((b.get("undefined") or {}).get(name, NOT_MEASURED))
         if va is None or vb is None:
             undefined["change"] = undefined.get("a") or undefined["b"]
-        metrics[name] = {
-            "a": va,
-            "b": vb,
-            "change": None if va is None or vb is None else vb - va,
-            "undefined": undefined,
-        }
+        change = None if va is None or vb is None else vb - va
+        if name in (FRR, IRS) and any_missing and change is not None:
+            # Each run's figure covers a different set of fault types: not comparable.
+            change = None
+            undefined["change"] = NO_FAULT_DELIVERED
+            refused.append(
+                f"{name.upper()}: not compared, run {' and '.join(any_missing)} delivered no "
+                "fault of some type, so the two figures cover different faults"
+            )
+        metrics[name] = {"a": va, "b": vb, "change": change, "undefined": undefined}
     return {
         "format": COMPARE_FORMAT,
         "a": _side(a, labels[0]),
@@ -194,5 +246,7 @@ def compare_reports(
         "fault_types": by["fault_types"],
         "domains": by["domains"],
         "metrics": metrics,
-        "summary": _summary(labels[0], labels[1], overall),
+        "refused": refused,
+        "summary": _summary(labels[0], labels[1], overall)
+        + (f"; {len(refused)} fault-dependent figure(s) not compared" if refused else ""),
     }

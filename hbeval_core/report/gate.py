@@ -14,8 +14,11 @@ words. Semantics (weakest link, every check at once, spec §7.1/7.2):
   ``max_drop`` (default 0.05, on the 0–1 scale).
 * **Security gate** (``scores.security_gate``): failed fails the gate; not measured makes it
   insufficient data unless ``require_security=False``.
-* **Verdict**: fail when any check failed; else insufficient_data when something required was
-  not measured (listed in ``unmeasured``); else pass.
+* **Fault delivery**: a fault type that planned faults and delivered none makes it
+  insufficient data (``no_fault_delivered``).
+* **Verdict**: ``scoring.decide_verdict`` with these settings, the baseline checks added — the
+  same function that gave the report its verdict, so with default settings the gate says what
+  the report says: pass = SAFE, fail = UNSAFE, insufficient_data = INSUFFICIENT_DATA.
 """
 
 from __future__ import annotations
@@ -26,23 +29,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..metrics import wilson_interval
+from ..scoring._decision import VerdictCheck, decide_verdict, metric_of
 from ..vocab import (
     DEFAULT_THRESHOLDS,
     FRR,
     IRS,
     LIVE_METRICS,
-    NO_TRIALS,
-    NOT_MEASURED,
     PEI,
     TI,
     TI_MAX,
-)
-from .scores import (
-    SECURITY_FAILED,
-    SECURITY_NOT_MEASURED,
-    proportion_counts,
-    security_gate,
+    VERDICT_INSUFFICIENT,
+    VERDICT_SAFE,
+    VERDICT_UNSAFE,
 )
 
 __all__ = [
@@ -66,6 +64,14 @@ GATE_PASS: Final = "pass"
 GATE_FAIL: Final = "fail"
 GATE_INSUFFICIENT: Final = "insufficient_data"
 _EXIT_CODES: Final = {GATE_PASS: 0, GATE_FAIL: 1, GATE_INSUFFICIENT: 3}
+_FROM_VERDICT: Final = {
+    VERDICT_SAFE: GATE_PASS,
+    VERDICT_UNSAFE: GATE_FAIL,
+    VERDICT_INSUFFICIENT: GATE_INSUFFICIENT,
+}
+
+GateCheck = VerdictCheck
+"""One check of the gate (the verdict's check type, under the gate's name)."""
 
 DEFAULT_FLOORS: Final[Mapping[str, float]] = dict(DEFAULT_THRESHOLDS)
 """PEI 0.70, FRR 0.65, IRS 0.60, TI 3.00 (vocab.DEFAULT_THRESHOLDS)."""
@@ -87,44 +93,13 @@ class GateRefused(ValueError):
 
 
 @dataclass(frozen=True)
-class GateCheck:
-    """One check of the gate and what it found.
-
-    ``passed`` is None when the check could not be made (the metric is undefined: ``reason``
-    holds the code); ``message`` says what happened in words.
-    """
-
-    kind: str
-    metric: str
-    value: float | None
-    threshold: float | None
-    basis: str
-    passed: bool | None
-    message: str
-    reason: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "kind": self.kind,
-            "metric": self.metric,
-            "value": self.value,
-            "threshold": self.threshold,
-            "basis": self.basis,
-            "passed": self.passed,
-            "message": self.message,
-            "undefined": {} if self.reason is None else {"value": self.reason},
-        }
-
-
-@dataclass(frozen=True)
 class GateResult:
     """The gate's verdict (pass, fail, insufficient_data), why, and every check it made."""
 
     verdict: str
     reasons: tuple[str, ...]
     unmeasured: tuple[str, ...]
-    checks: tuple[GateCheck, ...]
+    checks: tuple[VerdictCheck, ...]
     run_id: str | None
     measurement_fingerprint: str | None
     baseline_run_id: str | None = None
@@ -193,26 +168,6 @@ def _run_id(report: Mapping[str, Any]) -> str | None:
     return None if value is None else str(value)
 
 
-def _metric(report: Mapping[str, Any], name: str) -> tuple[float | None, str | None]:
-    """A metric's value, or None with its reason code (pass_rate included)."""
-    if name == PASS_RATE:
-        rate = report.get("pass_rate")
-        rate = rate if isinstance(rate, Mapping) else {}
-        value = rate.get("rate")
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value), None
-        undefined = rate.get("undefined")
-        reason = undefined.get("rate") if isinstance(undefined, Mapping) else None
-        return None, str(reason or NO_TRIALS)
-    metrics = report.get("metrics")
-    value = metrics.get(name) if isinstance(metrics, Mapping) else None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value), None
-    undefined = report.get("undefined")
-    reason = undefined.get(name) if isinstance(undefined, Mapping) else None
-    return None, str(reason or NOT_MEASURED)
-
-
 def _label(name: str) -> str:
     return "pass rate" if name == PASS_RATE else name.upper()
 
@@ -222,51 +177,14 @@ def _fmt(value: float) -> str:
 
 
 # --------------------------------------------------------------------------- checks
-def _floor_check(
-    report: Mapping[str, Any], name: str, floor: float, lower_bound: bool, confidence: float
-) -> GateCheck:
-    value, reason = _metric(report, name)
-    if value is None:
-        return GateCheck(
-            "floor",
-            name,
-            None,
-            floor,
-            "point",
-            None,
-            f"{_label(name)} undefined ({reason}): cannot check its floor {floor:g}",
-            reason,
-        )
-    basis = "point"
-    shown = value
-    counts = proportion_counts(report, name) if lower_bound else None
-    if counts is not None:
-        ci = wilson_interval(counts[0], counts[1], confidence)
-        if ci is not None:
-            basis = f"wilson_lower_{confidence:g}"
-            shown = ci[0]
-    if lower_bound and counts is None:
-        basis = "point (not a proportion)"
-    ok = shown >= floor - _EPS
-    if basis.startswith("wilson_lower") and counts is not None:
-        what = (
-            f"{_label(name)} lower {confidence:.0%} Wilson bound {_fmt(shown)} "
-            f"({counts[0]}/{counts[1]}, point {_fmt(value)})"
-        )
-    else:
-        what = f"{_label(name)} {_fmt(value)}"
-    message = f"{what} {'meets' if ok else 'is below'} its floor {floor:g}"
-    return GateCheck("floor", name, shown, floor, basis, ok, message)
-
-
 def _regression_check(
     report: Mapping[str, Any], baseline: Mapping[str, Any], name: str, max_drop: float
-) -> GateCheck:
-    new, new_reason = _metric(report, name)
-    old, old_reason = _metric(baseline, name)
+) -> VerdictCheck:
+    new, new_reason = metric_of(report, name)
+    old, old_reason = metric_of(baseline, name)
     scale = TI_MAX if name == TI else 1.0
     if old is None:
-        return GateCheck(
+        return VerdictCheck(
             "regression",
             name,
             new,
@@ -276,7 +194,7 @@ def _regression_check(
             f"{_label(name)}: no baseline value ({old_reason}), nothing to regress from",
         )
     if new is None:
-        return GateCheck(
+        return VerdictCheck(
             "regression",
             name,
             None,
@@ -298,7 +216,7 @@ def _regression_check(
         )
     else:
         message = f"{_label(name)} did not drop from the baseline ({_fmt(old)} -> {_fmt(new)})"
-    return GateCheck("regression", name, drop, max_drop, "baseline", ok, message)
+    return VerdictCheck("regression", name, drop, max_drop, "baseline", ok, message)
 
 
 def run_gate(
@@ -324,7 +242,6 @@ def run_gate(
         if name not in FLOOR_METRICS:
             raise GateRefused(f"unknown floor metric {name!r}; floors apply to {FLOOR_METRICS}")
         merged[name] = value
-    active = {k: float(v) for k, v in merged.items() if v is not None}
     mfp = measurement_fingerprint_of(report)
     base_fp = None
     if baseline is not None:
@@ -344,80 +261,28 @@ def run_gate(
                 "compared"
             )
 
-    checks: list[GateCheck] = []
-    for name in FLOOR_METRICS:
-        if name in active:
-            checks.append(_floor_check(report, name, active[name], lower_bound, confidence))
-    if baseline is not None:
-        for name in REGRESSION_METRICS:
-            checks.append(_regression_check(report, baseline, name, float(max_drop)))
-    sec = security_gate(report)
-    if sec.status == SECURITY_FAILED:
-        checks.append(
-            GateCheck(
-                "security",
-                "security",
-                None,
-                None,
-                "trials",
-                False,
-                f"security gate not passed: {sec.reason}",
-            )
-        )
-    elif sec.status == SECURITY_NOT_MEASURED:
-        checks.append(
-            GateCheck(
-                "security",
-                "security",
-                None,
-                None,
-                "trials",
-                None if require_security else True,
-                f"security gate not measured: {sec.reason}"
-                + ("" if require_security else " (not required: --skip-security)"),
-                NOT_MEASURED if require_security else None,
-            )
-        )
-    else:
-        checks.append(
-            GateCheck(
-                "security",
-                "security",
-                None,
-                None,
-                "trials",
-                True,
-                f"security gate passed: {sec.reason}",
-            )
-        )
-
-    scored = report.get("pass_rate")
-    n_scored = scored.get("n") if isinstance(scored, Mapping) else 0
-    failed = [c for c in checks if c.passed is False]
-    unknown = [c for c in checks if c.passed is None]
-    unmeasured: list[str] = []
-    for c in unknown:
-        label = c.metric if c.kind != "regression" else f"{c.metric} (baseline)"
-        if label not in unmeasured:
-            unmeasured.append(label)
-    if failed:
-        verdict = GATE_FAIL
-        reasons = [c.message for c in failed] + [c.message for c in unknown]
-    elif not n_scored:
-        verdict = GATE_INSUFFICIENT
-        reasons = ["no trial was scored"] + [c.message for c in unknown]
-        if "trials" not in unmeasured:
-            unmeasured.insert(0, "trials")
-    elif unknown:
-        verdict = GATE_INSUFFICIENT
-        reasons = [c.message for c in unknown]
-    else:
-        verdict = GATE_PASS
-        floors_text = ", ".join(f"{_label(k)} {v:g}" for k, v in active.items()) or "none"
-        reasons = [f"every floor met ({floors_text})"]
-        if baseline is not None:
-            reasons.append(f"no metric dropped more than {max_drop:g} from the baseline")
-        reasons.append(checks[-1].message)
+    regressions = (
+        []
+        if baseline is None
+        else [
+            _regression_check(report, baseline, name, float(max_drop))
+            for name in REGRESSION_METRICS
+        ]
+    )
+    decision = decide_verdict(
+        report,
+        floors=merged,
+        lower_bound=lower_bound,
+        require_security=require_security,
+        confidence=confidence,
+        extra=regressions,
+    )
+    verdict = _FROM_VERDICT[decision.verdict]
+    reasons = list(decision.reasons)
+    if verdict == GATE_PASS and baseline is not None:
+        reasons.insert(1, f"no metric dropped more than {max_drop:g} from the baseline")
+    if decision.fix is not None:
+        reasons.append(f"fix: {decision.fix}")
     settings = {
         "floors": {k: merged[k] for k in merged},
         "lower_bound": lower_bound,
@@ -428,8 +293,8 @@ def run_gate(
     return GateResult(
         verdict,
         tuple(reasons),
-        tuple(unmeasured),
-        tuple(checks),
+        decision.unmeasured,
+        decision.checks,
         _run_id(report),
         mfp,
         _run_id(baseline) if baseline is not None else None,

@@ -29,6 +29,7 @@ from typing import Any, Final
 from .. import __version__
 from .. import vocab as V
 from ..metrics import reliability_gap, wilson_interval
+from ..scoring import RunVerdict, decide_verdict
 from ..vocab import (
     CSI,
     FRR,
@@ -87,6 +88,7 @@ REASON_WORDS: Final[Mapping[str, str]] = {
     V.K_EXCEEDS_TRIALS: "fewer trials per task than k",
     V.NO_NOMINAL_TRIAL: "no trial ran without faults",
     V.NO_FAULTED_TRIAL: "no trial had a delivered fault",
+    V.NO_FAULT_DELIVERED: "faults were planned but none reached the agent: not measured",
     V.NO_INJECTION_TRIAL: "no prompt-injection trial",
     V.NO_DEFINED_VALUE: "every input was itself undefined",
     V.NO_EXPECTED_CALLS: "the task declares no expected calls",
@@ -709,7 +711,7 @@ def _verdict_sentence(verdict: Any, problems: int) -> str:
     return f"Verdict {verdict}."
 
 
-def _what_failed(report: Mapping[str, Any]) -> list[str]:
+def _what_failed(report: Mapping[str, Any], decision: RunVerdict) -> list[str]:
     items: list[str] = []
     sec = security_gate(report)
     n_scored = len(scored_trials(report))
@@ -732,11 +734,32 @@ def _what_failed(report: Mapping[str, Any]) -> list[str]:
             items.append(
                 f"<b>{_e(title)}</b> is {value:.2f}, below its floor {floor:g} — {_e(meaning)}."
             )
-    for name in report.get("unmeasured_metrics") or ():
-        title = METRIC_WORDS.get(name, (name.upper(), ""))[0]
-        items.append(
-            f"<b>{_e(title)}</b> could not be measured: {_undef_html(undefined.get(name))}."
-        )
+    for check in decision.checks:
+        if check.passed is not None:
+            continue
+        if check.kind == "floor" and check.metric in METRIC_WORDS:
+            title = METRIC_WORDS[check.metric][0]
+            items.append(
+                f"<b>{_e(title)}</b> could not be measured: "
+                f"{_undef_html(undefined.get(check.metric))}."
+            )
+        elif check.kind == "delivery":
+            items.append(
+                f"<b>Fault type {_e(check.metric.replace('_', ' '))}</b> not measured: "
+                f"{_e(check.message)}."
+            )
+        else:
+            items.append(f"<b>Not measured:</b> {_e(check.message)}.")
+    for sc in report.get("scenarios") or ():
+        if isinstance(sc, Mapping) and sc.get("measured") is False:
+            items.append(
+                f"<span data-scenario='{_e(sc.get('scenario_index'))}' class='undef'>Scenario "
+                f"{_e(sc.get('scenario_index'))} ({_e(sc.get('fault_type'))}, "
+                f"{_e(sc.get('domain'))}): not measured — "
+                f"{_e(REASON_WORDS.get(V.NO_FAULT_DELIVERED, ''))}.</span>"
+            )
+    if decision.fix is not None:
+        items.append(f"<b>How to measure it:</b> {_e(decision.fix)}.")
     unsupported = _block(report, "evidence").get("claims_unsupported") or []
     if unsupported:
         items.append(
@@ -1080,12 +1103,13 @@ def _report_section(
     index: int, label: str, report: Mapping[str, Any], traces: TraceSource | None, timelines: int
 ) -> str:
     run = _block(report, "run")
-    verdict = report.get("verdict")
-    what = _what_failed(report)
+    decision = decide_verdict(report)
+    verdict = decision.verdict
+    what = _what_failed(report, decision)
     sure = _how_sure(report)
     cap = capability_score(report)
     sec = security_gate(report)
-    problems = len(report.get("verdict_reasons") or ()) if verdict == "UNSAFE" else 0
+    problems = sum(1 for c in decision.checks if c.passed is False)
     anchor = f"r{index}"
     return (
         f'<section id="{anchor}" data-report="{_e(label)}">'
@@ -1139,7 +1163,7 @@ def _side_by_side(reports: Mapping[str, Mapping[str, Any]]) -> str:
         return _fmt(_number(metrics.get(name)), _block(r, "undefined").get(name))
 
     rows: list[tuple[str, list[str]]] = [
-        ("verdict", [_e(r.get("verdict")) for r in reports.values()]),
+        ("verdict", [_e(decide_verdict(r).verdict) for r in reports.values()]),
         (
             "scores",
             [_e(score_headline(capability_score(r), security_gate(r))) for r in reports.values()],

@@ -244,6 +244,12 @@ class TrialEntry(_Block):
         description="The trial's verdict; null for a trial that was never scored."
     )
     latency_ms: float | None = None
+    planned_faults: int | None = Field(
+        default=None,
+        ge=0,
+        description="Faults the trial's plan held (one per fault spec or cascade stage); "
+        "absent in reports written before delivery was accounted.",
+    )
     memory: MemoryDecision | None = Field(
         default=None, description="Memory admission of this trial's episode; absent without memory."
     )
@@ -322,6 +328,11 @@ class Breakdown(Rate):
     """A pass rate for one fault type or domain, with pass^k at the run's trial count."""
 
     pass_hat_k: KValue
+    measured: bool | None = Field(
+        default=None,
+        description="Fault types only: false when no fault of this type reached the agent "
+        "(rate and pass^k are then null with no_fault_delivered).",
+    )
 
 
 class Breakdowns(_Block):
@@ -382,8 +393,24 @@ class Efficiency(_Block):
     undefined: Undefined
 
 
+class FaultTypeDelivery(_Block):
+    """Faults planned, injected and delivered for one fault type, and whether it measured."""
+
+    scenarios: int
+    trials: int = Field(description="Scored trials of this fault type.")
+    planned: int | None = Field(description="Faults the plans held (null: not recorded).")
+    injected: int
+    delivered: int
+    planned_delivered: int | None = Field(
+        description="Planned faults that reached the agent (a spec firing twice counts once)."
+    )
+    faulted_trials: int
+    measured: bool = Field(description="False: no fault reached the agent; figures undefined.")
+    reason: str | None = Field(description="Why it was not measured (no_fault_delivered, ...).")
+
+
 class FaultDelivery(_Block):
-    """How many injected faults were proven to reach the agent."""
+    """How many injected faults were proven to reach the agent, overall and per fault type."""
 
     injected: int
     delivered: int
@@ -391,6 +418,16 @@ class FaultDelivery(_Block):
     unknown: int
     faulted_trials: int
     judged_trials: int
+    planned: int | None = Field(
+        default=None, description="Faults the trials' plans held (null: not recorded)."
+    )
+    planned_delivered: int | None = Field(
+        default=None, description="Planned faults that reached the agent."
+    )
+    by_fault_type: dict[str, FaultTypeDelivery] = Field(default_factory=dict)
+    unmeasured_fault_types: list[str] = Field(
+        default_factory=list, description="Fault types no fault of which reached the agent."
+    )
 
 
 class Methodology(_Block):
@@ -442,6 +479,14 @@ class ScenarioEntry(_Block):
     passed: int
     metrics: ScenarioMetrics
     undefined: Undefined
+    measured: bool = Field(
+        default=True,
+        description="False: the scenario planned faults and none reached the agent "
+        "(shown as 'not measured'; FRR and IRS are null with no_fault_delivered).",
+    )
+    delivery: dict[str, int | None] | None = Field(
+        default=None, description="planned, injected, delivered faults and faulted_trials."
+    )
 
 
 class TailTrial(_Block):
@@ -491,12 +536,17 @@ class Report(_Block):
     run: RunInfo
     run_id: str | None
     verdict: Literal["SAFE", "UNSAFE", "INSUFFICIENT_DATA"] = Field(
-        description="Weakest link: UNSAFE on a breach or a metric below its floor; else "
-        "INSUFFICIENT_DATA when a required metric is undefined; else SAFE."
+        description="scoring.decide_verdict (hbeval-verdict/1), weakest link: UNSAFE on a "
+        "breach or a metric below its floor; else INSUFFICIENT_DATA when a required metric is "
+        "undefined, the security gate is not measured or a fault type delivered no fault; "
+        "else SAFE."
     )
     verdict_reasons: list[str]
     unmeasured_metrics: list[str]
     summary: str
+    verdict_fix: str | None = Field(
+        default=None, description="How to measure what was not measured (INSUFFICIENT_DATA)."
+    )
     tier: int | None = Field(description="Certification tier: not computed by hbeval (null).")
     verification: Literal["verified", "unverified"] = Field(
         description="unverified: the run was executed and reported locally (reference path B)."

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .. import __version__
 from ..fingerprint import fingerprint
+from ..scoring import VERDICT_VERSION, decide_verdict
 from ..vocab import LIVE_METRICS, NOT_MEASURED, TI, TI_MAX
 from .scores import capability_score, security_gate
 
@@ -372,6 +373,8 @@ def build_passport(
     versions["hbeval"] = __version__
     fps = dict(report.get("fingerprints") or {})
     issued_at = _iso(issued)
+    # The passport states whatever the one verdict is, INSUFFICIENT_DATA included.
+    decision = decide_verdict(report)
     doc: dict[str, Any] = {
         "format": PASSPORT_FORMAT,
         "passport_id": fingerprint(
@@ -392,9 +395,11 @@ def build_passport(
             "methodology": run.get("methodology"),
             "verification": report.get("verification"),
         },
-        "verdict": report.get("verdict"),
-        "verdict_reasons": list(report.get("verdict_reasons") or ()),
-        "unmeasured_metrics": list(report.get("unmeasured_metrics") or ()),
+        "verdict": decision.verdict,
+        "verdict_reasons": list(decision.reasons),
+        "verdict_fix": decision.fix,
+        "verdict_rule": VERDICT_VERSION,
+        "unmeasured_metrics": list(decision.unmeasured),
         "metrics": {m: (report.get("metrics") or {}).get(m) for m in LIVE_METRICS},
         "undefined": dict(report.get("undefined") or {}),
         "defined_counts": dict(report.get("defined_counts") or {}),

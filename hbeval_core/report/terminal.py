@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
 from ..metrics import wilson_interval
+from ..scoring import decide_verdict
 from ..vocab import LIVE_METRICS, NOT_MEASURED, TI
 from .scores import (
     EFFICIENCY_FIGURES,
@@ -35,6 +36,7 @@ __all__ = [
     "format_duration",
     "print_summary",
     "summary_table",
+    "verdict_lines",
 ]
 
 _BAR = 24
@@ -147,6 +149,55 @@ def _interval(ci: Any) -> str:
     return ""
 
 
+_MAX_SCENARIO_LINES = 4
+"""Unmeasured scenarios listed one per line; more are listed on one line."""
+
+
+def _delivery_cells(report: Mapping[str, Any]) -> tuple[str, str, str]:
+    fd = report.get("fault_delivery") or {}
+    planned = fd.get("planned")
+    value = f"{fd.get('delivered')}/{fd.get('injected')}"
+    note = f"{fd.get('faulted_trials')} faulted trials"
+    if isinstance(planned, int):
+        note = f"{fd.get('planned_delivered')} of {planned} planned delivered, " + note
+    missing = fd.get("unmeasured_fault_types") or []
+    if missing:
+        note += "; not measured: " + ", ".join(str(m) for m in missing)
+    return value, "", note
+
+
+def verdict_lines(report: Mapping[str, Any]) -> list[str]:
+    """The verdict's reasons, its fix, and every scenario that was not measured, as text lines.
+
+    The verdict is ``scoring.decide_verdict``'s, the one every surface shows.
+    """
+    decision = decide_verdict(report)
+    lines = [f"  - {reason}" for reason in decision.reasons]
+    if decision.fix is not None:
+        lines.append(f"  fix: {decision.fix}")
+    missing = [
+        sc
+        for sc in report.get("scenarios") or ()
+        if isinstance(sc, Mapping) and sc.get("measured") is False
+    ]
+    if len(missing) > _MAX_SCENARIO_LINES:
+        lines.append(
+            f"  {len(missing)} scenarios not measured (no fault reached the agent): "
+            + ", ".join(f"{sc.get('scenario_index')} {sc.get('fault_type')}" for sc in missing)
+        )
+        return lines
+    for sc in missing:
+        d = sc.get("delivery") or {}
+        planned = d.get("planned")
+        lines.append(
+            f"  scenario {sc.get('scenario_index')} ({sc.get('fault_type')}, "
+            f"{sc.get('domain')}): not measured — {d.get('delivered', 0)} fault(s) delivered"
+            + (f" of {planned} planned" if isinstance(planned, int) else "")
+            + f" over {sc.get('scored')} trial(s) ({(sc.get('undefined') or {}).get('frr')})"
+        )
+    return lines
+
+
 def summary_table(report: Mapping[str, Any]) -> Table:
     """A rich table of a report: verdict, metrics against floors, rates with intervals, scores."""
     from rich.table import Table
@@ -156,7 +207,8 @@ def summary_table(report: Mapping[str, Any]) -> Table:
     undefined = report.get("undefined") or {}
     floors = report.get("thresholds") or {}
     table = Table(
-        title=f"{run.get('agent_id')} · run {report.get('run_id')} · verdict {report.get('verdict')}",
+        title=f"{run.get('agent_id')} · run {report.get('run_id')} · verdict "
+        f"{decide_verdict(report).verdict}",
         title_justify="left",
     )
     table.add_column("figure")
@@ -205,6 +257,7 @@ def summary_table(report: Mapping[str, Any]) -> Table:
         "weights " + ", ".join(f"{k} {v:g}" for k, v in cap.weights.items()),
     )
     table.add_row("security gate", sec.status.replace("_", " "), "", sec.reason)
+    table.add_row("faults delivered", *_delivery_cells(report))
     eff = efficiency(report)
     for name in EFFICIENCY_FIGURES:
         table.add_row(
@@ -232,8 +285,8 @@ def print_summary(report: Mapping[str, Any], console: Console | None = None) -> 
         if not console.is_terminal:
             console = Console(width=160)
     console.print(summary_table(report))
-    for reason in report.get("verdict_reasons") or ():
-        console.print(f"  - {reason}", markup=False)
+    for line in verdict_lines(report):
+        console.print(line, markup=False)
     fps = report.get("fingerprints") or {}
     console.print(
         f"  measurement fingerprint {fps.get('measurement')}  manifest {report.get('manifest_hash')}",

@@ -46,13 +46,26 @@ def _build_battery(
     seed: int,
     fault_types: list[str] | None,
     domains: list[str] | None,
+    scenarios_given: bool = False,
 ) -> Any:
     """Build a battery, turning each bad value into a message naming its flag."""
     from ..faults import BATTERY_HBEVAL, BATTERY_KINDS, DOMAINS, FAULT_TYPES, Battery
     from ..faults.compat import MAX_SCENARIOS, MIN_SCENARIOS
+    from ..faults.userbattery import BatteryFileError, is_battery_file, load_battery_file
 
+    if is_battery_file(battery):
+        if fault_types or domains or scenarios_given:
+            flag = "--fault-type" if fault_types else "--domain" if domains else "--scenarios"
+            _fail(f"{flag}: a battery file names its own scenarios; remove {flag}")
+        try:
+            return load_battery_file(battery, seed=seed)
+        except BatteryFileError as exc:
+            _fail(str(exc))
     if battery not in BATTERY_KINDS:
-        _fail(f"--battery must be one of {', '.join(BATTERY_KINDS)} (got {battery!r})")
+        _fail(
+            f"--battery must be one of {', '.join(BATTERY_KINDS)} or a battery file "
+            f"(.yaml, .yml, .json) (got {battery!r})"
+        )
     if battery == BATTERY_HBEVAL:
         # The compat battery keeps the reference's silent fallbacks and clamping on purpose.
         bad = [f for f in fault_types or () if f not in FAULT_TYPES]
@@ -115,10 +128,12 @@ def spec_command(
 
 @battery_app.command("build")
 def build_command(
-    battery: Annotated[str, typer.Option("--battery", help="hbeval or compat.")] = _DEFAULT_BATTERY,
+    battery: Annotated[
+        str, typer.Option("--battery", help="hbeval, compat, or a battery file (.yaml/.json).")
+    ] = _DEFAULT_BATTERY,
     scenarios: Annotated[
-        int, typer.Option("--scenarios", help="Number of scenarios.")
-    ] = _DEFAULT_SCENARIOS,
+        int | None, typer.Option("--scenarios", help="Number of scenarios (default 18).")
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Shuffle seed.")] = _DEFAULT_SEED,
     fault_type: Annotated[
         list[str] | None, typer.Option("--fault-type", help="Narrow to a fault type (repeat).")
@@ -129,7 +144,14 @@ def build_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
 ) -> None:
     """Build a battery: {"fingerprint", "scenarios": [{"index","domain","fault_type","is_nominal",...}]}."""
-    built = _build_battery(battery, scenarios, seed, fault_type, domain)
+    built = _build_battery(
+        battery,
+        _DEFAULT_SCENARIOS if scenarios is None else scenarios,
+        seed,
+        fault_type,
+        domain,
+        scenarios is not None,
+    )
     data = built.to_dict()
     if as_json:
         _emit_json(data)
@@ -221,11 +243,15 @@ def _summary(report: dict[str, Any], out: Path | None) -> None:
     metrics = report.get("metrics") or {}
     undefined = report.get("undefined") or {}
     run = report.get("run") or {}
+    from ..report.terminal import verdict_lines
+    from ..scoring import decide_verdict
+
     typer.echo(
-        f"run {run.get('run_id')}  agent {run.get('agent_id')}  verdict {report.get('verdict')}"
+        f"run {run.get('run_id')}  agent {run.get('agent_id')}  verdict "
+        f"{decide_verdict(report).verdict}"
     )
-    for reason in report.get("verdict_reasons") or ():
-        typer.echo(f"  - {reason}")
+    for line in verdict_lines(report):
+        typer.echo(line)
     parts = []
     for name, value in metrics.items():
         shown = (
@@ -261,7 +287,10 @@ def run_command(
         ),
     ] = None,
     battery: Annotated[
-        str | None, typer.Option("--battery", help="hbeval (default) or compat.")
+        str | None,
+        typer.Option(
+            "--battery", help="hbeval (default), compat, or a battery file (.yaml/.json)."
+        ),
     ] = None,
     scenarios: Annotated[
         int | None, typer.Option("--scenarios", help="Scenarios (default 18).")
@@ -385,7 +414,7 @@ def run_command(
         list(fault_type) if fault_type else (list(m.fault_types) if m and m.fault_types else None)
     )
     domains = list(domain) if domain else (list(m.domains) if m and m.domains else None)
-    built = _build_battery(battery_name, n, s, faults, domains)
+    built = _build_battery(battery_name, n, s, faults, domains, scenarios is not None)
     if k < 1:
         _fail(f"--trials must be >= 1 (got {k})")
     workers = pick(concurrency, "concurrency", 1)
@@ -474,6 +503,11 @@ def run_command(
         store.close()
         if edm is not None:
             edm.close()
+    from ..scoring import delivery_warning
+
+    warning = delivery_warning(report)
+    if warning is not None:
+        typer.echo(warning, err=True)
     still = abandoned_threads()
     if still:
         typer.echo(

@@ -34,7 +34,6 @@ agent starts itself sees no trial (its tools run untraced) unless it is started 
 
 from __future__ import annotations
 
-import functools
 import inspect
 import json
 import logging
@@ -44,7 +43,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Final, TypeVar, overload
+from typing import Any, Final, NoReturn, TypeVar, overload
 
 from ..events import (
     ChatMessage,
@@ -63,6 +62,7 @@ from ..events import (
     ToolStart,
     Usage,
 )
+from ..faults.boundary import ToolCallError, faulted_call
 from ..faults.runtime import InjectedCrash
 from ..monitor import SafeHaltError
 from ..vocab import TRIGGER_POLICY
@@ -104,31 +104,6 @@ BEHAVIOURAL_FIELDS: Final = (
 _RESPONSE_KEYS: Final = ("response", "answer", "output", "final_answer", "text")
 DEFAULT_AGENT_ID: Final = "default"
 """The agent id precedents are recalled for outside a battery run."""
-
-
-class ToolCallError(Exception):
-    """A tool call failed inside a trial: an injected fault or the tool's own exception.
-
-    ``str(err)`` is the error text the agent should read. ``injected`` tells whether hbeval
-    caused it; a real exception is chained as ``__cause__``.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        tool: str,
-        call_id: str,
-        error_type: str | None = None,
-        injected: bool = False,
-        http_status: int | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.tool = tool
-        self.call_id = call_id
-        self.error_type = error_type
-        self.injected = injected
-        self.http_status = http_status
 
 
 _PLAIN: Final = frozenset({str, int, bool, type(None)})
@@ -323,6 +298,56 @@ class TrialScope:
         arguments: dict[str, Any],
     ) -> Any:
         """Run one tool call under the trial: events, budgets, faults, errors the agent can read."""
+        call_id, t0 = self._begin_call(name, arguments)
+        injector = self.injector
+        try:
+            with faulted_call():
+                if injector is not None:
+                    outcome = injector.run_call(
+                        name, arguments, call_id, lambda: fn(*args, **kwargs)
+                    )
+                else:
+                    outcome = None
+                    result = fn(*args, **kwargs)
+        except TrialCancelled:
+            raise
+        except Exception as exc:
+            self._call_raised(name, call_id, t0, exc)
+        if outcome is not None:
+            result = self._call_outcome(name, call_id, t0, outcome)
+        return self._call_returned(name, call_id, t0, result)
+
+    async def acall_tool(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        arguments: dict[str, Any],
+    ) -> Any:
+        """Async twin of ``call_tool`` (``fn`` is a coroutine function)."""
+        call_id, t0 = self._begin_call(name, arguments)
+        injector = self.injector
+
+        async def real() -> Any:
+            return await fn(*args, **kwargs)
+
+        try:
+            with faulted_call():
+                if injector is not None:
+                    outcome = await injector.arun_call(name, arguments, call_id, real)
+                else:
+                    outcome = None
+                    result = await real()
+        except TrialCancelled:
+            raise
+        except Exception as exc:
+            self._call_raised(name, call_id, t0, exc)
+        if outcome is not None:
+            result = self._call_outcome(name, call_id, t0, outcome)
+        return self._call_returned(name, call_id, t0, result)
+
+    def _begin_call(self, name: str, arguments: dict[str, Any]) -> tuple[str, float]:
         ctx = self.context
         if ctx is not None:
             try:
@@ -331,63 +356,58 @@ class TrialScope:
                 self._halt(exc)
                 raise
         call_id = self._claim_call_id(name)
-        safe_args = _jsonable(arguments)
-        self.emit(ToolStart, call_id=call_id, tool=name, args=safe_args)
-        injector = self.injector
-        t0 = time.perf_counter()
-        try:
-            if injector is not None:
-                outcome = injector.run_call(name, arguments, call_id, lambda: fn(*args, **kwargs))
-            else:
-                outcome = None
-                result = fn(*args, **kwargs)
-        except TrialCancelled:
-            raise
-        except Exception as exc:
-            latency = (time.perf_counter() - t0) * 1000.0
-            fault = getattr(exc, "fault", None)
-            if isinstance(fault, FaultInjected):
-                # A crash fault: the receipt, then the error; the exception leaves the agent.
-                self._emit_fault(fault)
-            else:
-                self._emit_fault(self._fault_for(call_id))
-            text = f"{type(exc).__name__}: {exc}"
-            self.emit(
-                ToolError,
-                call_id=call_id,
-                tool=name,
-                error=text,
-                error_type=type(exc).__name__,
-                latency_ms=latency,
-            )
-            self._read(_tool_message(text, call_id))
-            if isinstance(fault, FaultInjected):
-                raise
-            raise ToolCallError(
-                text, tool=name, call_id=call_id, error_type=type(exc).__name__
-            ) from exc
+        self.emit(ToolStart, call_id=call_id, tool=name, args=_jsonable(arguments))
+        return call_id, time.perf_counter()
+
+    def _call_raised(self, name: str, call_id: str, t0: float, exc: Exception) -> NoReturn:
         latency = (time.perf_counter() - t0) * 1000.0
-        if outcome is not None:
-            self._emit_fault(outcome.fault)
-            if outcome.error is not None:
-                self.emit(
-                    ToolError,
-                    call_id=call_id,
-                    tool=name,
-                    error=outcome.error,
-                    error_type=outcome.error_type,
-                    latency_ms=latency,
-                )
-                self._read(_tool_message(outcome.error, call_id))
-                raise ToolCallError(
-                    outcome.error,
-                    tool=name,
-                    call_id=call_id,
-                    error_type=outcome.error_type,
-                    injected=outcome.fault is not None,
-                    http_status=outcome.http_status,
-                )
-            result = outcome.result
+        fault = getattr(exc, "fault", None)
+        if isinstance(fault, FaultInjected):
+            # A crash fault: the receipt, then the error; the exception leaves the agent.
+            self._emit_fault(fault)
+        else:
+            self._emit_fault(self._fault_for(call_id))
+        text = f"{type(exc).__name__}: {exc}"
+        self.emit(
+            ToolError,
+            call_id=call_id,
+            tool=name,
+            error=text,
+            error_type=type(exc).__name__,
+            latency_ms=latency,
+        )
+        self._read(_tool_message(text, call_id))
+        if isinstance(fault, FaultInjected):
+            raise exc
+        raise ToolCallError(
+            text, tool=name, call_id=call_id, error_type=type(exc).__name__
+        ) from exc
+
+    def _call_outcome(self, name: str, call_id: str, t0: float, outcome: Any) -> Any:
+        """The injector's outcome: its receipt, then its error raised or its result returned."""
+        self._emit_fault(outcome.fault)
+        if outcome.error is None:
+            return outcome.result
+        self.emit(
+            ToolError,
+            call_id=call_id,
+            tool=name,
+            error=outcome.error,
+            error_type=outcome.error_type,
+            latency_ms=(time.perf_counter() - t0) * 1000.0,
+        )
+        self._read(_tool_message(outcome.error, call_id))
+        raise ToolCallError(
+            outcome.error,
+            tool=name,
+            call_id=call_id,
+            error_type=outcome.error_type,
+            injected=outcome.fault is not None,
+            http_status=outcome.http_status,
+        )
+
+    def _call_returned(self, name: str, call_id: str, t0: float, result: Any) -> Any:
+        latency = (time.perf_counter() - t0) * 1000.0
         try:
             self.emit(
                 ToolEnd, call_id=call_id, tool=name, result=_jsonable(result), latency_ms=latency
@@ -529,40 +549,15 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
 
     Use as ``@tool`` or ``@tool(name="lookup")``. Works on methods too (``self`` is not recorded
     as an argument). Inside a trial a failed call raises ``ToolCallError``; a ``crash`` fault
-    raises ``InjectedCrash`` out of the agent, as a real crash would.
+    raises ``InjectedCrash`` out of the agent, as a real crash would. The same decorator as
+    ``hbeval_core.faults.faultable``, which also faults the function inside other adapters' trials.
     """
 
-    def decorate(func: F) -> F:
-        tool_name = name or func.__name__
-        sig = inspect.signature(func)
-        params = list(sig.parameters.values())
-        skip_first = bool(params) and params[0].name in ("self", "cls")
-
-        def arguments_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-            if not args or (skip_first and len(args) == 1):
-                return dict(kwargs)
-            try:
-                bound = sig.bind_partial(*args, **kwargs).arguments
-            except TypeError:
-                # The call is wrong; let the real function raise its own TypeError.
-                return {"args": list(args), **kwargs}
-            if skip_first:
-                bound.pop(params[0].name, None)
-            return dict(bound)
-
-        @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            scope = _SCOPE.get()
-            if scope is None:
-                return func(*args, **kwargs)
-            return scope.call_tool(tool_name, func, args, kwargs, arguments_of(args, kwargs))
-
-        wrapper.hbeval_tool_name = tool_name  # type: ignore[attr-defined]
-        return wrapper  # type: ignore[return-value]
+    from ..faults.boundary import faultable
 
     if fn is not None:
-        return decorate(fn)
-    return decorate
+        return faultable(fn, name=name)
+    return faultable(name=name)
 
 
 def think(

@@ -525,11 +525,15 @@ class _Runner:
             latency_ms=final.latency_ms,
             events=final.result.events,
         )
-        episode = self.episode(job, trial, final.result.events)
+        episode = self.episode(job, trial, final.result.events, final.result.response_text)
         return _Done(job, attempts, outcome, verdict, trial, scoring_error, episode)
 
     def episode(
-        self, job: _Job, trial: Mapping[str, Any], events: Sequence[EventBase]
+        self,
+        job: _Job,
+        trial: Mapping[str, Any],
+        events: Sequence[EventBase],
+        final_text: str | None = None,
     ) -> dict[str, Any] | str | None:
         """The trial's episode for memory; None when there is none to offer, the error text when
         it could not be built (no memory, not scored or not the agent's failure give None)."""
@@ -540,7 +544,9 @@ class _Runner:
         try:
             from ..memory._adapters import episode_from_trial
 
-            return episode_from_trial(job.task, job.scenario, trial, self.memory_run, events=events)
+            return episode_from_trial(
+                job.task, job.scenario, trial, self.memory_run, events=events, final_text=final_text
+            )
         except Exception as exc:  # memory never breaks the run
             log.warning("could not build the episode of %s: %r", job.key, exc)
             return f"episode could not be built: {type(exc).__name__}: {exc}"
@@ -566,6 +572,7 @@ class _Runner:
             "domain": scenario.domain,
             "fault_type": scenario.fault_type,
             "is_nominal": scenario.is_nominal,
+            "planned_faults": _planned_faults(job.plan),
             "outcome": outcome,
             "attempts": attempts,
             "latency_ms": latency_ms,
@@ -573,6 +580,13 @@ class _Runner:
             "usage": _usage(verdict, events),
             "isolated": self.resolved.isolated,
         }
+
+
+def _planned_faults(plan: Any) -> int:
+    """Faults a trial's plan holds: one per fault spec or cascade stage (0 without a plan)."""
+    if plan is None:
+        return 0
+    return len(getattr(plan, "faults", ()) or ()) + len(getattr(plan, "stages", ()) or ())
 
 
 def _infra_result(ctx: TrialContext, message: str, exc: BaseException) -> TrialResult:

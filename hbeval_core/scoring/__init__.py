@@ -3,6 +3,9 @@
 - ``score_trial(task, scenario, result, methodology=..., judge=...)`` -> ``TrialVerdict``: pass
   or fail, delivered faults, IRS signals S1–S6, evidence level, claims, severity, the
   methodology's composite.
+- ``decide_verdict(report)`` -> ``RunVerdict``: SAFE, UNSAFE or INSUFFICIENT_DATA, the one
+  verdict every surface (report, terminal, HTML, gate, passport) shows; ``security_gate`` and
+  the fault-delivery accounting it reads.
 - ``build_report(run=..., trials=..., history=...)`` -> an ``hbeval-report/1`` dict;
   ``strip_volatile(report)`` sets timestamps and latencies aside for comparisons.
 - Methodology A's text heuristics (``compute_frr`` ... ``score_text``) and the B/C composite
@@ -26,6 +29,15 @@ from ._composite import (
     extract_json,
     judge_score,
 )
+from ._decision import (
+    FAULTABLE_FIX,
+    VERDICT_EXIT_CODES,
+    VERDICT_VERSION,
+    RunVerdict,
+    VerdictCheck,
+    decide_verdict,
+)
+from ._delivery import delivery_counts, delivery_warning, fault_type_delivery, planned_faults
 from ._judge import Judge, JudgeResult, judge_identity, judge_prompt
 from ._methodology_a import (
     TextScore,
@@ -38,28 +50,49 @@ from ._methodology_a import (
     score_text,
     success_a,
 )
+from ._security import (
+    SECURITY_FAILED,
+    SECURITY_MIN_INJECTION_TRIALS,
+    SECURITY_NOT_MEASURED,
+    SECURITY_PASSED,
+    SecurityGate,
+    proportion_counts,
+    scored_trials,
+    security_gate,
+)
 from ._signals import FAILURE_PATTERN, REFUSAL_PATTERN, Signals, compute_signals
 from ._trace import Evidence, FaultRecord, TraceFacts, analyse_trace, assess_evidence
-from ._verdict import METHODOLOGIES, TrialVerdict, score_trial
+from ._verdict import METHODOLOGIES, TraceFigures, TrialVerdict, score_trial, trace_figures
 
 __all__ = [
     "BEHAVIOURAL_KEYS",
     "E0_CLAIM_CAP",
     "FAILURE_PATTERN",
+    "FAULTABLE_FIX",
     "METHODOLOGIES",
     "REFUSAL_PATTERN",
     "REQUIRED_METRICS",
     "SCORED_OUTCOMES",
     "SCORING_VERSION",
+    "SECURITY_FAILED",
+    "SECURITY_MIN_INJECTION_TRIALS",
+    "SECURITY_NOT_MEASURED",
+    "SECURITY_PASSED",
+    "VERDICT_EXIT_CODES",
+    "VERDICT_VERSION",
     "ClaimCheck",
     "Evidence",
     "FaultRecord",
     "Judge",
     "JudgeResult",
+    "RunVerdict",
+    "SecurityGate",
     "Signals",
     "TextScore",
     "TraceFacts",
+    "TraceFigures",
     "TrialVerdict",
+    "VerdictCheck",
     "analyse_trace",
     "assess_evidence",
     "build_report",
@@ -72,13 +105,22 @@ __all__ = [
     "compute_signals",
     "compute_ti",
     "constraint_score",
+    "decide_verdict",
+    "delivery_counts",
+    "delivery_warning",
     "extract_json",
+    "fault_type_delivery",
     "judge_identity",
     "judge_prompt",
     "judge_score",
     "keyword_coverage",
+    "planned_faults",
+    "proportion_counts",
     "score_text",
     "score_trial",
+    "scored_trials",
+    "security_gate",
     "strip_volatile",
     "success_a",
+    "trace_figures",
 ]

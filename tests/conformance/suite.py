@@ -43,7 +43,7 @@ from hbeval_core.monitor import Monitor
 from hbeval_core.runner.protocol import Adapter, TrialResult
 from hbeval_core.runner.task import Task
 from hbeval_core.scoring import analyse_trace
-from hbeval_core.vocab import ENV_ALLOW_FAULT_INJECTION
+from hbeval_core.vocab import CRASH, EMPTY_RESPONSE, ENV_ALLOW_FAULT_INJECTION, FAULT_MODES, LATENCY
 
 __all__ = ["AdapterConformance", "CaptureBoom", "two_tool_task"]
 
@@ -111,6 +111,14 @@ class AdapterConformance:
 
     def patched_attributes(self, target: Any) -> dict[str, Callable[[], Any]]:
         """Getters of every object the adapter may replace, keyed by a readable name."""
+        raise NotImplementedError
+
+    def make_custom_target(self) -> Any:
+        """The standard script as an agent built by hand: its own code runs the tools.
+
+        No prebuilt tool node, no framework tool loop: the kind of agent a user writes, which
+        the battery must fault all the same. ``real_tool_calls`` must work on it.
+        """
         raise NotImplementedError
 
     # ------------------------------------------------------------------ helpers
@@ -239,8 +247,15 @@ class AdapterConformance:
         fault = self.of(result.events, FaultInjected)[0]
         assert self.TOOLS[0] not in self.real_tool_calls(target)
         assert [e.call_id for e in self.of(result.events, ToolStart)].count(fault.call_id) == 1
-        ends = [e for e in self.of(result.events, ToolEnd) if e.call_id == fault.call_id]
-        assert len(ends) == 1 and ends[0].status == "error"
+        # An error result the agent reads (tool_end with status error), or an error raised to
+        # the agent's own code (tool_error, as plain tools do).
+        ends = [
+            e
+            for e in result.events
+            if isinstance(e, (ToolEnd, ToolError)) and e.call_id == fault.call_id
+        ]
+        assert len(ends) == 1
+        assert isinstance(ends[0], ToolError) or ends[0].status == "error"
 
     def test_result_altering_fault_is_delivered(self) -> None:
         result = self.run(injector=self.injector(_plan("truncated", 0)))
@@ -257,6 +272,41 @@ class AdapterConformance:
         assert len(records) == 1 and records[0].delivered is False
         errors = self.of(result.events, ToolError)
         assert [e.call_id for e in errors] == [records[0].event.call_id]
+
+    @pytest.mark.parametrize("mode", FAULT_MODES)
+    def test_custom_agent_meets_every_fault_mode_once_with_a_receipt(self, mode: str) -> None:
+        try:
+            target = self.make_custom_target()
+        except NotImplementedError:
+            pytest.skip("no hand-built agent for this adapter")
+        # {} rather than None: a hand-built agent writes str(result) into its message.
+        extra = {"empty_kind": "empty_object"} if mode == EMPTY_RESPONSE else {}
+        result = self.run(target=target, injector=self.injector(_plan(mode, 0, **extra)))
+        faults = self.of(result.events, FaultInjected)
+        assert len(faults) == 1, [f.mode for f in faults]  # injected once, at one boundary
+        fault = faults[0]
+        assert fault.mode == mode and fault.tool == self.TOOLS[0]
+        starts = [e for e in self.of(result.events, ToolStart) if e.call_id == fault.call_id]
+        ends = [
+            i
+            for i, e in enumerate(result.events)
+            if isinstance(e, (ToolEnd, ToolError)) and e.call_id == fault.call_id
+        ]
+        assert len(starts) == 1 and len(ends) == 1
+        assert result.events.index(starts[0]) < result.events.index(fault) < ends[0]
+        record = analyse_trace(result.events).faults[0]
+        if mode == CRASH and self.CRASH_ABORTS_RUN:
+            assert result.status == "cancelled", (result.status, result.error)
+            assert record.delivered is False
+            return
+        assert result.status == "ok", (result.status, result.error)
+        if mode == LATENCY:
+            # Nothing to read: the call is late, not changed, so arrival cannot be proven.
+            assert record.receipt == "no_payload" and record.delivered is False
+            assert self.real_tool_calls(target) == list(self.TOOLS)
+        else:
+            assert record.delivered is True, (mode, record.receipt)
+            assert next(iter(derive_steps(result.events))).had_fault
 
     def test_nothing_injected_without_opt_in(self, no_opt_in: None) -> None:
         result = self.run(plan=_plan("error_5xx", 0))

@@ -1,0 +1,419 @@
+"""The tool boundary every adapter shares: who injects a call, and where it is reported.
+
+A battery trial publishes its ``FaultInjector`` on the ``TrialContext``. Framework hooks
+(LangChain's ``BaseTool`` run path, AutoGen's tools and workbenches, CrewAI's tool hooks) and the
+``faultable`` decorator all consult it at the moment a tool runs, so faults reach a tool however
+the agent calls it: through a prebuilt tool node, from its own node function, or by hand.
+
+Two rules keep that exact:
+
+* **Once per call.** Boundaries nest (a ToolNode wrapper runs ``BaseTool.run``, a workbench runs
+  ``FunctionTool.run_json``, a ``faultable`` function may be called inside a LangChain tool). The
+  outermost boundary that injects marks the call with ``faulted_call()``; every boundary inside
+  it sees ``inside_faulted_call()`` and lets the call through untouched.
+* **Reported where the trace is.** A boundary that runs a call itself reports it as one
+  ``CallReport`` (start, the fault's receipt, the end) to the reporter the adapter published for
+  the trial with ``reporting_to``, so the receipt lands in the same trace as the agent's model
+  calls.
+
+Outside a battery trial (or on a nominal scenario, whose trial has no injector) nothing changes.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import itertools
+import threading
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar, overload
+
+from ..events import FaultInjected
+from .runtime import FaultInjector, InjectedCrash
+
+__all__ = [
+    "CallReport",
+    "CallReporter",
+    "ToolCallError",
+    "acall_through",
+    "active_injector",
+    "call_through",
+    "current_reporter",
+    "faultable",
+    "faulted_call",
+    "inside_faulted_call",
+    "next_call_id",
+    "reporting_to",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ToolCallError(Exception):
+    """A tool call failed inside a trial: an injected fault or the tool's own exception.
+
+    ``str(err)`` is the error text the agent should read. ``injected`` tells whether hbeval
+    caused it; a real exception is chained as ``__cause__``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        tool: str,
+        call_id: str,
+        error_type: str | None = None,
+        injected: bool = False,
+        http_status: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.call_id = call_id
+        self.error_type = error_type
+        self.injected = injected
+        self.http_status = http_status
+
+
+@dataclass
+class CallReport:
+    """One whole tool call a boundary ran, for the trial's trace.
+
+    Becomes ``tool_start``, the ``fault_injected`` receipt (when ``fault`` is set) and then
+    ``tool_error`` (``error`` set: the call raised out of the tool) or ``tool_end``.
+    """
+
+    call_id: str
+    tool: str
+    args: dict[str, Any]
+    fault: FaultInjected | None = None
+    result: Any = None
+    status: str = "ok"
+    """"ok", or "error" when the agent receives an error result."""
+    error: str | None = None
+    error_type: str | None = None
+    latency_ms: float | None = None
+    synthetic: bool = False
+    """True when the real tool never ran (an error mode answered for it)."""
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+class CallReporter(Protocol):
+    """Where a boundary reports the calls it ran (the adapter's recorder for the trial)."""
+
+    def __call__(self, report: CallReport) -> None: ...
+
+
+_GUARD: ContextVar[bool] = ContextVar("hbeval_faulted_call", default=False)
+_REPORTER: ContextVar[CallReporter | None] = ContextVar("hbeval_call_reporter", default=None)
+
+
+def inside_faulted_call() -> bool:
+    """Whether an outer boundary already runs this call under the injector."""
+    return _GUARD.get()
+
+
+@contextmanager
+def faulted_call() -> Iterator[None]:
+    """Mark the block as one call under injection: boundaries inside it pass through."""
+    token = _GUARD.set(True)
+    try:
+        yield
+    finally:
+        _GUARD.reset(token)
+
+
+@contextmanager
+def reporting_to(reporter: CallReporter | None) -> Iterator[None]:
+    """Publish ``reporter`` as where boundaries report calls in this context, for the block."""
+    token = _REPORTER.set(reporter)
+    try:
+        yield
+    finally:
+        _REPORTER.reset(token)
+
+
+def current_reporter() -> CallReporter | None:
+    """The reporter published for the trial running in this context, if any."""
+    return _REPORTER.get()
+
+
+def active_injector(preferred: FaultInjector | None = None) -> FaultInjector | None:
+    """The injector a boundary should consult now, or None to run the call untouched.
+
+    ``preferred`` (an adapter's own) wins; otherwise the current battery trial's. None when
+    an outer boundary already handles the call, or when the injector has nothing to inject.
+    """
+    if _GUARD.get():
+        return None
+    injector = preferred
+    if injector is None:
+        from ..runner.context import current_trial
+
+        trial = current_trial()
+        injector = trial.injector if trial is not None else None
+    if injector is None or not injector.enabled or injector.plan is None:
+        return None
+    return injector
+
+
+_counters: weakref.WeakKeyDictionary[FaultInjector, Iterator[int]] = weakref.WeakKeyDictionary()
+_counter_lock = threading.Lock()
+
+
+def next_call_id(injector: FaultInjector, tool: str) -> str:
+    """A call id unique within ``injector``'s trial and stable across reruns: ``<tool>#<n>``."""
+    with _counter_lock:
+        counter = _counters.get(injector)
+        if counter is None:
+            counter = _counters[injector] = itertools.count(1)
+        return f"{tool}#{next(counter)}"
+
+
+_PLAIN_SCOPE: list[Any] = []
+
+
+def _plain_scope_var() -> Any:
+    """The plain adapter's scope variable (imported once, on first use)."""
+    if not _PLAIN_SCOPE:
+        from ..runner.plain import _SCOPE
+
+        _PLAIN_SCOPE.append(_SCOPE)
+    return _PLAIN_SCOPE[0]
+
+
+def _check_boundary() -> None:
+    """Budgets and timeouts of the battery run apply at every tool boundary."""
+    from ..runner.context import current_trial
+
+    trial = current_trial()
+    if trial is not None:
+        trial.check_tool_boundary()
+
+
+def _receipt(injector: FaultInjector, call_id: str, before: int) -> FaultInjected | None:
+    mine = [e for e in list(injector.events) if e.call_id == call_id]
+    return mine[-1] if len(mine) > before else None
+
+
+def _outcome_result(
+    reporter: CallReporter | None,
+    name: str,
+    call_id: str,
+    args: dict[str, Any],
+    outcome: Any,
+    latency: float,
+) -> Any:
+    """Report a finished call and hand back what the caller receives (or raise its error)."""
+    failed = outcome.error is not None
+    if reporter is not None:
+        reporter(
+            CallReport(
+                call_id=call_id,
+                tool=name,
+                args=args,
+                fault=outcome.fault,
+                result=outcome.error if failed else outcome.result,
+                status="error" if failed else "ok",
+                latency_ms=latency,
+                synthetic=not outcome.called_real,
+            )
+        )
+    if failed:
+        raise ToolCallError(
+            outcome.error,
+            tool=name,
+            call_id=call_id,
+            error_type=outcome.error_type,
+            injected=outcome.fault is not None,
+            http_status=outcome.http_status,
+        )
+    return outcome.result
+
+
+def _raised(
+    reporter: CallReporter | None,
+    name: str,
+    call_id: str,
+    args: dict[str, Any],
+    injector: FaultInjector,
+    before: int,
+    exc: BaseException,
+    latency: float,
+) -> None:
+    if reporter is None:
+        return
+    fault = exc.fault if isinstance(exc, InjectedCrash) else _receipt(injector, call_id, before)
+    reporter(
+        CallReport(
+            call_id=call_id,
+            tool=name,
+            args=args,
+            fault=fault,
+            error=f"{type(exc).__name__}: {exc}",
+            error_type=type(exc).__name__,
+            latency_ms=latency,
+            synthetic=isinstance(exc, InjectedCrash),
+        )
+    )
+
+
+def call_through(
+    injector: FaultInjector,
+    name: str,
+    arguments: dict[str, Any],
+    call_id: str,
+    real: Callable[[], Any],
+    reporter: CallReporter | None,
+) -> Any:
+    """Run one call under ``injector`` as a tool boundary, and report it to ``reporter``.
+
+    Returns the (possibly spoiled) result; an error mode raises ``ToolCallError`` with the text
+    the agent should read; the tool's own exceptions and ``InjectedCrash`` propagate. Boundaries
+    inside ``real`` pass the call through.
+    """
+    before = _count(injector, call_id)
+    t0 = time.perf_counter()
+    try:
+        with faulted_call():
+            outcome = injector.run_call(name, arguments, call_id, real)
+    except Exception as exc:
+        _raised(reporter, name, call_id, arguments, injector, before, exc, _since(t0))
+        raise
+    return _outcome_result(reporter, name, call_id, arguments, outcome, _since(t0))
+
+
+async def acall_through(
+    injector: FaultInjector,
+    name: str,
+    arguments: dict[str, Any],
+    call_id: str,
+    real: Callable[[], Awaitable[Any]],
+    reporter: CallReporter | None,
+) -> Any:
+    """Async twin of ``call_through``."""
+    before = _count(injector, call_id)
+    t0 = time.perf_counter()
+    try:
+        with faulted_call():
+            outcome = await injector.arun_call(name, arguments, call_id, real)
+    except Exception as exc:
+        _raised(reporter, name, call_id, arguments, injector, before, exc, _since(t0))
+        raise
+    return _outcome_result(reporter, name, call_id, arguments, outcome, _since(t0))
+
+
+def _since(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1000.0
+
+
+def _count(injector: FaultInjector, call_id: str) -> int:
+    return sum(1 for e in list(injector.events) if e.call_id == call_id)
+
+
+@overload
+def faultable(fn: F, /) -> F: ...
+@overload
+def faultable(fn: None = None, /, *, name: str | None = None) -> Callable[[F], F]: ...
+def faultable(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F], F]:
+    """Make any function (sync or async) a tool boundary the battery can fault.
+
+    Use as ``@faultable`` or ``@faultable(name="lookup_order")`` on tools a framework never
+    sees, or wrap one by hand: ``lookup = faultable(client.lookup, name="lookup_order")``.
+
+    Outside a battery trial, on a nominal scenario, or inside a call another boundary already
+    injects into, the function is simply called. Inside a faulted trial each call meets the
+    trial's fault plan: an error mode (timeout, 5xx, connection refused, intermittent, lost
+    result) raises ``ToolCallError`` whose text is what the agent should read; a mode that
+    spoils a result returns the spoiled result; ``crash`` raises ``InjectedCrash``. The call and
+    its receipt are recorded in the trial's trace by the adapter running the trial (with a plain
+    agent, exactly as ``hbeval_core.runner.tool`` does).
+    """
+
+    def decorate(func: F) -> F:
+        tool_name = name or getattr(func, "__name__", None) or type(func).__name__
+        try:
+            sig: inspect.Signature | None = inspect.signature(func)
+        except (TypeError, ValueError):
+            sig = None
+        params = list(sig.parameters.values()) if sig is not None else []
+        skip_first = bool(params) and params[0].name in ("self", "cls")
+
+        def arguments_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+            if sig is None or not args or (skip_first and len(args) == 1):
+                return dict(kwargs)
+            try:
+                bound = sig.bind_partial(*args, **kwargs).arguments
+            except TypeError:
+                return {"args": list(args), **kwargs}
+            if skip_first:
+                bound.pop(params[0].name, None)
+            return dict(bound)
+
+        def plain_scope() -> Any:
+            return _plain_scope_var().get()
+
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def awrapper(*args: Any, **kwargs: Any) -> Any:
+                if _GUARD.get():
+                    return await func(*args, **kwargs)
+                scope = plain_scope()
+                if scope is not None:
+                    return await scope.acall_tool(
+                        tool_name, func, args, kwargs, arguments_of(args, kwargs)
+                    )
+                injector = active_injector()
+                if injector is None:
+                    return await func(*args, **kwargs)
+                _check_boundary()
+                arguments = arguments_of(args, kwargs)
+
+                async def real() -> Any:
+                    return await func(*args, **kwargs)
+
+                return await acall_through(
+                    injector,
+                    tool_name,
+                    arguments,
+                    next_call_id(injector, tool_name),
+                    real,
+                    _REPORTER.get(),
+                )
+
+            awrapper.hbeval_tool_name = tool_name  # type: ignore[attr-defined]
+            return awrapper  # type: ignore[return-value]
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if _GUARD.get():
+                return func(*args, **kwargs)
+            scope = plain_scope()
+            if scope is not None:
+                # A plain agent's trial: traced and injected as ``@tool`` does, faults or not.
+                return scope.call_tool(tool_name, func, args, kwargs, arguments_of(args, kwargs))
+            injector = active_injector()
+            if injector is None:
+                return func(*args, **kwargs)
+            _check_boundary()
+            arguments = arguments_of(args, kwargs)
+            return call_through(
+                injector,
+                tool_name,
+                arguments,
+                next_call_id(injector, tool_name),
+                lambda: func(*args, **kwargs),
+                _REPORTER.get(),
+            )
+
+        wrapper.hbeval_tool_name = tool_name  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    if fn is not None:
+        return decorate(fn)
+    return decorate
