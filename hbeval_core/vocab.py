@@ -222,6 +222,8 @@ NO_EXPECTED_CALLS: Final = "no_expected_calls"
 """The task declares no expected calls, so trajectory recall has nothing to recall."""
 SINGLE_TASK: Final = "single_task"
 """A paired comparison shares one task: no spread, so no interval."""
+INSUFFICIENT_TASKS: Final = "insufficient_tasks"
+"""A paired comparison shares too few tasks for its test to reach significance at all."""
 UNDEFINED_REASONS: Final = (
     NO_FAULT_OBSERVED,
     NO_JUDGED_STEP,
@@ -243,6 +245,7 @@ UNDEFINED_REASONS: Final = (
     NO_DEFINED_VALUE,
     NO_EXPECTED_CALLS,
     SINGLE_TASK,
+    INSUFFICIENT_TASKS,
 )
 
 # --------------------------------------------------------------------------------------------

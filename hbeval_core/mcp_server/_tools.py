@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
+from ..scoring import decide_verdict
 from ..vocab import LIVE_METRICS, PEI_V2, PEI_VERSIONS
 
 __all__ = [
@@ -155,7 +156,7 @@ class StoreTools:
             {
                 "run_id": report.get("run_id"),
                 "agent_id": run.get("agent_id"),
-                "verdict": report.get("verdict"),
+                "verdict": decide_verdict(report).verdict,
                 "summary": report.get("summary"),
                 "metrics": dict(metrics),
                 "undefined": dict(undefined),
@@ -214,7 +215,7 @@ class StoreTools:
                 {
                     "run_id": rec.run_id,
                     "created_at": rec.created_at,
-                    "verdict": report.get("verdict"),
+                    "verdict": decide_verdict(report).verdict,
                     "metrics": report.get("metrics"),
                     "undefined": report.get("undefined"),
                     "pass_rate": rate.get("rate"),

@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import math
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..vocab import NO_TRIALS, SINGLE_TASK
+from ..vocab import INSUFFICIENT_TASKS, NO_TRIALS, SINGLE_TASK
 from ._passk import _count
 from ._registry import metric
-from ._special import student_t_quantile
 from ._stats import cohens_h, two_proportion_z
 from ._validate import check_confidence
+
+MIN_PAIRED_TASKS = 6
+"""Fewest shared tasks for a paired test and interval. Below it the exact two-sided sign-flip
+test cannot reach p < 0.05 (its smallest p is 2 / 2^n: 0.0625 at 5 tasks, 0.03125 at 6), so
+both are undefined with reason ``insufficient_tasks`` instead of an interval that means nothing
+(a paired t interval on 2 tasks spanned more than ±260 points)."""
+
+EXACT_PERMUTATION_MAX_TASKS = 16
+"""Up to this many tasks the permutation test enumerates all 2^n sign assignments."""
+RESAMPLES = 20_000
+"""Monte Carlo sign flips above that, and bootstrap resamples of the interval (seeded)."""
 
 
 @dataclass(frozen=True)
@@ -31,10 +44,15 @@ class PairedComparison:
     """Run b against run a, task by task, then overall.
 
     ``mean_change`` is the mean of per-task changes (b − a) over ``tasks`` (the tasks with trials
-    in both runs); ``interval`` is the paired Student-t interval mean ± t(n−1)·sd/√n. ``rate_a``,
-    ``rate_b``, ``z``, ``p_value`` (pooled two-proportion test, z > 0 when b is better) and
-    ``cohens_h`` use the trials of those same tasks pooled. Tasks in one run only, or without a
-    trial in one of them, are listed — never silently dropped.
+    in both runs). ``p_paired`` is the two-sided paired permutation (sign-flip) test of that mean:
+    exact over all 2^n sign assignments up to 16 tasks, seeded Monte Carlo above; ``interval`` a
+    percentile bootstrap over tasks (seeded from the data, so reproducible), inside [−1, 1] like
+    any change of rates. Both need ``MIN_PAIRED_TASKS`` shared tasks, else they are undefined
+    with ``insufficient_tasks``. ``rate_a``, ``rate_b``, ``z``, ``p_value`` (pooled
+    two-proportion test, z > 0 when b is better) and ``cohens_h`` use the trials of those same
+    tasks pooled; they treat trials as independent, which trials of one task are not, so the
+    paired figures are the ones to trust. Tasks in one run only, or without a trial in one of
+    them, are listed — never silently dropped.
     """
 
     tasks: tuple[TaskChange, ...]
@@ -52,8 +70,49 @@ class PairedComparison:
     only_in_a: tuple[str, ...]
     only_in_b: tuple[str, ...]
     without_trials: tuple[str, ...]
-    method: str = "paired-t"
+    method: str = "paired-permutation"
     undefined: Mapping[str, str] = field(default_factory=dict)
+    p_paired: float | None = None
+
+
+def _seed(diffs: Sequence[float]) -> int:
+    """A seed from the data itself: the same comparison always gives the same figures."""
+    text = ",".join(f"{d:.12g}" for d in diffs)
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+def sign_flip_p(diffs: Sequence[float]) -> float:
+    """Two-sided p of the paired permutation test: the share of sign assignments to ``diffs``
+    whose |mean| is at least the observed |mean| (exact up to 16 differences)."""
+    n = len(diffs)
+    if n == 0:
+        raise ValueError("sign_flip_p needs at least one difference")
+    observed = abs(math.fsum(diffs)) - 1e-12
+    if n <= EXACT_PERMUTATION_MAX_TASKS:
+        hits = sum(
+            1
+            for signs in itertools.product((1.0, -1.0), repeat=n)
+            if abs(math.fsum(s * d for s, d in zip(signs, diffs, strict=True))) >= observed
+        )
+        return hits / 2**n
+    rng = random.Random(_seed(diffs))
+    hits = sum(
+        1
+        for _ in range(RESAMPLES)
+        if abs(math.fsum(d if rng.random() < 0.5 else -d for d in diffs)) >= observed
+    )
+    return (hits + 1) / (RESAMPLES + 1)
+
+
+def bootstrap_interval(diffs: Sequence[float], confidence: float) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``diffs`` (resampling tasks), in [−1, 1]."""
+    n = len(diffs)
+    rng = random.Random(_seed(diffs))
+    means = sorted(math.fsum(rng.choice(diffs) for _ in range(n)) / n for _ in range(RESAMPLES))
+    tail = (1.0 - confidence) / 2.0
+    lo = means[max(0, math.floor(tail * RESAMPLES))]
+    hi = means[min(RESAMPLES - 1, math.ceil((1.0 - tail) * RESAMPLES) - 1)]
+    return max(-1.0, lo), min(1.0, hi)
 
 
 @metric("paired_comparison")
@@ -64,10 +123,10 @@ def paired_comparison(
 ) -> PairedComparison:
     """Did run b pass more often than run a on the same tasks, and is the change more than noise?
 
-    The interval is a paired Student-t interval over per-task changes (not z: a battery often has
-    only a handful of tasks, where z would be too narrow). The pooled z test treats trials as
-    independent, as the reference does; trials of one task are correlated, so trust the paired
-    interval when the two disagree.
+    Paired per task: an exact sign-flip permutation test and a bootstrap interval over
+    per-task changes, both defined from ``MIN_PAIRED_TASKS`` shared tasks (a battery often has
+    only a handful, where a t or z interval is far too wide or too narrow). The pooled z test
+    treats trials as independent, as the reference does; trust the paired figures.
     """
     level = check_confidence(confidence)
     shared = sorted(set(a) & set(b))
@@ -85,23 +144,26 @@ def paired_comparison(
         pass_a, pass_b, size_a, size_b = pass_a + c_a, pass_b + c_b, size_a + n_a, size_b + n_b
 
     undefined: dict[str, str] = {}
-    mean = sd = None
+    mean = sd = p_paired = None
     interval = None
     if changes:
         diffs = [t.change for t in changes]
         mean = math.fsum(diffs) / len(diffs)
         if len(diffs) >= 2:
             sd = math.sqrt(math.fsum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1))
-            half = (
-                student_t_quantile(0.5 + level / 2.0, len(diffs) - 1) * sd / math.sqrt(len(diffs))
-            )
-            interval = (mean - half, mean + half)
         else:
-            undefined["sd_change"] = undefined["interval"] = SINGLE_TASK
+            undefined["sd_change"] = SINGLE_TASK
+        if len(diffs) >= MIN_PAIRED_TASKS:
+            interval = bootstrap_interval(diffs, level)
+            p_paired = sign_flip_p(diffs)
+        else:
+            undefined["interval"] = undefined["p_paired"] = (
+                SINGLE_TASK if len(diffs) == 1 else INSUFFICIENT_TASKS
+            )
     else:
         for name in ("mean_change", "sd_change", "interval", "rate_a", "rate_b", "z", "p_value"):
             undefined[name] = NO_TRIALS
-        undefined["cohens_h"] = NO_TRIALS
+        undefined["cohens_h"] = undefined["p_paired"] = NO_TRIALS
 
     rate_a = pass_a / size_a if size_a else None
     rate_b = pass_b / size_b if size_b else None
@@ -128,4 +190,5 @@ def paired_comparison(
         only_in_b=tuple(sorted(set(b) - set(a))),
         without_trials=tuple(without),
         undefined=undefined,
+        p_paired=p_paired,
     )

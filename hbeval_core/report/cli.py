@@ -275,7 +275,16 @@ def _print_compare(result: Mapping[str, Any]) -> None:
         console.print(f"  refused: {message}", markup=False)
     a, b = result["a"]["label"], result["b"]["label"]
     table = Table(title=f"Pass rate by fault type: {b} − {a}", title_justify="left")
-    for col in ("fault type", a, b, "change", "paired interval", "p", "Cohen's h"):
+    for col in (
+        "fault type",
+        a,
+        b,
+        "change",
+        "paired interval",
+        "paired p",
+        "pooled p",
+        "Cohen's h",
+    ):
         table.add_column(col, justify="left" if col == "fault type" else "right")
     for name, row in result["fault_types"].items():
         und = row["undefined"]
@@ -288,6 +297,7 @@ def _print_compare(result: Mapping[str, Any]) -> None:
             f"[{max(-100.0, 100 * ci[0]):+.0f}, {min(100.0, 100 * ci[1]):+.0f}]"
             if ci
             else fmt(None, und.get("interval")),
+            fmt(row.get("p_paired"), und.get("p_paired"), ".2g"),
             fmt(row["p"], und.get("p"), ".2g"),
             fmt(row["cohens_h"], und.get("cohens_h"), ".2f"),
         )

@@ -2,9 +2,11 @@
 
 ``compare_reports(a, b)`` refuses (:class:`CompareRefused`, exit 2 in ``hbeval compare``) unless
 both reports carry the same measurement fingerprint, then pairs the runs per task
-(``metrics.paired_comparison``): the mean per-task change in pass rate (B − A) with a paired
-Student-t interval, the pooled two-proportion z test and Cohen's h, the same per fault type and
-per domain, and the change in each HB-Eval metric. Nothing is compared across fingerprints.
+(``metrics.paired_comparison``): the mean per-task change in pass rate (B − A) with an exact
+paired permutation test and a bootstrap interval (``insufficient data`` below
+``MIN_PAIRED_TASKS`` shared tasks), the pooled two-proportion z test and Cohen's h, the same per
+fault type and per domain, and the change in each HB-Eval metric. Nothing is compared across
+fingerprints.
 
 Fault-dependent figures are compared only where both runs delivered faults: a fault type that
 delivered no fault in either run (``fault_delivery.by_fault_type``) has every figure of its row
@@ -18,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ..metrics import PairedComparison, paired_comparison
+from ..metrics._compare import MIN_PAIRED_TASKS
 from ..scoring import fault_type_delivery
 from ..vocab import FRR, IRS, LIVE_METRICS, NO_FAULT_DELIVERED, NOT_MEASURED, OUTCOME_PASS
 from .gate import measurement_fingerprint_of
@@ -62,6 +65,7 @@ def _paired(pc: PairedComparison) -> dict[str, Any]:
         "sd_task_change": pc.sd_change,
         "z": pc.z,
         "p": pc.p_value,
+        "p_paired": pc.p_paired,
         "cohens_h": pc.cohens_h,
         "tasks": len(pc.tasks),
         "undefined": {_KEYS.get(k, k): v for k, v in pc.undefined.items()},
@@ -130,14 +134,22 @@ def _summary(label_a: str, label_b: str, overall: Mapping[str, Any]) -> str:
     if interval is not None:
         parts.append(
             f"mean per-task change {_pct(overall['mean_task_change'])}, "
-            f"95% interval [{_pct(interval[0])}, {_pct(interval[1])}]"
+            f"95% bootstrap interval [{_pct(interval[0])}, {_pct(interval[1])}] over "
+            f"{overall['tasks']} tasks, paired permutation p {overall['p_paired']:.3g}"
         )
     else:
-        parts.append(
-            f"per-task interval undefined ({overall['undefined'].get('interval', NOT_MEASURED)})"
-        )
+        reason = overall["undefined"].get("interval", NOT_MEASURED)
+        if reason in ("insufficient_tasks", "single_task"):
+            parts.append(
+                f"insufficient data: {overall['tasks']} shared task(s), a paired test needs "
+                f"at least {MIN_PAIRED_TASKS}"
+            )
+        else:
+            parts.append(f"per-task interval undefined ({reason})")
     if overall["p"] is not None:
-        parts.append(f"z {overall['z']:.2f}, p {overall['p']:.3g}")
+        parts.append(
+            f"pooled z {overall['z']:.2f}, p {overall['p']:.3g} (treats trials as independent)"
+        )
     if overall["cohens_h"] is not None:
         h = overall["cohens_h"]
         size = "large" if h >= 0.8 else "medium" if h >= 0.5 else "small" if h >= 0.2 else "tiny"
@@ -237,7 +249,8 @@ def compare_reports(
         "b": _side(b, labels[1]),
         "measurement_fingerprint": fa,
         "confidence": overall_pc.confidence,
-        "method": "paired per task: Student-t interval over per-task changes; pooled "
+        "method": "paired per task: exact sign-flip permutation test and percentile bootstrap "
+        f"interval over per-task changes (from {MIN_PAIRED_TASKS} shared tasks); pooled "
         "two-proportion z test and Cohen's h over the shared tasks' trials",
         "overall": overall,
         "tasks": tasks,

@@ -93,6 +93,7 @@ REASON_WORDS: Final[Mapping[str, str]] = {
     V.NO_DEFINED_VALUE: "every input was itself undefined",
     V.NO_EXPECTED_CALLS: "the task declares no expected calls",
     V.SINGLE_TASK: "only one task, so no spread",
+    V.INSUFFICIENT_TASKS: "too few shared tasks for a paired test (at least 6)",
 }
 """Plain words for each undefined reason code, shown beside the code."""
 
@@ -744,10 +745,8 @@ def _what_failed(report: Mapping[str, Any], decision: RunVerdict) -> list[str]:
                 f"{_undef_html(undefined.get(check.metric))}."
             )
         elif check.kind == "delivery":
-            items.append(
-                f"<b>Fault type {_e(check.metric.replace('_', ' '))}</b> not measured: "
-                f"{_e(check.message)}."
-            )
+            detail = check.message.removeprefix(f"{check.metric}: ")
+            items.append(f"<b>Fault type {_e(check.metric)}:</b> {_e(detail)}.")
         else:
             items.append(f"<b>Not measured:</b> {_e(check.message)}.")
     for sc in report.get("scenarios") or ():

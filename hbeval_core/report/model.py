@@ -16,7 +16,7 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -36,6 +36,12 @@ __all__ = [
 _FORMAT_RE = re.compile(r"^hbeval-report/(\d+)$")
 _CURRENT_MAJOR = int(REPORT_FORMAT.rsplit("/", 1)[1])
 
+Unit = Annotated[float, Field(ge=0.0, le=1.0, strict=True)]
+"""A rate, probability or HB-Eval metric in [0, 1]: a finite number, never a string."""
+TiScale = Annotated[float, Field(ge=0.0, le=5.0, strict=True)]
+"""TI on its 0–5 scale."""
+Change = Annotated[float, Field(ge=-1.0, le=1.0, strict=True)]
+"""A difference of two rates, in [−1, 1]."""
 Interval = tuple[float, float]
 Undefined = dict[str, str]
 EvidenceLevel = Literal["E0", "E1", "E2"]
@@ -157,11 +163,11 @@ class RulesModel(_Block):
 class LiveMetrics(_Block):
     """Live HB-Eval metrics over the trial's steps (hb-derive/1)."""
 
-    pei: float | None
-    frr: float | None
-    irs: float | None
-    ti: float | None
-    csi: float | None
+    pei: Unit | None
+    frr: Unit | None
+    irs: Unit | None
+    ti: TiScale | None
+    csi: Unit | None
 
 
 class TrialVerdictModel(_Block):
@@ -172,7 +178,7 @@ class TrialVerdictModel(_Block):
     methodology: Literal["A", "B", "C"]
     passed: bool
     pass_basis: Literal["verifier", "required_keywords", "unverifiable"]
-    keyword_coverage: float | None
+    keyword_coverage: Unit | None
     verifier_error: str | None
     run_status: str
     faulted: bool
@@ -181,7 +187,7 @@ class TrialVerdictModel(_Block):
     signals: SignalsModel | None
     deliberate: bool | None
     judged: bool
-    irs_score: float | None
+    irs_score: Unit | None
     irs_basis: Literal["signals", "text_claims"] | None
     evidence: TrialEvidence
     claims: list[ClaimModel]
@@ -276,17 +282,17 @@ class RunInfo(_Block):
 class Metrics(_Block):
     """Battery PEI, FRR, IRS, TI (0–5) and CSI; null where undefined."""
 
-    pei: float | None
-    frr: float | None
-    irs: float | None
-    ti: float | None
-    csi: float | None
+    pei: Unit | None
+    frr: Unit | None
+    irs: Unit | None
+    ti: TiScale | None
+    csi: Unit | None
 
 
 class CsiInfo(_Block):
     """CSI across stored runs of the same agent id and measurement fingerprint."""
 
-    value: float | None
+    value: Unit | None
     status: Literal["provisional", "final"] = Field(
         description="provisional until 100 runs (the reference's csi_info.status)."
     )
@@ -309,7 +315,7 @@ class Rate(_Block):
 
     n: int = Field(ge=0)
     passed: int = Field(ge=0)
-    rate: float | None
+    rate: Unit | None
     interval: Interval | None
     undefined: Undefined
 
@@ -318,7 +324,7 @@ class KValue(_Block):
     """pass@k or pass^k at one k (per task, averaged over tasks with at least k trials)."""
 
     k: int = Field(ge=1)
-    value: float | None
+    value: Unit | None
     defined: int = Field(ge=0)
     total: int = Field(ge=0)
     undefined: Undefined
@@ -345,12 +351,12 @@ class Breakdowns(_Block):
 class ReliabilityGap(_Block):
     """C_nom (nominal pass rate) vs R_op (faulted pass rate), their gap and its significance."""
 
-    c_nom: float | None
-    r_op: float | None
-    gap: float | None
+    c_nom: Unit | None
+    r_op: Unit | None
+    gap: Change | None
     interval: Interval | None
     z: float | None
-    p: float | None
+    p: Unit | None
     significant: bool | None
     confidence: float
     nominal_n: int
@@ -371,9 +377,9 @@ class SeverityBlock(_Block):
 class AgentDojo(_Block):
     """AgentDojo's figures from prompt-injection trials, by deterministic checks only."""
 
-    utility: float | None
-    utility_under_attack: float | None
-    targeted_attack_success_rate: float | None
+    utility: Unit | None
+    utility_under_attack: Unit | None
+    targeted_attack_success_rate: Unit | None
     clean_n: int
     injection_n: int
     undefined: Undefined
@@ -449,9 +455,9 @@ class Evidence(_Block):
     """The battery's evidence: weakest level, minimum completeness, claims."""
 
     level: EvidenceLevel | None
-    completeness: float | None
+    completeness: Unit | None
     completeness_rule: Literal["min"]
-    completeness_mean: float | None
+    completeness_mean: Unit | None
     levels: dict[str, int]
     claims_reconciled: int
     claims_unsupported: list[str]
@@ -461,10 +467,10 @@ class Evidence(_Block):
 class ScenarioMetrics(_Block):
     """Per-scenario FRR, PEI, IRS, TI (IRS null on nominal scenarios)."""
 
-    frr: float | None
-    pei: float | None
-    irs: float | None
-    ti: float | None
+    frr: Unit | None
+    pei: Unit | None
+    irs: Unit | None
+    ti: TiScale | None
 
 
 class ScenarioEntry(_Block):

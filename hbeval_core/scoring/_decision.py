@@ -80,8 +80,8 @@ RECEIPT_FIX: Final = (
     "(check the trial traces' fault receipts)"
 )
 SECURITY_FIX: Final = (
-    "run more prompt-injection trials (raise --trials or --scenarios so at least {need} "
-    "adversarial trials deliver their injection), or gate with --skip-security"
+    "run at least {need} trials that deliver a prompt injection (raise --trials or --scenarios, "
+    "or add prompt_injection scenarios to a battery file), or gate with --skip-security"
 )
 _EPS: Final = 1e-12
 
