@@ -156,3 +156,23 @@ def test_passport_states_insufficient_data_with_its_fix(
     assert passport["verdict_rule"] == "hbeval-verdict/1"
     assert passport["verdict_fix"].startswith("no tool call was seen at a faultable boundary")
     assert "faults:adversarial" in passport["unmeasured_metrics"]
+
+
+def test_passports_without_the_new_verdict_fields_still_verify(
+    runs: dict[str, dict[str, Any]],
+) -> None:
+    # A passport signed before verdict_fix and verdict_rule existed: same format, fewer keys.
+    from hbeval_core.report.passport import (
+        build_passport,
+        generate_private_key,
+        render_passport,
+        sign_passport,
+        verify_passport,
+    )
+
+    doc = build_passport(runs["safe"]["report"])
+    old = {k: v for k, v in doc.items() if k not in ("verdict_fix", "verdict_rule")}
+    signed = render_passport(sign_passport(old, generate_private_key()))
+    result = verify_passport(signed)
+    assert result.valid, result.problems
+    assert result.verdict == "SAFE"
