@@ -718,16 +718,41 @@ class Monitor:
     def undefined(self) -> dict[str, str]:
         """Reason code of every undefined metric."""
         with self._lock:
-            out: dict[str, str] = {}
-            if self._n == 0:
-                out[PEI] = NO_STEPS
-                out[TI] = NO_STEPS
-            if self._frr is None:
-                out[FRR] = NO_FAULT_OBSERVED
-            if self._irs is None:
-                out[IRS] = NO_FAULT_OBSERVED if self._n_faulted == 0 else NO_JUDGED_STEP
-            out[CSI] = SINGLE_RUN
-            return out
+            return self._undefined_locked()
+
+    def _undefined_locked(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        if self._n == 0:
+            out[PEI] = NO_STEPS
+            out[TI] = NO_STEPS
+        if self._frr is None:
+            out[FRR] = NO_FAULT_OBSERVED
+        if self._irs is None:
+            out[IRS] = NO_FAULT_OBSERVED if self._n_faulted == 0 else NO_JUDGED_STEP
+        out[CSI] = SINGLE_RUN
+        return out
+
+    def snapshot(self) -> dict[str, Any]:
+        """Metrics, undefined reasons and running counts read at one instant (for exporters).
+
+        ``{"metrics", "undefined", "steps", "faulted_steps", "breaches", "halted"}``; the
+        metrics and their reasons always agree, even while other threads record steps.
+        """
+        with self._lock:
+            return {
+                "metrics": {
+                    PEI: self._pei,
+                    FRR: self._frr,
+                    IRS: self._irs,
+                    TI: self._ti,
+                    CSI: None,
+                },
+                "undefined": self._undefined_locked(),
+                "steps": self._n,
+                "faulted_steps": self._n_faulted,
+                "breaches": self.breach_count,
+                "halted": self.halted,
+            }
 
     @property
     def metric_versions(self) -> dict[str, str]:

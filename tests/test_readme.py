@@ -1,0 +1,143 @@
+"""The README's snippets run as written.
+
+A fenced ``python`` block right after a ``<!-- tested -->`` line is run as a script; after
+``<!-- tested: pytest -->`` it is saved as a test file and run with pytest. They run in a
+temporary folder, in README order where one needs another's output (the MCP snippet reads the
+store the pytest snippet wrote). The only edit: the Prometheus snippet's port 9464 becomes a free
+port, so parallel test runs on one machine do not collide.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+_BLOCK = re.compile(r"<!-- tested(?:: (\w+))? -->\n```python\n(.*?)```", re.S)
+
+
+def marked_blocks() -> list[tuple[str, str]]:
+    """``(kind, code)`` of every tested block, in README order; kind is "script" or "pytest"."""
+    return [(kind or "script", code) for kind, code in _BLOCK.findall(README)]
+
+
+def block(word: str) -> tuple[str, str]:
+    found = [b for b in marked_blocks() if word in b[1]]
+    assert len(found) == 1, f"expected one tested README block using {word!r}"
+    return found[0]
+
+
+def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    # The snippets call `hbeval` as a user would: the interpreter's scripts come first on PATH.
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+    env.setdefault("OTEL_SDK_DISABLED", "true")
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_the_readme_marks_its_snippets_for_testing() -> None:
+    kinds = [kind for kind, _ in marked_blocks()]
+    assert kinds.count("pytest") == 1 and kinds.count("script") >= 2
+
+
+def test_install_lines_name_only_extras_that_exist() -> None:
+    tomllib: Any = pytest.importorskip("tomllib")
+    extras = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    )
+    lines = [line for line in README.splitlines() if line.startswith("pip install")]
+    assert any(line.startswith("pip install -e '.[") for line in lines)  # works from a clone today
+    assert "pip install hbeval " in README  # kept for when it is published
+    for line in lines:
+        for group in re.findall(r"\[([a-z0-9_,-]+)\]", line):
+            assert set(group.split(",")) <= extras, line
+
+
+@pytest.fixture(scope="module")
+def after_pytest_block(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """Run the pytest snippet in a fresh folder; returns the folder and pytest's output."""
+    pytest.importorskip("langgraph")
+    folder = tmp_path_factory.mktemp("readme")
+    kind, code = block("assert_reliable")
+    assert kind == "pytest"
+    (folder / "test_agent_reliability.py").write_text(code, encoding="utf-8")
+    done = run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+            "test_agent_reliability.py",
+            "--hbeval-reuse",
+        ],
+        folder,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return folder, done.stdout
+
+
+def test_the_pytest_snippet_passes_and_reuses_its_run(after_pytest_block: tuple[Path, str]) -> None:
+    folder, output = after_pytest_block
+    assert "2 passed" in output
+    runs = run([sys.executable, "-m", "hbeval_core.cli", "runs", "list", "--json"], folder)
+    assert runs.returncode == 0, runs.stderr
+    import json
+
+    stored = json.loads(runs.stdout)["runs"]
+    # Both tests measured the same unchanged agent: the second reused the first's stored run.
+    assert [r["agent_id"] for r in stored] == ["careful"]
+
+
+def test_the_mcp_snippet_reads_the_store_the_pytest_snippet_wrote(
+    after_pytest_block: tuple[Path, str],
+) -> None:
+    pytest.importorskip("mcp")
+    folder, _ = after_pytest_block
+    _, code = block("stdio_client")
+    (folder / "ask.py").write_text(code, encoding="utf-8")
+    done = run([sys.executable, "ask.py"], folder)
+    assert done.returncode == 0, done.stderr
+    first, second = done.stdout.strip().splitlines()
+    assert first.startswith("SAFE {'pei': ") and "'csi': None} {'csi': 'single_run'}" in first
+    assert second.startswith("FRR 95% interval: {'low': ")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_the_prometheus_snippet_serves_live_metrics_with_undefined_apart(tmp_path: Path) -> None:
+    pytest.importorskip("langgraph")
+    pytest.importorskip("prometheus_client")
+    _, code = block("serve_metrics")
+    assert "serve_metrics(9464" in code
+    (tmp_path / "serve.py").write_text(code.replace("9464", str(_free_port())), encoding="utf-8")
+    done = run([sys.executable, "serve.py"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    # The careful agent looked the order up once, unfaulted: PEI and TI are defined; FRR and
+    # IRS are not (no fault was observed), so they are reported as undefined and have no value.
+    assert 'hbeval_live_metric{agent="support",metric="pei"} 1.0' in lines
+    assert 'hbeval_live_metric{agent="support",metric="ti"} 5.0' in lines
+    assert (
+        'hbeval_metric_undefined{agent="support",metric="frr",reason="no_fault_observed"} 1.0'
+        in lines
+    )
+    assert not [line for line in lines if 'metric="frr"}' in line and "live_metric" in line]
+    steps = next(line for line in lines if line.startswith('hbeval_steps_total{agent="support"}'))
+    assert float(steps.split()[-1]) >= 1
