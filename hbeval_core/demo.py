@@ -91,7 +91,8 @@ def run(*, db: str | None, out_dir: Path, as_json: bool) -> int:
         console.print(f"reports (JSON):   {out}")
         console.print(f"HTML report:      {paths['html']}")
         console.print(
-            f"signed passport:  {paths['passport']}  (verify: hbeval passport verify {paths['passport']})"
+            f"signed passport:  {paths['passport']}  (verify: hbeval passport verify "
+            f"{paths['passport']} --key {paths['public_key']})"
         )
         console.print(f"signing key:      {paths['key']} (public {paths['public_key']})")
     if as_json:

@@ -126,8 +126,20 @@ def test_demo_end_to_end_from_any_folder(tmp_path: Path) -> None:
     assert reports["naive"]["verdict"] == "UNSAFE"
     assert reports["careful"]["agentdojo"]["targeted_attack_success_rate"] == 0.0
     assert reports["naive"]["agentdojo"]["targeted_attack_success_rate"] == 1.0
-    verify = hb("passport", "verify", str(tmp_path / "hbeval-passport.json"))
+    # The verify command the demo prints pins the demo's own key, so it exits 0 ...
+    printed = " ".join(out.split("(verify: hbeval ", 1)[1].split(")", 1)[0].split()).split()
+    assert printed[:2] == ["passport", "verify"] and "--key" in printed
+    verify = subprocess.run(
+        [sys.executable, "-m", "hbeval_core.cli", *printed],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert verify.returncode == 0, verify.stdout + verify.stderr
+    # ... while integrity alone says authenticity was not checked (exit 3).
+    unpinned = hb("passport", "verify", str(tmp_path / "hbeval-passport.json"))
+    assert unpinned.returncode == 3 and "NOT CHECKED" in unpinned.stdout
 
 
 def test_runs_list_on_an_empty_and_a_filled_store(tmp_path: Path) -> None:

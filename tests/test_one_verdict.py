@@ -109,7 +109,7 @@ def _surfaces(run: dict[str, Any], tmp: Path) -> dict[str, str]:
     )
     assert signed.exit_code == 0, signed.output
     seen["passport"] = json.loads(passport.read_text(encoding="utf-8"))["verdict"]
-    verified = runner.invoke(app, ["passport", "verify", str(passport)])
+    verified = runner.invoke(app, ["passport", "verify", str(passport), "--key", f"{key}.pub"])
     assert verified.exit_code == 0, verified.output
     return seen
 

@@ -37,10 +37,13 @@ def test_keygen_sign_verify_round_trip(project: Path) -> None:
     doc = json.loads((project / "hbeval-passport.json").read_text())
     assert doc["validity_days"] == 30 and doc["signer"]["key_id"] == info["key_id"]
 
+    # Integrity alone is not authenticity: anyone can re-sign with their own key -> exit 3.
     ok = hb("passport", "verify", "hbeval-passport.json")
-    assert ok.exit_code == 0, ok.stderr
+    assert ok.exit_code == 3, ok.stderr
     assert ok.stdout.startswith("VALID passport for agent demo-naive (verdict UNSAFE)")
-    assert "pass --key PUBKEY to check who signed it" in ok.stdout
+    assert "authenticity: NOT CHECKED" in ok.stdout
+    assert "pass --key PUBKEY" in ok.stdout
+    assert hb("passport", "verify", "hbeval-passport.json", "--no-key-check").exit_code == 0
 
     pinned = hb("passport", "verify", "hbeval-passport.json", "--key", info["public_key"], "--json")
     assert pinned.exit_code == 0
@@ -83,7 +86,7 @@ def test_sign_from_the_environment_and_bad_input(project: Path) -> None:
         env={"HBEVAL_PASSPORT_KEY": pem},
     )  # fmt: skip
     assert by_env.exit_code == 0, by_env.stderr
-    assert hb("passport", "verify", "p.json").exit_code == 0
+    assert hb("passport", "verify", "p.json", "--no-key-check").exit_code == 0
 
     no_key = hb("passport", "sign", "hbeval-report.json#careful", env={"HBEVAL_PASSPORT_KEY": ""})
     assert no_key.exit_code == 2 and "no signing key" in no_key.stderr

@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -453,9 +454,26 @@ def passport_verify(
     key: Annotated[
         str | None,
         typer.Option(
-            "--key", help="Trusted public key: PEM file or base64 raw key (pins the signer)."
+            "--key",
+            help="Trusted public key: PEM file, base64 raw key, or a key id from the "
+            "trusted-keys file (pins the signer).",
         ),
     ] = None,
+    trusted_keys: Annotated[
+        Path | None,
+        typer.Option(
+            "--trusted-keys",
+            help="Trusted-keys file (default $HBEVAL_TRUSTED_KEYS or "
+            "~/.config/hbeval/trusted_keys): lines '<base64 key> [label]'.",
+        ),
+    ] = None,
+    no_key_check: Annotated[
+        bool,
+        typer.Option(
+            "--no-key-check",
+            help="Accept a passport whose signer was not checked (integrity only): exit 0, not 3.",
+        ),
+    ] = False,
     any_layout: Annotated[
         bool,
         typer.Option(
@@ -464,22 +482,49 @@ def passport_verify(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
 ) -> None:
-    """Verify a passport: integrity, expiry and, with --key, who signed it. Exit 0 valid, 1 not."""
+    """Verify a passport: integrity, content, expiry and who signed it.
+
+    Exit 0 valid with the signer pinned, 1 not valid, 2 bad input, 3 valid but authenticity not
+    checked (no --key and no trusted-keys file; anyone can re-sign a passport with their own key)
+    unless --no-key-check.
+    """
+    from ._passport_schema import default_trusted_keys_path, parse_trusted_keys
     from .passport import PassportError, load_public_key, verify_passport
 
+    keys_path = trusted_keys if trusted_keys is not None else default_trusted_keys_path()
     try:
         data = file.read_bytes()
-        trusted = load_public_key(key) if key is not None else None
-    except (PassportError, OSError) as exc:
+        known = []
+        if trusted_keys is not None or keys_path.is_file():
+            known = parse_trusted_keys(keys_path.read_text(encoding="utf-8"), str(keys_path))
+        trusted = None
+        if key is not None:
+            by_id = [k for k in known if k.key_id == key.strip()]
+            if by_id:
+                trusted = by_id[0].public_raw
+            elif re.fullmatch(r"[0-9a-f]{16}", key.strip()) and not Path(key).exists():
+                raise PassportError(
+                    f"--key {key}: no key with that id in the trusted-keys file {keys_path}"
+                )
+            else:
+                trusted = load_public_key(key)
+    except (PassportError, OSError, ValueError) as exc:
         raise _fail(str(exc)) from None
-    result = verify_passport(data, trusted_key=trusted, strict_layout=not any_layout)
+    result = verify_passport(
+        data, trusted_key=trusted, trusted_keys=known, strict_layout=not any_layout
+    )
+    unchecked = result.valid and result.authenticity == "not_checked"
     if as_json:
         _emit_json({"file": str(file), **result.as_dict()})
     elif result.valid:
+        who = (
+            "pinned to a trusted key"
+            if result.authenticity == "pinned"
+            else "NOT CHECKED (pass --key or a trusted-keys file)"
+        )
         typer.echo(
             f"VALID passport for agent {result.agent_id} (verdict {result.verdict}), signed by "
-            f"key {result.key_id}, expires {result.expires_at}; authenticity: "
-            f"{'pinned to the trusted key' if result.authenticity == 'pinned' else 'not checked'}"
+            f"key {result.key_id}, expires {result.expires_at}; authenticity: {who}"
         )
         for note in result.notes:
             typer.echo(f"  note: {note}")
@@ -487,7 +532,9 @@ def passport_verify(
         typer.echo(f"INVALID passport {file}:", err=True)
         for problem in result.problems:
             typer.echo(f"  - {problem}", err=True)
-    raise typer.Exit(EXIT_OK if result.valid else EXIT_CHECK_FAILED)
+    if not result.valid:
+        raise typer.Exit(EXIT_CHECK_FAILED)
+    raise typer.Exit(EXIT_INSUFFICIENT if unchecked and not no_key_check else EXIT_OK)
 
 
 # --------------------------------------------------------------------------- demo

@@ -31,7 +31,7 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -40,6 +40,7 @@ from .. import __version__
 from ..fingerprint import fingerprint
 from ..scoring import VERDICT_VERSION, decide_verdict
 from ..vocab import LIVE_METRICS, NOT_MEASURED, TI, TI_MAX
+from ._passport_schema import TrustedKey, passport_content_problems
 from .scores import capability_score, security_gate
 
 if TYPE_CHECKING:
@@ -503,18 +504,34 @@ def _first_difference(a: bytes, b: bytes) -> tuple[int, int]:
     return i, a.count(b"\n", 0, i) + 1
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
 def verify_passport(
     data: bytes | str,
     *,
     trusted_key: bytes | None = None,
+    trusted_keys: Sequence[TrustedKey] = (),
     now: dt.datetime | None = None,
     strict_layout: bool = True,
 ) -> VerifyResult:
-    """Verify a passport file's bytes: integrity, layout, expiry and (with a trusted key) signer.
+    """Verify a passport file's bytes: integrity, layout, content, expiry and signer.
 
     Every problem found is listed in words; ``valid`` is True only with none. ``trusted_key``
-    (raw 32 bytes) pins who must have signed it; ``strict_layout=False`` accepts a re-formatted
-    file whose signed content is intact.
+    (raw 32 bytes) pins who must have signed it; without it, ``trusted_keys`` (the trusted-keys
+    file) lists who may have. ``strict_layout=False`` accepts a re-formatted file whose signed
+    content is intact. A JSON object with a duplicate key is refused (two readers could see two
+    different passports), and the signed content must fit the passport format.
     """
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     try:
@@ -525,7 +542,15 @@ def verify_passport(
             (f"not UTF-8 text at byte {exc.start}: the file was damaged or edited after signing",),
         )
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, object_pairs_hook=_no_duplicates)
+    except _DuplicateKey as exc:
+        return VerifyResult(
+            False,
+            (
+                f"duplicate key {exc.args[0]!r}: a passport's JSON objects never repeat a key "
+                "(readers would disagree on which value counts)",
+            ),
+        )
     except ValueError as exc:
         return VerifyResult(
             False,
@@ -589,6 +614,8 @@ def verify_passport(
                         "signature does not match the content: the passport was changed after "
                         "signing (or its signature belongs to another document)"
                     )
+    if not problems:
+        problems.extend(passport_content_problems(doc))
     if strict_layout and not problems:
         expected = render_passport(doc).encode("utf-8")
         if expected != raw:
@@ -623,10 +650,22 @@ def verify_passport(
                 f"signed by key {claimed_id}, not by the trusted key {key_id(trusted_key)}: "
                 "authenticity not established"
             )
+    elif trusted_keys:
+        match = next((k for k in trusted_keys if k.public_raw == public_raw), None)
+        if match is not None:
+            authenticity = "pinned"
+            notes.append(f"signer is trusted key {match.key_id} {match.label}".rstrip())
+        else:
+            authenticity = "mismatch"
+            problems.append(
+                f"signed by key {claimed_id}, which is not among the {len(trusted_keys)} trusted "
+                "key(s): authenticity not established"
+            )
     else:
         notes.append(
-            "integrity checked against the embedded key only; pass --key PUBKEY to check who "
-            "signed it"
+            "integrity checked against the embedded key only: anyone can re-sign a passport "
+            "with their own key; pass --key PUBKEY (or a key id from the trusted-keys file) to "
+            "check who signed it"
         )
     return VerifyResult(
         not problems,
