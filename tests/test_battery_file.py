@@ -401,3 +401,13 @@ def test_parse_battery_takes_a_mapping_too() -> None:
     )
     assert battery.scenarios[0].specs()[0].after_ms == 10
     assert battery.scenarios[0].tools == ("*",)
+
+
+def test_json_file_has_the_yaml_fingerprint(tmp_path: Path) -> None:
+    import yaml
+
+    as_json = json.dumps(yaml.safe_load(SMALL))
+    assert (
+        _load(as_json, tmp_path, "b.json").spec_fingerprint()
+        == _load(SMALL, tmp_path).spec_fingerprint()
+    )
