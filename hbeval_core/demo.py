@@ -71,9 +71,10 @@ def run(*, db: str | None, out_dir: Path, as_json: bool) -> int:
 
     result: dict[str, Any] = {"trace": trace}
     try:
-        from .runner.demo import run_demo
+        from .runner.demo import run_demo as demo_runner
     except ImportError:
-        run_demo = None
+        demo_runner = None  # type: ignore[assignment]
+    run_demo = demo_runner
     if run_demo is not None:
         from .report.cli import finish_demo
         from .report.terminal import demo_progress
@@ -114,6 +115,15 @@ def _cell(value: Any, reason: str | None, ci: Any = None, digits: int = 3) -> st
     return f"{value}{_interval(ci)}"
 
 
+def _explained(r: dict[str, Any]) -> str:
+    """Share of tool calls whose issuing reply stated a reason, with the counts behind it."""
+    t = r.get("traceability") or {}
+    if not t:
+        return "undefined (not_measured)"
+    cell = _cell(t.get("explained_share"), (t.get("undefined") or {}).get("explained_share"))
+    return f"{cell} ({t.get('explained')}/{t.get('calls')} calls)" if t.get("calls") else cell
+
+
 def side_by_side_rows(reports: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """The demo's comparison, one row per figure, one cell per agent (intervals are 95% Wilson)."""
     from .metrics import wilson_interval
@@ -136,6 +146,8 @@ def side_by_side_rows(reports: dict[str, Any]) -> list[tuple[str, list[str]]]:
             return _cell((r.get("metrics") or {}).get(m), (r.get("undefined") or {}).get(m), ci)
 
         add(m.upper() + (" (0-5)" if m == "ti" else ""), metric)
+        if m == "ti":
+            add("explained share", _explained)
     add(
         "pass rate",
         lambda r: _cell(
