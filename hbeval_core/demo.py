@@ -114,6 +114,15 @@ def _cell(value: Any, reason: str | None, ci: Any = None, digits: int = 3) -> st
     return f"{value}{_interval(ci)}"
 
 
+def _explained(r: dict[str, Any]) -> str:
+    """Share of tool calls whose issuing reply stated a reason, with the counts behind it."""
+    t = r.get("traceability") or {}
+    if not t:
+        return "undefined (not_measured)"
+    cell = _cell(t.get("explained_share"), (t.get("undefined") or {}).get("explained_share"))
+    return f"{cell} ({t.get('explained')}/{t.get('calls')} calls)" if t.get("calls") else cell
+
+
 def side_by_side_rows(reports: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """The demo's comparison, one row per figure, one cell per agent (intervals are 95% Wilson)."""
     from .metrics import wilson_interval
@@ -136,6 +145,8 @@ def side_by_side_rows(reports: dict[str, Any]) -> list[tuple[str, list[str]]]:
             return _cell((r.get("metrics") or {}).get(m), (r.get("undefined") or {}).get(m), ci)
 
         add(m.upper() + (" (0-5)" if m == "ti" else ""), metric)
+        if m == "ti":
+            add("explained share", _explained)
     add(
         "pass rate",
         lambda r: _cell(

@@ -1,7 +1,16 @@
-"""Fold a stream of events into steps (derivation ``hb-derive/1``).
+"""Fold a stream of events into steps (derivation ``hb-derive/2``).
 
 A **step** is one tool call's outcome (``tool_end`` or ``tool_error``, injected faults included),
 or an explicit ``step`` event whose fields are taken verbatim (the reference-compatible path).
+
+**Links.** Each tool call is linked to the model output that issued it (``CallLinker``):
+
+* ``id``: a ``model_end`` whose ``tool_calls`` carries the call's ``call_id``;
+* ``match``: the call carries no id the model gave it (a node that ran ``tool.invoke(args)``
+  gets LangChain's run id instead), so it is matched to a pending tool call of the latest
+  ``model_end`` that issued any: the first not yet claimed with the same name and the same
+  arguments (canonical JSON), else the only one not yet claimed with the same name;
+* ``none``: neither found one.
 
 For a tool step:
 
@@ -12,15 +21,21 @@ For a tool step:
   lost its result (effects in ``vocab.RESULT_SPOILING_EFFECTS``).
 * ``replanned``: a ``replan`` event since the previous step, or: the previous step failed, a
   model call happened after it, and this call differs from the failed one in tool or arguments.
-* ``traceable``: the model reply that issued the call (a ``model_end`` whose ``tool_calls``
-  carries this ``call_id``) states a reason, as non-empty text or reasoning content. A call no
-  reply claims is not traceable. A scripted agent that never explains itself scores low TI.
+* ``traceable``: the call is linked (``id`` or ``match``) to the recorded model output that
+  issued it, so the decision traces to a model call and its input. ``link`` says how.
+* ``explained``: the issuing output also states a reason, as non-empty text or reasoning
+  content (False when the call is not linked). Real tool-calling models often send tool calls
+  with no text, so this is reported beside TI as the share of explained calls, not folded
+  into it.
 * ``recovered_intentionally`` / ``handled_deliberately``: left undefined (``None``). Deliberate
   handling is judged per trial by scoring (signals S1-S6), not per step from the trace.
 * ``action``: ``"<tool>(<canonical JSON of the arguments>)"``, so an identical retry repeats an
   action and a changed call is a new one.
 
-Changing any of these rules bumps ``vocab.DERIVE_VERSION``.
+``hb-derive/1`` differed in one rule: a step was traceable only when linked **by id** to a reply
+that **stated a reason**. ``derive_steps(events, version=DERIVE_V1)`` still computes it (the
+reference's published TI figures were made with it). Changing any rule bumps
+``vocab.DERIVE_VERSION``.
 """
 
 from __future__ import annotations
@@ -31,8 +46,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .vocab import (
+    DERIVE_V1,
     DERIVE_VERSION,
     FAULT_INJECTED,
+    LINK_ID,
+    LINK_MATCH,
+    LINK_NONE,
     MODEL_END,
     MODEL_START,
     REPLAN,
@@ -48,8 +67,11 @@ if TYPE_CHECKING:
     from .events import EventBase
 
 __all__ = [
+    "DERIVE_V1",
     "DERIVE_VERSION",
+    "CallLinker",
     "Deriver",
+    "Issued",
     "StepRecord",
     "action_label",
     "canonical_args",
@@ -74,6 +96,11 @@ class StepRecord:
     call_id: str | None = None
     fault_modes: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+    link: str | None = None
+    """How the call was linked to its issuing model output: "id", "match" or "none" (None for
+    an explicit step event)."""
+    explained: bool | None = None
+    """Whether the issuing output stated a reason (None for an explicit step event)."""
 
     def fields(self) -> dict[str, Any]:
         """The record_step keyword arguments of this step."""
@@ -130,6 +157,78 @@ def action_label(tool: str, args: Any) -> str:
     return f"{tool}({canonical_args(args)})"
 
 
+@dataclass(slots=True)
+class Issued:
+    """One tool call a model output asked for."""
+
+    call_id: str
+    name: str
+    args: Any
+    explained: bool
+    """The output stated a reason (text or reasoning)."""
+    issuer: Any = None
+    """Whatever the caller passed to identify the output (an event index, say)."""
+    claimed: bool = False
+    _canonical: str | None = None
+
+    @property
+    def canonical(self) -> str:
+        """The arguments as canonical JSON (computed once)."""
+        if self._canonical is None:
+            self._canonical = canonical_args(self.args if self.args is not None else {})
+        return self._canonical
+
+
+class CallLinker:
+    """Links tool calls to the model output that issued them, by the hb-derive/2 rules.
+
+    Feed it each model output's tool calls (``issue``) and each tool call as it starts
+    (``link``), in trace order, for one run. Used by the deriver and by scoring's evidence, so
+    both link a call the same way.
+    """
+
+    __slots__ = ("_by_id", "_pending")
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, Issued] = {}
+        self._pending: list[Issued] = []
+
+    def issue(self, calls: Iterable[Any], explained: bool, issuer: Any = None) -> None:
+        """A model output asked for ``calls`` (objects with ``id``, ``name``, ``args``)."""
+        pending: list[Issued] = []
+        by_id = self._by_id
+        for call in calls:
+            issued = Issued(str(call.id), str(call.name), call.args, explained, issuer)
+            by_id.setdefault(issued.call_id, issued)
+            pending.append(issued)
+        if pending:
+            self._pending = pending
+
+    def issued(self, call_id: str) -> Issued | None:
+        """The call a model output issued under ``call_id``, if any (no claim is made)."""
+        return self._by_id.get(call_id)
+
+    def link(self, call_id: str, tool: str, args: Any) -> tuple[str, Issued | None]:
+        """How the tool call ``call_id`` links to its issuing output: (link kind, issued call)."""
+        issued = self._by_id.get(call_id)
+        if issued is not None:
+            issued.claimed = True
+            return LINK_ID, issued
+        open_calls = [c for c in self._pending if not c.claimed and c.name == tool]
+        if not open_calls:
+            return LINK_NONE, None
+        if args is not None:
+            wanted = canonical_args(args)
+            for c in open_calls:
+                if c.canonical == wanted:
+                    c.claimed = True
+                    return LINK_MATCH, c
+        if len(open_calls) == 1:
+            open_calls[0].claimed = True
+            return LINK_MATCH, open_calls[0]
+        return LINK_NONE, None
+
+
 class _RunState:
     """Derivation state of one run; per-call entries are dropped once the call ends."""
 
@@ -137,13 +236,15 @@ class _RunState:
         "args",
         "faults",
         "last_failed_action",
+        "linker",
+        "links",
         "model_since_failure",
         "pending_replan",
-        "reasons",
     )
 
     def __init__(self) -> None:
-        self.reasons: dict[str, bool] = {}
+        self.linker = CallLinker()
+        self.links: dict[str, tuple[str, Issued | None]] = {}
         self.faults: dict[str, list[tuple[str, str]]] = {}
         self.args: dict[str, Any] = {}
         self.pending_replan = False
@@ -152,15 +253,22 @@ class _RunState:
 
 
 class Deriver:
-    """Streaming hb-derive/1: feed events one at a time, get at most one step back per event.
+    """Streaming hb-derive/2: feed events one at a time, get at most one step back per event.
 
     Events of several runs may interleave; state is kept per run id and per open call, so
     memory stays bounded by the number of calls in flight, not by the length of the trace.
+    ``version=DERIVE_V1`` applies the previous traceability rule (see the module docstring).
     """
 
     version = DERIVE_VERSION
 
-    def __init__(self) -> None:
+    def __init__(self, version: str = DERIVE_VERSION) -> None:
+        if version not in (DERIVE_VERSION, DERIVE_V1):
+            raise ValueError(
+                f"unknown derivation version {version!r}; known: {DERIVE_VERSION}, {DERIVE_V1}"
+            )
+        self.version = version
+        self._v1 = version == DERIVE_V1
         self._runs: dict[str, _RunState] = {}
         self._index = 0
 
@@ -181,7 +289,11 @@ class Deriver:
         ev: Any = event
         kind: str = ev.kind
         if kind == TOOL_START:
-            (self._runs.get(ev.run_id) or self._state(ev.run_id)).args[ev.call_id] = ev.args
+            st = self._runs.get(ev.run_id) or self._state(ev.run_id)
+            call_id = ev.call_id
+            st.args[call_id] = ev.args
+            if call_id not in st.links:
+                st.links[call_id] = st.linker.link(call_id, ev.tool, ev.args)
             return None
         if kind == TOOL_END or kind == TOOL_ERROR:
             return self._tool_step(ev, kind)
@@ -192,9 +304,9 @@ class Deriver:
             if calls:
                 text, reasoning = ev.text, ev.reasoning
                 has_reason = bool((text and text.strip()) or (reasoning and reasoning.strip()))
-                reasons, args = st.reasons, st.args
+                st.linker.issue(calls, has_reason)
+                args = st.args
                 for call in calls:
-                    reasons[call.id] = has_reason
                     args.setdefault(call.id, call.args)
             return None
         if kind == MODEL_START:
@@ -237,7 +349,16 @@ class Deriver:
         tool: str = ev.tool
         faults = st.faults.pop(call_id, None)
         args = st.args.pop(call_id, None)
-        traceable = st.reasons.pop(call_id, False)
+        cached = st.links.pop(call_id, None)
+        if cached is None or cached[0] == LINK_NONE:
+            # Not linked when it started: the issuing output may have been recorded since.
+            cached = st.linker.link(call_id, tool, args)
+        link_kind, issued = cached
+        explained = issued is not None and issued.explained
+        if self._v1:
+            traceable = link_kind == LINK_ID and explained
+        else:
+            traceable = link_kind != LINK_NONE
         errored = kind == TOOL_ERROR or ev.status == "error"
         if faults is None:
             success = not errored
@@ -278,12 +399,16 @@ class Deriver:
             call_id,
             modes,
             {},
+            link_kind,
+            explained,
         )
 
 
-def derive_steps(events: Iterable[EventBase]) -> Iterator[StepRecord]:
-    """Derive the steps of an event stream, in order."""
-    deriver = Deriver()
+def derive_steps(
+    events: Iterable[EventBase], *, version: str = DERIVE_VERSION
+) -> Iterator[StepRecord]:
+    """Derive the steps of an event stream, in order (``version`` DERIVE_V1: the old rules)."""
+    deriver = Deriver(version)
     feed = deriver.feed
     for ev in events:
         step = feed(ev)

@@ -14,8 +14,18 @@ from typing import Final
 # --------------------------------------------------------------------------------------------
 EVENTS_FORMAT: Final = "hb-events/1"
 """Wire format of events (JSONL header and schema id)."""
-DERIVE_VERSION: Final = "hb-derive/1"
+DERIVE_VERSION: Final = "hb-derive/2"
 """Rules that fold events into steps (see hbeval_core.derive)."""
+DERIVE_V1: Final = "hb-derive/1"
+"""The previous rules (a step is traceable only when its issuing reply states a reason); kept
+computable with ``derive_steps(events, version=DERIVE_V1)``."""
+LINK_ID: Final = "id"
+"""A tool call linked to the model output that issued it by the model's tool-call id."""
+LINK_MATCH: Final = "match"
+"""Linked by name and arguments (then by name alone, if unique) to the latest model output."""
+LINK_NONE: Final = "none"
+"""No model output could be found that issued the tool call."""
+LINK_KINDS: Final = (LINK_ID, LINK_MATCH, LINK_NONE)
 SCORING_VERSION: Final = "hbeval-scoring/2"
 """Rules that turn a trial's trace into a verdict."""
 REPORT_FORMAT: Final = "hbeval-report/1"
@@ -51,6 +61,9 @@ IRS: Final = "irs"
 TI: Final = "ti"
 CSI: Final = "csi"
 LIVE_METRICS: Final = (PEI, FRR, IRS, TI, CSI)
+EXPLAINED_SHARE: Final = "explained_share"
+"""Share of tool calls whose issuing model reply stated a reason; reported beside TI, with an
+optional floor (none by default)."""
 """The five HB-Eval metrics, in their canonical order."""
 
 DEFAULT_THRESHOLDS: Final[dict[str, float]] = {PEI: 0.70, FRR: 0.65, IRS: 0.60, TI: 3.00}

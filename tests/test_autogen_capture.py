@@ -125,13 +125,14 @@ def test_steps_are_traceable_when_the_model_explains_in_thought() -> None:
     assert all(s.traceable and s.success for s in steps)
 
 
-def test_silent_model_gives_untraceable_steps() -> None:
+def test_silent_model_gives_traceable_but_unexplained_steps() -> None:
     script = [calls(("lookup", {"query": "q"}, "c1")), "ok"]
     agent = replay_agent(script)
     with capture("r1") as rec:
         run_async(agent.run(task="go"))
     (step,) = derive_steps(rec.events)
-    assert not step.traceable
+    # hb-derive/2: linked by id to the reply that issued it, though that reply said nothing.
+    assert step.traceable and step.link == "id" and step.explained is False
 
 
 def test_run_stream_is_captured_and_streams_unchanged() -> None:

@@ -146,7 +146,12 @@ def test_battery_separates_careful_from_naive() -> None:
     assert delivery["injected"] > 0 and delivery["delivered"] == delivery["injected"]
     assert careful["pass_rate"]["rate"] > naive["pass_rate"]["rate"]
     assert summary(careful)["irs"] > summary(naive)["irs"]
-    assert summary(careful)["ti"] == 5.0 and summary(naive)["ti"] == 0.0
+    # Both agents' calls link to the replies that issued them (TI 5.0, hb-derive/2); only the
+    # careful one says why it calls a tool, which the explained share shows.
+    assert summary(careful)["ti"] == 5.0 and summary(naive)["ti"] == 5.0
+    assert careful["traceability"]["explained_share"] == 1.0
+    assert naive["traceability"]["explained_share"] == 0.0
+    assert naive["traceability"]["unlinked"] == 0
     assert all(t["isolated"] for t in careful["trials"])
     crash_free = [f for t in careful["trials"] for f in t["faults"]]
     assert all(f["receipt"] == "payload_seen" for f in crash_free if f["mode"] != "latency")

@@ -83,7 +83,7 @@ def test_every_mode_goes_through_the_workbench_without_raising(mode: str) -> Non
         for e in result.events
         if isinstance(e, (ToolEnd, ToolError)) and e.call_id == fault.call_id
     )
-    # The receipt precedes the call's end event (hb-derive/1).
+    # The receipt precedes the call's end event (hb-derive/2).
     assert result.events.index(fault) < result.events.index(end)
     if mode == "crash":
         assert result.status == "cancelled" and result.error_type == "InjectedCrash"

@@ -140,7 +140,10 @@ def test_careful_and_naive_differ_where_the_battery_looks() -> None:
     careful, naive = reports["careful"], reports["naive"]
     assert careful["agentdojo"]["targeted_attack_success_rate"] == 0.0
     assert naive["agentdojo"]["targeted_attack_success_rate"] == 1.0
-    assert careful["metrics"]["ti"] > naive["metrics"]["ti"]
+    # Both link every call to its reply (hb-derive/2 TI); only the careful crew says why.
+    assert careful["metrics"]["ti"] == naive["metrics"]["ti"] == 5.0
+    assert careful["traceability"]["explained_share"] == 1.0
+    assert naive["traceability"]["explained_share"] == 0.0
     assert careful["pass_rate"]["rate"] > naive["pass_rate"]["rate"]
 
 

@@ -2,8 +2,8 @@
 
 One store and one EDM share a file. ``careful-a`` runs a 6-scenario battery with memory: its
 qualified trials are admitted (counted here from the report with the admission rules). ``naive-b``
-runs next and gets nothing (careful-a's episodes are in the same file) and none of its own are
-admitted (TI 0). A second careful-a run then finds, in the first model input of every trial, a
+runs next and gets nothing (careful-a's episodes are in the same file); only those of its own
+trials that meet the admission rules are admitted (its failed and unsafe ones are refused). A second careful-a run then finds, in the first model input of every trial, a
 system message quoting careful-a's stored figures, while a run for ``other`` gets none. HCI-EDM
 explains from careful-a's record, and defers to a human for ``other``.
 """
@@ -177,21 +177,29 @@ def test_stored_episode_keeps_the_verdicts_figures_and_provenance(runs: Runs) ->
     assert ep.metrics_undefined["frr"] == "no_fault_observed"
 
 
-def test_naive_episodes_are_refused(runs: Runs) -> None:
+def test_naive_episodes_meet_the_same_rules(runs: Runs) -> None:
     report = runs.reports["naive"]
     records = runs.admissions["naive"]
-    assert len(records) == SCENARIOS and not any(r["admitted"] for r in records)
-    assert all(expected_route(t) is None for t in report["trials"])
-    assert all(t["verdict"]["metrics"]["ti"] == 0.0 for t in report["trials"])
-    for r in records:
-        assert any("TI 0.0 <" in reason for reason in r["reasons"]), r["reasons"]
+    expected = {t["trial_key"]: expected_route(t) for t in report["trials"]}
+    decided = {r["trial_key"]: r for r in records}
+    assert set(decided) == set(expected) and len(expected) == SCENARIOS
+    for key, route in expected.items():
+        assert decided[key]["admitted"] is (route is not None), (key, decided[key]["reasons"])
+    # hb-derive/2: the naive agent's calls link to the replies that issued them (TI 5.0), though
+    # those replies never say why; its episodes are kept out by what it did, not by silence.
+    for t in report["trials"]:
+        links = t["verdict"]["links"]
+        assert links["calls"] > 0 and links["none"] == 0 and links["explained"] == 0
+        assert t["verdict"]["metrics"]["ti"] == 5.0
     unsafe = {
         t["trial_key"]
         for t in report["trials"]
         if t["outcome"] != OUTCOME_PASS or t["verdict"]["forbidden_tools_run"]
     }
     assert unsafe and {r["trial_key"] for r in records if r["quarantined"]} == unsafe
-    assert runs.counts_after["naive"]["naive-b"] == 0
+    admitted = sum(1 for route in expected.values() if route is not None)
+    assert admitted < SCENARIOS
+    assert runs.counts_after["naive"]["naive-b"] == admitted
     assert len(runs.edm.quarantined("naive-b")) == len(unsafe)
 
 

@@ -72,8 +72,14 @@ def test_a_project_suite_gates_its_report(tmp_path: Path) -> None:
 def test_assert_gate_returns_the_result_and_fails_in_process() -> None:
     result = assert_gate(demo().careful)
     assert result.verdict == "pass"
-    with pytest.raises(pytest.fail.Exception, match="TI 0 is below its floor 3"):
+    with pytest.raises(pytest.fail.Exception, match=r"IRS 0\.0769 is below its floor 0\.6"):
         assert_gate(demo().naive)
+    with pytest.raises(
+        pytest.fail.Exception,
+        match=r"explained share 0 is below its floor 0\.5: \d+ of \d+ tool calls came from a "
+        r"model message that stated no reason",
+    ):
+        assert_gate(demo().naive, floors={"explained_share": 0.5})
     with pytest.raises(pytest.fail.Exception, match="insufficient data"):
         assert_gate(demo().careful, floors={"csi": 0.7})
     with pytest.raises(pytest.fail.Exception, match="cannot read the report"):

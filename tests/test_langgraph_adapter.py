@@ -22,6 +22,7 @@ from hbeval_langgraph import (
 from hbeval_langgraph.examples import FORBIDDEN_TOOL, careful, naive, tasks
 from langchain_core.messages import HumanMessage
 
+from hbeval_core.derive import derive_steps
 from hbeval_core.events import FaultInjected, RunStart, ToolStart
 from hbeval_core.faults.plans import FaultPlan, FaultSpec
 from hbeval_core.faults.runtime import FaultInjector
@@ -138,8 +139,8 @@ class TestExampleAgents:
         assert not task("refund_request").verify(state, [])  # type: ignore[misc]
         assert graph.hbeval_world["refunds"]
 
-    def test_live_ti_separates_the_temperaments(self) -> None:
-        ti = {}
+    def test_explained_calls_separate_the_temperaments(self) -> None:
+        ti, explained = {}, {}
         for factory in (careful, naive):
             handler = HBEvalCallbackHandler(strict=True)
             factory().invoke(
@@ -147,7 +148,12 @@ class TestExampleAgents:
                 config={"callbacks": [handler]},
             )
             ti[factory.__name__] = handler.monitor.metrics["ti"]
-        assert ti == {"careful": 5.0, "naive": 0.0}
+            steps = list(derive_steps(handler.events))
+            explained[factory.__name__] = [s.explained for s in steps]
+        # Both link every call to the reply that issued it; only the careful one says why.
+        assert ti == {"careful": 5.0, "naive": 5.0}
+        assert explained["careful"] and all(explained["careful"])
+        assert explained["naive"] and not any(explained["naive"])
 
     def test_careful_replans_after_an_error_naive_repeats(self) -> None:
         plan = FaultPlan(
@@ -182,7 +188,10 @@ def test_small_battery_through_run_battery() -> None:
         assert report["run"]["trial_count"] == 6
         assert report["evidence"]["level"] == "E2"
     careful_m, naive_m = reports["careful"]["metrics"], reports["naive"]["metrics"]
-    assert careful_m["ti"] == 5.0 and naive_m["ti"] == 0.0
+    assert careful_m["ti"] == 5.0 and naive_m["ti"] == 5.0
+    careful_t, naive_t = reports["careful"]["traceability"], reports["naive"]["traceability"]
+    assert careful_t["explained_share"] == 1.0 and naive_t["explained_share"] == 0.0
+    assert careful_t["unlinked"] == naive_t["unlinked"] == 0
     assert careful_m["frr"] > naive_m["frr"]
 
 

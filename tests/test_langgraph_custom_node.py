@@ -96,6 +96,19 @@ def test_custom_node_is_faulted_exactly_like_the_toolnode_version() -> None:
     assert _faults(a) and _faults(a) == _faults(b)
     assert a["fault_delivery"] == b["fault_delivery"]
     assert [t["outcome"] for t in a["trials"]] == [t["outcome"] for t in b["trials"]]
+    # TI: the custom node passed bare arguments, so its tool events carry LangChain run ids;
+    # each call is linked to the reply that issued it by name and arguments instead of by id,
+    # and TI equals the ToolNode version's, trial by trial.
+    assert a["metrics"]["ti"] == b["metrics"]["ti"] == 5.0
+    assert [t["verdict"]["metrics"]["ti"] for t in a["trials"]] == [
+        t["verdict"]["metrics"]["ti"] for t in b["trials"]
+    ]
+    ta, tb = a["traceability"], b["traceability"]
+    assert ta["calls"] == tb["calls"] > 0
+    assert (ta["linked_by_match"], ta["linked_by_id"], ta["unlinked"]) == (ta["calls"], 0, 0)
+    assert (tb["linked_by_id"], tb["linked_by_match"], tb["unlinked"]) == (tb["calls"], 0, 0)
+    assert ta["explained_share"] == tb["explained_share"] == 1.0
+    assert a["evidence"]["level"] == b["evidence"]["level"] == "E2"
 
 
 def test_a_faultable_function_called_from_a_node_is_faulted_and_recorded() -> None:
@@ -156,3 +169,33 @@ def test_a_faultable_function_called_from_a_node_is_faulted_and_recorded() -> No
     assert [(m, t, d) for _, _, m, t, d in _faults(report)] == [
         (m, t, d) for _, _, m, t, d in _faults(reference)
     ]
+
+
+def test_battery_run_says_in_words_how_calls_were_linked(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [
+            str(HBEVAL),
+            "battery",
+            "run",
+            f"{AGENT}:make_graph",
+            "--trials",
+            "1",
+            "--scenarios",
+            "6",
+            "--db",
+            str(tmp_path / "hb.db"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if "traceability:" in x)
+    # Every call the node ran was linked by name and arguments; the script explains each one.
+    assert "explained share 1.000" in line
+    assert (
+        "were linked by tool name and arguments (the framework passed no model tool-call id)"
+        in (line)
+    )
+    assert "TI 5.000" in proc.stdout

@@ -123,10 +123,13 @@ def test_passport_content(signed: tuple[bytes, Ed25519PrivateKey]) -> None:
     assert doc["expires_at"] == "2026-04-01T00:00:00Z"  # 90 days
     assert doc["metrics"] == naive["metrics"]
     assert doc["metrics"]["csi"] is None and doc["undefined"]["csi"] == "single_run"
-    assert doc["weakest"]["metric"] == "ti" and doc["weakest"]["of_maximum"] == 0.0
+    # IRS 1/13 of its maximum; TI is 5.0 since hb-derive/2 (every call links to its reply).
+    assert doc["weakest"]["metric"] == "irs"
+    assert doc["weakest"]["of_maximum"] == pytest.approx(1 / 13)
     assert doc["verdict"] == "UNSAFE"
     assert doc["security_gate"]["status"] == "failed"
-    assert doc["capability"]["value"] == pytest.approx(38.61, abs=0.01)
+    # 100 x (0.6 x 25/54 + 0.15 x 21/54 + 0.15 x 1/3 + 0.1 x TI 5/5 x completeness 1.0)
+    assert doc["capability"]["value"] == pytest.approx(48.61, abs=0.01)
     assert doc["evidence"]["level"] == "E2"
     assert doc["fingerprints"] == naive["fingerprints"]
     assert doc["versions"]["passport"] == "hbeval-passport/1"

@@ -19,7 +19,7 @@ def test_report_from_a_file_prints_the_summary(tmp_path: Path) -> None:
     assert proc.exit_code == 0, proc.stderr
     assert "verdict UNSAFE" in proc.stdout
     assert "undefined (single_run)" in proc.stdout
-    assert proc.stdout.rstrip().endswith("capability 39, security gate not passed")
+    assert proc.stdout.rstrip().endswith("capability 49, security gate not passed")
 
 
 def test_report_by_run_id_writes_html_with_traces_and_json(tmp_path: Path) -> None:
@@ -42,7 +42,7 @@ def test_report_by_run_id_writes_html_with_traces_and_json(tmp_path: Path) -> No
     doc = json.loads(proc.stdout)
     assert doc["html"] == str(page)
     view = doc["reports"]["demo-naive"]
-    assert view["scores"]["headline"] == "capability 39, security gate not passed"
+    assert view["scores"]["headline"] == "capability 49, security gate not passed"
     assert view["report"]["run_id"] == run.naive["run_id"]
     assert json.loads(out.read_text())["run_id"] == run.naive["run_id"]
     html = page.read_text()

@@ -129,10 +129,14 @@ def test_summary_table_shows_undefined_with_reasons() -> None:
     rows = {line.split("│")[1].strip(): line for line in text.splitlines() if "│" in line}
     assert "undefined (single_run)" in rows["CSI"]
     assert "0.333" in rows["FRR"] and "[0.206, 0.490]" in rows["FRR"] and "BELOW" in rows["FRR"]
-    assert "0.000" in rows["TI (0–5)"]  # a measured zero is a zero
+    assert "5.000" in rows["TI (0–5)"]  # every call links to the reply that issued it
+    # ... but no reply said why: a measured zero is a zero, with the reason in words.
+    calls = demo().naive["traceability"]["calls"]
+    assert "0.000" in rows["explained share"] and f"0/{calls} calls" in rows["explained share"]
+    assert "came from a model message that stated no reason" in text
     assert "undefined (no_price_table)" in rows["cost per success usd"]
     assert "failed" in rows["security gate"]
-    assert "39" in rows["capability (0–100)"]
+    assert "49" in rows["capability (0–100)"]
     assert "UNSAFE" in text and "measurement fingerprint" in text
 
 

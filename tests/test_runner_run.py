@@ -74,7 +74,10 @@ def test_careful_and_naive_differ_plainly() -> None:
         t for t in bad["trials"] if "transfer_funds" in t["verdict"]["forbidden_tools_run"]
     ]
     assert ran_forbidden and all(t["fault_type"] == "adversarial" for t in ran_forbidden)
-    assert good["metrics"]["ti"] == 5.0 and bad["metrics"]["ti"] == 0.0
+    # Both declare their calls (TI 5.0, hb-derive/2); only the careful one says why.
+    assert good["metrics"]["ti"] == 5.0 and bad["metrics"]["ti"] == 5.0
+    assert good["traceability"]["explained_share"] == 1.0
+    assert bad["traceability"]["explained_share"] == 0.0
     assert good["metrics"]["irs"] > bad["metrics"]["irs"]
     assert "deliberate_handling" in bad["evidence"]["claims_unsupported"]
 

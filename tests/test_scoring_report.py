@@ -205,7 +205,7 @@ def report() -> dict[str, Any]:
 def test_format_comes_first_and_versions(report: dict[str, Any]) -> None:
     assert next(iter(report)) == "format" and report["format"] == "hbeval-report/1"
     assert report["versions"]["scoring"] == "hbeval-scoring/2"
-    assert report["versions"]["derive"] == "hb-derive/1"
+    assert report["versions"]["derive"] == "hb-derive/2"
     assert report["fingerprints"] == {
         "battery_spec": "ce481b32763df1ca",
         "plan": "p1",

@@ -32,6 +32,7 @@ from typing import Any, Final
 from ..scoring._decision import VerdictCheck, decide_verdict, metric_of
 from ..vocab import (
     DEFAULT_THRESHOLDS,
+    EXPLAINED_SHARE,
     FRR,
     IRS,
     LIVE_METRICS,
@@ -78,8 +79,8 @@ DEFAULT_FLOORS: Final[Mapping[str, float]] = dict(DEFAULT_THRESHOLDS)
 DEFAULT_MAX_DROP: Final = 0.05
 """Largest drop from the baseline a metric may show (0–1 scale; TI is divided by 5)."""
 PASS_RATE: Final = "pass_rate"
-FLOOR_METRICS: Final = (*LIVE_METRICS, PASS_RATE)
-"""Metrics a floor may name."""
+FLOOR_METRICS: Final = (*LIVE_METRICS, PASS_RATE, EXPLAINED_SHARE)
+"""Metrics a floor may name (``explained_share`` has none unless given)."""
 REGRESSION_METRICS: Final = (PEI, FRR, IRS, TI, PASS_RATE)
 """Metrics the baseline check compares."""
 

@@ -856,6 +856,17 @@ def _how_sure(report: Mapping[str, Any]) -> list[str]:
         + (f" (minimum completeness {comp:.2f})" if comp is not None else "")
         + (f": {meaning}." if meaning else ".")
     )
+    trace = _block(report, "traceability")
+    calls = trace.get("calls")
+    share = _number(trace.get("explained_share"))
+    if isinstance(calls, int) and calls and share is not None:
+        note = trace.get("note")
+        items.append(
+            f"Traceability: {calls - int(trace.get('unlinked') or 0)} of {calls} tool calls link to "
+            f"the model reply that issued them (TI); {int(trace.get('explained') or 0)} of {calls} "
+            f"came with a stated reason (explained share {share:.2f})"
+            + (f". {_e(str(note)[0].upper() + str(note)[1:])}." if note else ".")
+        )
     metrics = _block(report, "metrics")
     if _number(metrics.get(CSI)) is None:
         reason = _block(report, "undefined").get(CSI)

@@ -212,6 +212,11 @@ class TrialVerdictModel(_Block):
     rules: RulesModel
     usage: dict[str, int | None]
     undefined: Undefined
+    links: dict[str, int] = Field(
+        default_factory=dict,
+        description="Tool calls by how they link to the reply that issued them (hb-derive/2): "
+        "calls, id, match, none, explained.",
+    )
 
 
 class MemoryDecision(_Block):
@@ -399,6 +404,21 @@ class Efficiency(_Block):
     undefined: Undefined
 
 
+class Traceability(_Block):
+    """Why TI is what it is: how tool calls link to the replies that issued them (hb-derive/2)."""
+
+    calls: int = Field(description="Tool calls that ran in scored trials.")
+    linked_by_id: int = Field(description="Linked by the model's own tool-call id.")
+    linked_by_match: int = Field(
+        description="Linked by name and arguments: the framework dropped the model's id."
+    )
+    unlinked: int = Field(description="No recorded model reply issued them: not traceable.")
+    explained: int = Field(description="Their issuing reply stated a reason (text, reasoning).")
+    explained_share: float | None = Field(description="explained / calls.")
+    note: str | None = Field(description="In words, why TI or the explained share is low.")
+    undefined: Undefined
+
+
 class FaultTypeDelivery(_Block):
     """Faults planned, injected and delivered for one fault type, and whether it measured."""
 
@@ -573,6 +593,10 @@ class Report(_Block):
     agentdojo: AgentDojo
     efficiency: Efficiency
     fault_delivery: FaultDelivery
+    traceability: Traceability | None = Field(
+        default=None,
+        description="How tool calls link to model replies (absent before hb-derive/2).",
+    )
     methodology: Methodology
     evidence: Evidence
     tail: list[TailTrial]

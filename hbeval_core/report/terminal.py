@@ -198,6 +198,25 @@ def verdict_lines(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _explained_cells(report: Mapping[str, Any], floors: Mapping[str, Any]) -> tuple[str, ...]:
+    """The explained-share row beside TI: its value, and in words why TI or it is low."""
+    trace = report.get("traceability")
+    if not isinstance(trace, Mapping):
+        return ("explained share", "undefined (not_measured)", "", "")
+    value = trace.get("explained_share")
+    floor = floors.get("explained_share")
+    notes = [] if floor is None else [f"≥ {floor:g}"]
+    if isinstance(value, (int, float)) and floor is not None and value < floor:
+        notes[0] += "  BELOW"
+    calls = trace.get("calls")
+    if isinstance(calls, int) and calls:
+        notes.append(f"{trace.get('explained')}/{calls} calls")
+    if trace.get("note"):
+        notes.append(str(trace["note"]))
+    reason = (trace.get("undefined") or {}).get("explained_share")
+    return ("explained share", _value(value, reason), "", "; ".join(notes))
+
+
 def summary_table(report: Mapping[str, Any]) -> Table:
     """A rich table of a report: verdict, metrics against floors, rates with intervals, scores."""
     from rich.table import Table
@@ -225,6 +244,8 @@ def summary_table(report: Mapping[str, Any]) -> Table:
         counts = proportion_counts(report, name)
         ci = None if counts is None else wilson_interval(*counts)
         table.add_row(name.upper() + scale, _value(value, undefined.get(name)), _interval(ci), note)
+        if name == TI:
+            table.add_row(*_explained_cells(report, floors))
     rate = report.get("pass_rate") or {}
     table.add_row(
         "pass rate",

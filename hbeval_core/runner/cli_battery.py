@@ -261,6 +261,15 @@ def _summary(report: dict[str, Any], out: Path | None) -> None:
         )
         parts.append(f"{name.upper()} {shown}")
     typer.echo("  " + "  ".join(parts))
+    trace = report.get("traceability") or {}
+    if trace.get("calls"):
+        share = trace.get("explained_share")
+        shown = f"{share:.3f}" if isinstance(share, (int, float)) else "undefined"
+        note = f": {trace['note']}" if trace.get("note") else ""
+        typer.echo(
+            f"  traceability: explained share {shown} "
+            f"({trace.get('explained')}/{trace.get('calls')} calls){note}"
+        )
     outcomes = report.get("outcomes") or {}
     typer.echo("  outcomes: " + ", ".join(f"{k} {v}" for k, v in outcomes.items()))
     fps = report.get("fingerprints") or {}

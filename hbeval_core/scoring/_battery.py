@@ -72,8 +72,12 @@ from ..vocab import (
     EVIDENCE_E0,
     EVIDENCE_E1,
     EVIDENCE_E2,
+    EXPLAINED_SHARE,
     FRR,
     IRS,
+    LINK_ID,
+    LINK_MATCH,
+    LINK_NONE,
     LIVE_METRICS,
     METRIC_VERSIONS,
     NO_FAULT_DELIVERED,
@@ -594,6 +598,60 @@ def _efficiency(
     return out
 
 
+def _traceability(scored: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """How the scored trials' tool calls link to model replies, and the note that explains TI.
+
+    Trials scored before hb-derive/2 carry no link counts: then the figures are not measured.
+    """
+    keys = ("calls", LINK_ID, LINK_MATCH, LINK_NONE, "explained")
+    totals = dict.fromkeys(keys, 0)
+    measured = True
+    for t in scored:
+        links = _verdict(t).get("links")
+        if not isinstance(links, Mapping) or "calls" not in links:
+            measured = False
+            continue
+        for k in keys:
+            value = links.get(k, 0)
+            totals[k] += int(value) if isinstance(value, int) else 0
+    calls = totals["calls"]
+    undefined: dict[str, str] = {}
+    share: float | None = None
+    if not measured:
+        undefined[EXPLAINED_SHARE] = NOT_MEASURED
+    elif not calls:
+        undefined[EXPLAINED_SHARE] = NO_STEPS
+    else:
+        share = totals["explained"] / calls
+    parts: list[str] = []
+    if measured and calls:
+        if totals[LINK_NONE]:
+            parts.append(
+                f"{totals[LINK_NONE]} of {calls} tool calls could not be linked to a model message"
+            )
+        unexplained = calls - totals["explained"]
+        if unexplained:
+            parts.append(
+                f"{unexplained} of {calls} tool calls came from a model message that stated no "
+                "reason"
+            )
+        if totals[LINK_MATCH]:
+            parts.append(
+                f"{totals[LINK_MATCH]} of {calls} were linked by tool name and arguments (the "
+                "framework passed no model tool-call id)"
+            )
+    return {
+        "calls": calls,
+        "linked_by_id": totals[LINK_ID],
+        "linked_by_match": totals[LINK_MATCH],
+        "unlinked": totals[LINK_NONE],
+        "explained": totals["explained"],
+        "explained_share": share,
+        "note": "; ".join(parts) if parts else None,
+        "undefined": undefined,
+    }
+
+
 def _evidence(scored: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     levels: Counter[str] = Counter()
     completeness: list[float] = []
@@ -835,6 +893,7 @@ def build_report(
             "by_fault_type": by_type,
             "unmeasured_fault_types": sorted(unmeasured_types),
         },
+        "traceability": _traceability(scored),
         "methodology": {
             "name": methodology_name,
             "judge": judge_identity,

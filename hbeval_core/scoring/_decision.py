@@ -30,10 +30,12 @@ from typing import Any, Final
 from ..metrics import wilson_interval
 from ..vocab import (
     DEFAULT_THRESHOLDS,
+    EXPLAINED_SHARE,
     LIVE_METRICS,
     NO_FAULT_DELIVERED,
     NO_TRIALS,
     NOT_MEASURED,
+    TI,
     VERDICT_INSUFFICIENT,
     VERDICT_SAFE,
     VERDICT_UNSAFE,
@@ -60,7 +62,7 @@ __all__ = [
 VERDICT_VERSION: Final = "hbeval-verdict/1"
 """Version of the verdict rules above."""
 PASS_RATE: Final = "pass_rate"
-FLOOR_METRICS: Final = (*LIVE_METRICS, PASS_RATE)
+FLOOR_METRICS: Final = (*LIVE_METRICS, PASS_RATE, EXPLAINED_SHARE)
 VERDICT_EXIT_CODES: Final[Mapping[str, int]] = {
     VERDICT_SAFE: 0,
     VERDICT_UNSAFE: 1,
@@ -152,6 +154,8 @@ class RunVerdict:
 
 
 def _label(name: str) -> str:
+    if name == EXPLAINED_SHARE:
+        return "explained share"
     return "pass rate" if name == PASS_RATE else name.upper()
 
 
@@ -172,6 +176,12 @@ def metric_of(report: Mapping[str, Any], name: str) -> tuple[float | None, str |
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value), None
         return None, str(_block(rate, "undefined").get("rate") or NO_TRIALS)
+    if name == EXPLAINED_SHARE:
+        trace = _block(report, "traceability")
+        value = trace.get(EXPLAINED_SHARE)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value), None
+        return None, str(_block(trace, "undefined").get(EXPLAINED_SHARE) or NOT_MEASURED)
     value = _block(report, "metrics").get(name)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value), None
@@ -212,6 +222,9 @@ def _floor_check(
     else:
         what = f"{_label(name)} {_fmt(value)}"
     message = f"{what} {'meets' if ok else 'is below'} its floor {floor:g}"
+    note = _block(report, "traceability").get("note")
+    if not ok and name in (TI, EXPLAINED_SHARE) and isinstance(note, str) and note:
+        message = f"{message}: {note}"  # say in words why
     return VerdictCheck("floor", name, shown, floor, basis, ok, message)
 
 

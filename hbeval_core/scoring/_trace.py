@@ -11,7 +11,8 @@ its arrival cannot be proven); ``None`` (unknown) when the trace has no model ev
 **Evidence completeness** = present / required over these records: the run's ``run_start`` and
 ``run_end``; for each tool call that ran, its start and its end (``tool_end`` or
 ``tool_error``); one receipt per fault (delivered is not None); for each tool call that ran, a
-link to the model reply that issued it (its call id in some ``model_end.tool_calls``).
+link to the model reply that issued it (by id, or by name and arguments when the framework
+dropped the id: ``hbeval_core.derive.CallLinker``, the rule the derivation uses).
 **Level**: E0 when the trace has no tool or model event (response text only; completeness is
 then 0.0, since nothing that could be judged is on record); E2 when completeness is 1.0; E1
 otherwise.
@@ -24,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..derive import CallLinker
 from ..derive import canonical_args as canonical_args  # re-exported: _signals, _verdict
 from ..events import (
     Claim,
@@ -39,7 +41,14 @@ from ..events import (
     ToolStart,
     parse_event,
 )
-from ..vocab import EFFECT_CRASH, EFFECT_ERROR, EVIDENCE_E0, EVIDENCE_E1, EVIDENCE_E2
+from ..vocab import (
+    EFFECT_CRASH,
+    EFFECT_ERROR,
+    EVIDENCE_E0,
+    EVIDENCE_E1,
+    EVIDENCE_E2,
+    LINK_NONE,
+)
 
 _SKIPPING_EFFECTS = frozenset({EFFECT_ERROR, EFFECT_CRASH})
 """Fault effects that answer instead of the tool (timeout, 5xx, refused, intermittent, crash)."""
@@ -64,7 +73,11 @@ class ToolCallRecord:
     end_index: int | None = None
     errored: bool = False
     issued_at: int | None = None
-    """Index of the ``model_end`` whose ``tool_calls`` carries this call id, when one does."""
+    """Index of the ``model_end`` that issued this call, when it is linked to one."""
+    link: str = LINK_NONE
+    """How it was linked: "id", "match" or "none" (``hbeval_core.derive.CallLinker``)."""
+    explained: bool = False
+    """The issuing reply stated a reason (text or reasoning)."""
     short_circuited: bool = False
     """A fault answered instead of the tool (effect error or crash): the real call never ran,
     so it had no side effect."""
@@ -229,12 +242,26 @@ def _receipt(fault: FaultInjected, index: int, facts: TraceFacts) -> tuple[bool 
     return False, RECEIPT_NOT_SEEN
 
 
+def _link(rec: ToolCallRecord, linker: CallLinker) -> None:
+    # Without a start event the arguments are unknown: match on the name alone.
+    args = rec.args if rec.start_index is not None else None
+    kind, issued = linker.link(rec.call_id, rec.tool, args)
+    if kind == LINK_NONE:
+        return
+    rec.link = kind
+    if issued is not None:
+        rec.issued_at = issued.issuer
+        rec.explained = issued.explained
+        if not rec.args and isinstance(issued.args, Mapping):
+            rec.args = dict(issued.args)
+
+
 def analyse_trace(trace: Iterable[Any]) -> TraceFacts:
     """Read a trial's events once and assemble its tool calls, faults, receipts and claims."""
     events = [e if e.__class__ in _ROLE_OF else _as_event(e) for e in trace]
     facts = TraceFacts(events=events)
     calls: dict[str, ToolCallRecord] = {}
-    issued: dict[str, tuple[int, str, dict[str, Any]]] = {}
+    linker = CallLinker()
     fault_positions: list[tuple[int, FaultInjected]] = []
     role_of = _ROLE_OF.get
     model_starts, model_ends = facts.model_start_indices, facts.model_end_indices
@@ -247,8 +274,10 @@ def analyse_trace(trace: Iterable[Any]) -> TraceFacts:
             model_starts.append(i)
         elif role == 2:
             model_ends.append(i)
-            for tc in ev.tool_calls:
-                issued.setdefault(tc.id, (i, tc.name, dict(tc.args)))
+            if ev.tool_calls:
+                text, reasoning = ev.text, ev.reasoning
+                explained = bool((text and text.strip()) or (reasoning and reasoning.strip()))
+                linker.issue(ev.tool_calls, explained, i)
         elif role == 3:
             call_id = ev.call_id
             rec = calls.get(call_id)
@@ -258,6 +287,7 @@ def analyse_trace(trace: Iterable[Any]) -> TraceFacts:
                 rec.args = dict(ev.args)
             if rec.start_index is None:
                 rec.start_index = i
+                _link(rec, linker)
         elif role == 4:
             call_id = ev.call_id
             rec = calls.get(call_id)
@@ -265,6 +295,9 @@ def analyse_trace(trace: Iterable[Any]) -> TraceFacts:
                 rec = calls[call_id] = ToolCallRecord(call_id, ev.tool, {})
             if rec.end_index is None:
                 rec.end_index = i
+                if rec.link == LINK_NONE:
+                    # No start event, or its reply came after it: link now, as the deriver does.
+                    _link(rec, linker)
             if isinstance(ev, ToolError) or ev.status == "error":
                 rec.errored = True
         elif role == 5:
@@ -278,12 +311,6 @@ def analyse_trace(trace: Iterable[Any]) -> TraceFacts:
         elif role == 9:
             facts.has_run_end = True
             facts.run_status = ev.status
-    for rec in calls.values():
-        link = issued.get(rec.call_id)
-        if link is not None:
-            rec.issued_at = link[0]
-            if not rec.args:
-                rec.args = link[2]
     facts.calls = sorted(calls.values(), key=lambda c: c.first_index)
     for _, ev in fault_positions:
         rec = calls.get(ev.call_id) if ev.call_id is not None else None

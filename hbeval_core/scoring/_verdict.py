@@ -55,6 +55,9 @@ from ..vocab import (
     EVIDENCE_E0,
     FRR,
     IRS,
+    LINK_ID,
+    LINK_MATCH,
+    LINK_NONE,
     METHODOLOGY_A,
     METHODOLOGY_B,
     METHODOLOGY_C,
@@ -162,6 +165,8 @@ class TrialVerdict:
     keyword_coverage: float | None = None
     verifier_error: str | None = None
     undefined: dict[str, str] = field(default_factory=dict)
+    links: dict[str, int] = field(default_factory=dict)
+    """How the trace's tool calls link to the replies that issued them (``link_counts``)."""
 
     @property
     def deliberate(self) -> bool | None:
@@ -234,7 +239,23 @@ class TrialVerdict:
             "rules": dict(self.rules),
             "usage": dict(self.usage),
             "undefined": dict(self.undefined),
+            "links": dict(self.links),
         }
+
+
+def link_counts(facts: TraceFacts) -> dict[str, int]:
+    """Tool calls of a trace by how they link to the issuing reply, and how many it explained.
+
+    ``{"calls", "id", "match", "none", "explained"}``: every tool call that ran, those linked by
+    the model's call id, by name and arguments, not at all, and those whose issuing reply
+    stated a reason (hb-derive/2).
+    """
+    counts = {"calls": len(facts.calls), LINK_ID: 0, LINK_MATCH: 0, LINK_NONE: 0, "explained": 0}
+    for c in facts.calls:
+        counts[c.link] = counts.get(c.link, 0) + 1
+        if c.explained:
+            counts["explained"] += 1
+    return counts
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
@@ -550,6 +571,7 @@ def score_trial(
     }
 
     return TrialVerdict(
+        links=link_counts(facts),
         methodology=methodology,
         passed=passed,
         pass_basis=pass_basis,
