@@ -8,12 +8,15 @@ verdicts into exit codes.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import typer
+from typer.core import TyperGroup
 
 from . import __version__
 from .vocab import LIVE_METRICS, PEI_V2, PEI_VERSIONS
@@ -23,12 +26,84 @@ EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INSUFFICIENT = 3
 
+DEBUG_ENV = "HBEVAL_DEBUG"
+"""Set to 1 to see the traceback of an unexpected error instead of its one-line message."""
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for people about an error no command handled itself (exit 2, no traceback)."""
+    import sqlite3
+
+    if isinstance(exc, RecursionError):
+        text = "the input is nested too deeply to read (more levels than the JSON reader allows)"
+    elif isinstance(exc, UnicodeDecodeError):
+        text = f"the input is not UTF-8 text ({exc.reason} at byte {exc.start})"
+    elif isinstance(exc, sqlite3.DatabaseError):
+        text = f"the store cannot be read ({exc}); it is damaged or not an hbeval store"
+    elif isinstance(exc, OSError) and exc.filename is not None:
+        text = f"{exc.filename}: {exc.strerror or exc}"
+    elif isinstance(exc, MemoryError):
+        text = "out of memory while reading the input"
+    else:
+        text = (
+            f"unexpected error {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 to see the traceback)"
+        )
+    line = " ".join(text.split())
+    return line if len(line) <= 600 else line[:597] + "..."
+
+
+def _click_flow() -> tuple[type[BaseException], ...]:
+    """Exceptions click uses for control flow (exit codes, usage errors, aborts): the click
+    package's and, for typer releases that carry their own copy of click, typer's."""
+    kinds: list[type[BaseException]] = [
+        click.exceptions.Exit,
+        click.ClickException,
+        click.exceptions.Abort,
+        typer.Exit,
+        typer.Abort,
+    ]
+    try:
+        from typer._click import exceptions as vendored  # typer >= 0.29 carries its own click
+    except ImportError:
+        pass
+    else:
+        kinds += [
+            k
+            for k in (getattr(vendored, n, None) for n in ("ClickException", "Exit", "Abort"))
+            if isinstance(k, type) and issubclass(k, BaseException)
+        ]
+    return tuple(dict.fromkeys(kinds))
+
+
+_CLICK_FLOW = _click_flow()
+
+
+class _GuardedGroup(TyperGroup):
+    """The root command: an exception no command handled becomes one line and exit 2.
+
+    Exits, usage errors and interrupts pass through as click handles them; ``HBEVAL_DEBUG=1``
+    lets the original exception (and its traceback) through.
+    """
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except _CLICK_FLOW:
+            raise
+        except Exception as exc:
+            if os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes"):
+                raise
+            typer.echo(f"hbeval: {describe_error(exc)}", err=True)
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+
+
 app = typer.Typer(
     name="hbeval",
     help="Measure how tool-using agents behave when things break.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=_GuardedGroup,
 )
 schema_app = typer.Typer(help="Print JSON Schemas of hbeval's formats.", no_args_is_help=True)
 runs_app = typer.Typer(help="Runs recorded in the store.", no_args_is_help=True)
@@ -137,6 +212,8 @@ def score(
         doc = score_trace(
             source, label=str(events), pei_version=pei_version, halt_policy=halt_policy, steps=steps
         )
+    except UnicodeDecodeError as exc:
+        raise _fail(f"{events}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except ValueError as exc:
         message = str(exc) if not isinstance(exc, EventFormatError) else f"{events}: {exc}"
         raise _fail(message) from None
@@ -265,16 +342,20 @@ def runs_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
 ) -> None:
     """List recorded runs, newest first."""
-    from .store import open_store
+    from .store import open_store, resolve_path
 
     try:
-        store = open_store(db)
+        path = resolve_path(db)
+        if path != ":memory:" and not Path(path).exists():
+            runs: list[dict[str, Any]] = []
+        else:
+            store = open_store(db, read_only=True)
+            try:
+                runs = runs_document(store, agent_id)["runs"]
+            finally:
+                store.close()
     except ValueError as exc:
         raise _fail(str(exc)) from None
-    try:
-        runs = runs_document(store, agent_id)["runs"]
-    finally:
-        store.close()
     if as_json:
         typer.echo(json.dumps({"runs": runs}, indent=2, default=str))
         return
@@ -361,8 +442,14 @@ _mount_mcp_command()
 
 
 def main() -> None:
-    """Console entry point."""
-    app()
+    """Console entry point: no traceback reaches the user unless HBEVAL_DEBUG=1 asks for it."""
+    try:
+        app()
+    except Exception as exc:  # raised outside a command (the guard covers commands)
+        if os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes"):
+            raise
+        typer.echo(f"hbeval: {describe_error(exc)}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -130,6 +130,10 @@ def _slow_line(raw: bytes, lineno: int, validate: Any) -> EventBase | None:
         obj = json.loads(raw, parse_constant=_reject_constant)
     except ValueError as exc:
         raise EventFormatError(f"not valid JSON: {exc}", line=lineno) from None
+    except RecursionError:
+        raise EventFormatError(
+            "nested too deeply to read (more levels than the JSON reader allows)", line=lineno
+        ) from None
     if not isinstance(obj, dict):
         raise EventFormatError("each line must be a JSON object", line=lineno)
     if "format" in obj and "kind" not in obj:

@@ -74,7 +74,7 @@ def _open_store(db: str | None, *, required: bool) -> Any:
         if required or db is not None:
             raise _InputError(f"no store at {path}; pass --db with the store the run was saved in")
         return None
-    return open_store(db)
+    return open_store(db, read_only=True)
 
 
 def _reports_in(data: Any, where: str) -> dict[str, dict[str, Any]]:
@@ -122,6 +122,10 @@ def load_reports(
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise _InputError(f"cannot read {path}: {exc}") from None
+        except RecursionError:
+            raise _InputError(
+                f"cannot read {path}: JSON nested too deeply (more levels than the reader allows)"
+            ) from None
         reports = _reports_in(data, str(path))
         if label is not None:
             if label not in reports:
@@ -176,10 +180,15 @@ def report_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
 ) -> None:
     """Show a report: summary table, scores, and optionally a self-contained HTML page."""
+    from .._outpaths import output_problem
     from .html import store_traces, write_html
     from .scores import report_scores
     from .terminal import print_summary
 
+    for flag, target in (("--html", html), ("--out", out)):
+        problem = output_problem(target, make_parents=True) if target is not None else None
+        if problem is not None:
+            raise _fail(f"{flag}: {problem}")
     try:
         reports, store = load_reports(source, db, want_store=html is not None)
     except ValueError as exc:
@@ -194,6 +203,8 @@ def report_cmd(
             data: Any = next(iter(reports.values())) if len(reports) == 1 else reports
             out.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
             typer.echo(f"report JSON written to {out}", err=True)
+    except OSError as exc:
+        raise _fail(f"cannot write {exc.filename or html or out}: {exc.strerror or exc}") from None
     finally:
         if store is not None:
             store.close()

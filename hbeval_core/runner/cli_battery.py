@@ -352,6 +352,15 @@ def run_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the report JSON to stdout.")
     ] = False,
+    redact: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--redact",
+            help="Also redact this (repeat): a regex, or name:FIELD for a field whose value is "
+            "secret. Known key shapes and fields like api_key, token, password are always "
+            "redacted.",
+        ),
+    ] = None,
     memory: Annotated[
         bool,
         typer.Option(
@@ -362,12 +371,17 @@ def run_command(
     ] = False,
 ) -> None:
     """Run the battery against TARGET and write the report (exit 0 whatever it says)."""
+    from .._outpaths import output_problem
     from ..store import StoreError, open_store
     from .loader import TargetError, TaskFileError, load_object, load_tasks, split_reference
     from .manifest import ManifestError, ManifestMismatchError, RunManifest, load_manifest
     from .registry import KIND_AGENT, KIND_FACTORY, TargetKindError, adapter_kinds
     from .run import DEFAULT_TIMEOUT, abandoned_threads, run_battery
 
+    if out is not None:  # checked before the first trial, not after the last
+        problem = output_problem(out, make_parents=True)
+        if problem is not None:
+            _fail(f"--out: {problem}")
     m: RunManifest | None = None
     if manifest is not None:
         try:
@@ -441,6 +455,14 @@ def run_command(
         m = m.with_updates(target=target_ref, tasks=tasks_ref)
     else:
         m = RunManifest(target=target_ref, tasks=tasks_ref)
+    if redact:
+        from ..store import parse_redact_rules
+
+        try:
+            parse_redact_rules(redact)
+        except ValueError as exc:
+            _fail(f"--redact: {exc}")
+        m = m.with_updates(redact=(*m.redact, *redact))
     try:
         store = open_store(db)
     except (StoreError, OSError) as exc:
@@ -503,11 +525,17 @@ def run_command(
             err=True,
         )
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(
-            json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
-            encoding="utf-8",
-        )
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(
+                json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+                encoding="utf-8",
+            )
+        except OSError as exc:
+            _fail(
+                f"--out: cannot write {out}: {exc.strerror or exc} (the run and its report are "
+                f"kept in the store: `hbeval report {report.get('run_id')} --out FILE`)"
+            )
     if as_json:
         _emit_json(report)
         if edm is not None:

@@ -35,6 +35,7 @@ from types import ModuleType
 from typing import Any, Final
 
 from ..fingerprint import fingerprint
+from ..store._redact import DEFAULT_MAX_RESULT_BYTES, parse_redact_rules
 from .context import Budgets
 
 __all__ = [
@@ -240,6 +241,10 @@ class RunManifest:
     environment: str | None = None
     """Digest of the installed distributions (``environment_fingerprint``)."""
     expected_hashes: dict[str, str] = field(default_factory=dict)
+    redact: tuple[str, ...] = ()
+    """Extra redaction rules: regexes, or ``name:FIELD`` for a field whose value is secret."""
+    max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES
+    """Cap on each stored tool result (bytes of JSON text); None stores results whole."""
     run_id: str | None = None
     created_at: float | None = None
     source: str | None = None
@@ -327,6 +332,27 @@ class RunManifest:
                 "must be seconds >= 0 (0: no limit)",
             )
             kwargs["timeout"] = float(value)
+        if data.get("redact") is not None:
+            value = data["redact"]
+            need(
+                "redact",
+                isinstance(value, list) and all(isinstance(v, str) for v in value),
+                "must be a list of regexes or name:FIELD entries",
+            )
+            try:
+                parse_redact_rules(value)
+            except ValueError as exc:
+                raise ManifestError(f"{where}field 'redact': {exc}") from None
+            kwargs["redact"] = tuple(value)
+        if "max_result_bytes" in data:
+            value = data["max_result_bytes"]
+            need(
+                "max_result_bytes",
+                value is None
+                or (isinstance(value, int) and not isinstance(value, bool) and value >= 256),
+                "must be a whole number of bytes >= 256, or null for no cap",
+            )
+            kwargs["max_result_bytes"] = value
         for name in ("fault_types", "domains", "task_ids"):
             if data.get(name) is not None:
                 value = data[name]

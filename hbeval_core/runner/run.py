@@ -88,11 +88,13 @@ from ..faults import (
 )
 from ..scoring import build_report, judge_identity, score_trial
 from ..store import (
+    DEFAULT_MAX_RESULT_BYTES,
     RUN_COMPLETED,
     RUN_FAILED,
     RUN_INTERRUPTED,
     AttemptRecord,
     MemoryStore,
+    Redactor,
     RunRecord,
     TrialRecord,
     make_trial_key,
@@ -314,6 +316,7 @@ class _Runner:
         judge: Any,
         max_infra_retries: int,
         memory_run: Mapping[str, Any] | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.resolved = resolved
         self.adapter: Adapter = resolved.adapter
@@ -330,6 +333,8 @@ class _Runner:
         self.judge = judge
         self.max_infra_retries = max_infra_retries
         self.memory_run = memory_run
+        self.redactor = redactor if redactor is not None else Redactor()
+        """Secrets and oversized results are rewritten with this before scoring and storage."""
         """Run ids and fingerprints for episodes; None when no memory is attached."""
         # A shared agent is one object: trials on it must not overlap, even after a timeout
         # left one running (documented: its background run may still touch the object).
@@ -484,7 +489,7 @@ class _Runner:
             if not attempt.infra:
                 break
         for att in attempts:
-            att.result = _storable_result(att.result, job.key)
+            att.result = _storable_result(att.result, job.key, self.redactor)
         final = attempts[-1]
         if final.result.status == "skipped":
             trial = self.trial_dict(
@@ -510,7 +515,7 @@ class _Runner:
             scoring_error = storable_text(f"scoring failed: {type(exc).__name__}: {exc}")
             log.error("scoring %s failed: %r", job.key, exc)
         if verdict is not None:
-            verdict = _storable_verdict(verdict, job.key)
+            verdict = _storable_verdict(verdict, job.key, self.redactor)
         outcome = _outcome(final.result, final.infra, verdict)
         trial = self.trial_dict(
             job,
@@ -641,34 +646,50 @@ def abandoned_threads() -> list[str]:
         return [t.name for t in _ABANDONED]
 
 
-def _storable_result(result: TrialResult, key: str) -> TrialResult:
-    """``result`` with every value the store cannot hold replaced (the events say what changed)."""
-    events, notes = storable_events(result.events)
+def _storable_result(
+    result: TrialResult, key: str, redactor: Redactor | None = None
+) -> TrialResult:
+    """``result`` with its secrets redacted, its tool results capped and every value the store
+    cannot hold replaced (the rebuilt events say what changed)."""
+    events, notes = storable_events(result.events, redactor=redactor)
     error, text = result.error, result.response_text
-    clean_error = storable_text(error) if isinstance(error, str) else error
-    clean_text = storable_text(text) if isinstance(text, str) else text
-    if not notes and clean_error is error and clean_text is text:
-        return result
-    if notes:
+
+    def clean(value: str | None) -> str | None:
+        if not isinstance(value, str):
+            return value
+        value = storable_text(value)
+        return redactor.redact_text(value)[0] if redactor is not None else value
+
+    clean_error, clean_text = clean(error), clean(text)
+    changed = [n for n in notes if "redacted" not in n and "cut to the first" not in n]
+    if changed:
         log.warning(
             "trial %s: %d value(s) could not be stored as they were and were replaced (%s%s)",
             key,
-            len(notes),
-            notes[0],
-            ", ..." if len(notes) > 1 else "",
+            len(changed),
+            changed[0],
+            ", ..." if len(changed) > 1 else "",
         )
+    if not notes and clean_error == error and clean_text == text:
+        return result
     return dataclasses.replace(result, events=events, error=clean_error, response_text=clean_text)
 
 
-def _storable_verdict(verdict: dict[str, Any], key: str) -> dict[str, Any]:
-    try:
-        json.dumps(verdict, allow_nan=False, ensure_ascii=False).encode("utf-8")
-    except Exception:
-        clean, notes = sanitise_value(verdict, "verdict")
-        if notes:
-            log.warning("trial %s: verdict values replaced to be stored: %s", key, notes[0])
-        return dict(clean)
-    return verdict
+def _storable_verdict(
+    verdict: dict[str, Any], key: str, redactor: Redactor | None = None
+) -> dict[str, Any]:
+    """The verdict as it can be stored: redacted, and with unstorable values replaced."""
+    if redactor is None:
+        try:
+            json.dumps(verdict, allow_nan=False, ensure_ascii=False).encode("utf-8")
+        except Exception:
+            pass
+        else:
+            return verdict
+    clean, notes = sanitise_value(verdict, "verdict", redactor=redactor)
+    if notes and redactor is None:
+        log.warning("trial %s: verdict values replaced to be stored: %s", key, notes[0])
+    return dict(clean)
 
 
 @contextmanager
@@ -1030,6 +1051,7 @@ def run_battery(
     memory: Any = None,
     on_admission: Callable[[Mapping[str, Any]], Any] | None = None,
     reuse: bool = False,
+    redactor: Redactor | None = None,
 ) -> dict[str, Any]:
     """Run ``battery`` against ``target`` on ``tasks`` and return the ``hbeval-report/1`` dict.
 
@@ -1074,6 +1096,13 @@ def run_battery(
         },
     )
     budgets = manifest.budgets if manifest is not None else Budgets()
+    if redactor is None:
+        redactor = Redactor.from_rules(
+            manifest.redact if manifest is not None else (),
+            max_result_bytes=(
+                manifest.max_result_bytes if manifest is not None else DEFAULT_MAX_RESULT_BYTES
+            ),
+        )
     resolved = resolve_target(target, target_kind=target_kind, adapter=adapter)
     if not resolved.isolated and concurrency > 1:
         log.warning("the target is a shared agent object: its trials run serially (not isolated)")
@@ -1106,6 +1135,8 @@ def run_battery(
             *(t.verify for t in tasks if t.verify is not None),
         ),
         environment=environment_fingerprint(),
+        redact=tuple(redactor.patterns) + tuple(f"name:{n}" for n in redactor.names),
+        max_result_bytes=redactor.max_result_bytes,
     )
     manifest_hash = manifest.manifest_hash()
 
@@ -1161,6 +1192,7 @@ def run_battery(
         methodology=methodology,
         judge=judge,
         max_infra_retries=max_infra_retries,
+        redactor=redactor,
         memory_run=(
             None
             if memory is None

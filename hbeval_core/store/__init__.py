@@ -7,8 +7,15 @@ drop or overwrite what they have stored.
 
 from __future__ import annotations
 
+from ._redact import DEFAULT_MAX_RESULT_BYTES, REDACTED, Redactor, parse_redact_rules
 from ._sanitise import sanitise_value, storable_events, storable_text
-from .errors import DuplicateRecordError, StoreError, StoreVersionError, UnknownRunError
+from .errors import (
+    DuplicateRecordError,
+    StoreDamagedError,
+    StoreError,
+    StoreVersionError,
+    UnknownRunError,
+)
 from .memory import MemoryStore
 from .protocol import Recorder
 from .records import (
@@ -28,8 +35,10 @@ from .records import (
 from .sqlite import DEFAULT_PATH, MIGRATIONS, SQLiteStore, open_store, resolve_path
 
 __all__ = [
+    "DEFAULT_MAX_RESULT_BYTES",
     "DEFAULT_PATH",
     "MIGRATIONS",
+    "REDACTED",
     "RUN_COMPLETED",
     "RUN_FAILED",
     "RUN_FINAL_STATUSES",
@@ -41,15 +50,18 @@ __all__ = [
     "MemoryStore",
     "MetricSet",
     "Recorder",
+    "Redactor",
     "ReportRecord",
     "RunRecord",
     "SQLiteStore",
+    "StoreDamagedError",
     "StoreError",
     "StoreVersionError",
     "TrialRecord",
     "UnknownRunError",
     "make_trial_key",
     "open_store",
+    "parse_redact_rules",
     "resolve_path",
     "sanitise_value",
     "storable_events",

@@ -29,9 +29,10 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
-from ..events import EventBase
+from ..events import ChatMessage, EventBase, ModelStart, ToolEnd, ToolError
 from ..vocab import ATTR_SANITISED
 from ._codec import encode_events
+from ._redact import ATTR_RESULT_TRUNCATED, REDACTED, Redactor
 
 __all__ = [
     "MAX_DEPTH",
@@ -52,6 +53,8 @@ _EDGE_DIGITS: Final = 12
 
 TextHook = Callable[[str, str, list[str]], str]
 """``(text, path, notes) -> text``: a further rewrite of every string (redaction)."""
+NameTest = Callable[[str], bool]
+"""``name -> bool``: True when a mapping key names a secret (its whole value is replaced)."""
 
 
 def storable_text(text: str) -> str:
@@ -98,9 +101,15 @@ def _type_name(value: Any) -> str:
 class _Walk:
     """One pass over a value, rebuilding only what must change and noting each change."""
 
-    def __init__(self, notes: list[str], text_hook: TextHook | None = None) -> None:
+    def __init__(
+        self,
+        notes: list[str],
+        text_hook: TextHook | None = None,
+        secret_name: NameTest | None = None,
+    ) -> None:
         self.notes = notes
         self.text_hook = text_hook
+        self.secret_name = secret_name
 
     def text(self, value: str, path: str) -> str:
         clean = storable_text(value)
@@ -180,7 +189,18 @@ class _Walk:
             name = key if key.__class__ is str else repr(type(key).__name__)
             where = f"{path}.{storable_text(name)}"
             new_key = self.key(key, where)
-            new_item = self.value(item, where, depth + 1)
+            if (
+                self.secret_name is not None
+                and isinstance(new_key, str)
+                and item is not None
+                and item != ""
+                and item != REDACTED
+                and self.secret_name(new_key)
+            ):
+                self.notes.append(f"{where}: value of a secret-named field redacted")
+                new_item: Any = REDACTED
+            else:
+                new_item = self.value(item, where, depth + 1)
             changed = changed or new_key is not key or new_item is not item
             out[new_key] = new_item
         return out if changed else value
@@ -203,12 +223,37 @@ class _Walk:
 
 
 def sanitise_value(
-    value: Any, path: str = "value", *, text_hook: TextHook | None = None
+    value: Any,
+    path: str = "value",
+    *,
+    text_hook: TextHook | None = None,
+    redactor: Redactor | None = None,
 ) -> tuple[Any, list[str]]:
-    """A storable copy of ``value`` and the list of changes (``value`` itself when none)."""
+    """A storable (and, with ``redactor``, redacted) copy of ``value`` and the list of changes
+    (``value`` itself when none)."""
     notes: list[str] = []
-    clean = _Walk(notes, text_hook).value(value, path, 0)
+    if redactor is not None:
+        try:
+            text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+            text.encode("utf-8")
+        except Exception:  # not storable as it is: walk it
+            pass
+        else:
+            if not redactor.may_hold_secret(text):
+                return value, notes
+        walk = _Walk(notes, redactor.text_hook, redactor.secret_name)
+    else:
+        walk = _Walk(notes, text_hook)
+    clean = walk.value(value, path, 0)
     return clean, notes
+
+
+def _body(ev: EventBase) -> str | None:
+    """The event's stored JSON text, or None when it cannot be stored as it is."""
+    try:
+        return encode_events((ev,))[1][0]
+    except Exception:
+        return None
 
 
 def _encodes(events: Sequence[EventBase]) -> bool:
@@ -219,14 +264,58 @@ def _encodes(events: Sequence[EventBase]) -> bool:
     return True
 
 
-def _sanitise_event(ev: EventBase, text_hook: TextHook | None) -> tuple[EventBase, list[str]]:
-    notes: list[str] = []
-    walk = _Walk(notes, text_hook)
+def _capped(ev: EventBase, redactor: Redactor, notes: list[str]) -> dict[str, Any]:
+    """Field updates that bring an event's tool result, error or input texts under the cap."""
     updates: dict[str, Any] = {}
+    if isinstance(ev, ToolEnd):
+        result, original = redactor.cap_value(ev.result)
+        if original is not None:
+            updates["result"] = result
+            notes.append(f"result: {original} bytes, cut to the first {redactor.max_result_bytes}")
+            updates["attrs"] = {
+                **ev.attrs,
+                ATTR_RESULT_TRUNCATED: {
+                    "original_bytes": original,
+                    "kept_bytes": redactor.max_result_bytes,
+                },
+            }
+    elif isinstance(ev, ToolError):
+        text, original = redactor.cap_text(ev.error)
+        if original is not None:
+            updates["error"] = text
+            notes.append(f"error: {original} bytes, cut to the first {redactor.max_result_bytes}")
+    elif isinstance(ev, ModelStart):
+        messages: list[ChatMessage] = []
+        changed = False
+        for i, message in enumerate(ev.messages):
+            text, original = redactor.cap_text(message.content)
+            if original is not None:
+                changed = True
+                message = message.model_copy(update={"content": text})
+                notes.append(
+                    f"messages[{i}].content: {original} bytes, cut to the first "
+                    f"{redactor.max_result_bytes}"
+                )
+            messages.append(message)
+        if changed:
+            updates["messages"] = messages
+    return updates
+
+
+def _sanitise_event(
+    ev: EventBase, text_hook: TextHook | None, redactor: Redactor | None = None
+) -> tuple[EventBase, list[str]]:
+    notes: list[str] = []
+    updates: dict[str, Any] = {}
+    if redactor is not None:
+        updates = _capped(ev, redactor, notes)
+        walk = _Walk(notes, redactor.text_hook, redactor.secret_name)
+    else:
+        walk = _Walk(notes, text_hook)
     for name in type(ev).model_fields:
         if name == "kind":
             continue
-        item = getattr(ev, name, None)
+        item = updates.get(name, getattr(ev, name, None))
         new = walk.value(item, name, 0)
         if new is not item:
             updates[name] = new
@@ -263,23 +352,31 @@ def _last_resort(ev: EventBase) -> EventBase:
 
 
 def storable_events(
-    events: Iterable[EventBase], *, text_hook: TextHook | None = None
+    events: Iterable[EventBase],
+    *,
+    text_hook: TextHook | None = None,
+    redactor: Redactor | None = None,
 ) -> tuple[list[EventBase], list[str]]:
     """``events`` made storable, and one note per change (``events`` unchanged when all store).
 
-    Each note reads ``events[3] args.extra: lone surrogates replaced by U+FFFD``; the same
-    lines (without the position) are on the rebuilt event's ``attrs["sanitised"]``.
+    With ``redactor`` every event is also redacted and its tool result capped (see
+    ``Redactor``). Each note reads ``events[3] args.extra: lone surrogates replaced by
+    U+FFFD``; the same lines (without the position) are on the rebuilt event's
+    ``attrs["sanitised"]``.
     """
     events = list(events)
-    if text_hook is None and _encodes(events):
+    every = text_hook is not None or redactor is not None
+    if not every and _encodes(events):
         return events, []
     out: list[EventBase] = []
     notes: list[str] = []
     for i, ev in enumerate(events):
-        if text_hook is None and _encodes((ev,)):
-            out.append(ev)
-            continue
-        clean, changes = _sanitise_event(ev, text_hook)
+        if text_hook is None:
+            body = _body(ev)
+            if body is not None and (redactor is None or not redactor.needs_rewrite(body)):
+                out.append(ev)  # storable, and nothing in it to redact or cut
+                continue
+        clean, changes = _sanitise_event(ev, text_hook, redactor)
         if changes and not _encodes((clean,)):
             clean = _last_resort(clean)
             changes = list(clean.attrs[ATTR_SANITISED])

@@ -15,5 +15,9 @@ class DuplicateRecordError(StoreError):
     """A record with this key is already stored. The stored one is kept as it was."""
 
 
+class StoreDamagedError(StoreError):
+    """The store could not be read: a damaged page, a missing table, a record that is not JSON."""
+
+
 class UnknownRunError(StoreError):
     """The run id was never started in this store."""

@@ -26,6 +26,7 @@ import os
 import sqlite3
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from functools import cache
@@ -49,7 +50,13 @@ from ._validate import (
     metric_rows,
     report_dict,
 )
-from .errors import DuplicateRecordError, StoreError, StoreVersionError, UnknownRunError
+from .errors import (
+    DuplicateRecordError,
+    StoreDamagedError,
+    StoreError,
+    StoreVersionError,
+    UnknownRunError,
+)
 from .records import (
     RUN_RUNNING,
     AttemptRecord,
@@ -239,17 +246,32 @@ class SQLiteStore:
     on, and migrates it to the current schema. A store from a newer hbeval raises
     :class:`StoreVersionError` and is left untouched.
 
+    With ``read_only`` the file is opened with SQLite's ``mode=ro``: nothing is created, migrated
+    or written, so read commands work on a store the user may not write (a store from an older
+    hbeval is migrated first, which needs write access). A read that fails because the file is
+    damaged (a bad page, a dropped table, a record that is not JSON) raises
+    :class:`StoreDamagedError` naming the store.
+
     Threads: the store holds one connection and a lock, and every call takes the lock. SQLite
     allows one writer at a time anyway, so a connection per thread would add lock-retry loops
     but no write throughput, and an in-memory database exists only on its own connection. Reads
     are short (``iter_events`` reads in pages and releases the lock between them).
     """
 
-    def __init__(self, path_or_url: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, path_or_url: str | os.PathLike[str] | None = None, *, read_only: bool = False
+    ) -> None:
         self.path = resolve_path(path_or_url)
+        self.read_only = read_only and self.path != MEMORY
+        self._lock = threading.Lock()
+        if self.read_only:
+            conn = self._open_read_only()
+            if conn is not None:
+                self._conn: sqlite3.Connection | None = conn
+                return
+            self.read_only = False  # an older schema: migrate it through a normal open
         if self.path != MEMORY:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
         conn = sqlite3.connect(
             self.path, timeout=30.0, isolation_level=None, check_same_thread=False
         )
@@ -265,7 +287,47 @@ class SQLiteStore:
         except BaseException:
             conn.close()
             raise
-        self._conn: sqlite3.Connection | None = conn
+        self._conn = conn
+
+    def _open_read_only(self) -> sqlite3.Connection | None:
+        """A ``mode=ro`` connection, or None when the store needs migrating first."""
+        if not Path(self.path).is_file():
+            raise StoreError(f"no store at {self.path}")
+        uri = "file:" + urllib.parse.quote(os.path.abspath(self.path))
+        last: sqlite3.Error | None = None
+        # A WAL store in a folder the user cannot write has no -shm file to share: read it as
+        # immutable then (nobody can be writing it from here either).
+        for query in ("?mode=ro", "?mode=ro&immutable=1"):
+            conn = sqlite3.connect(
+                uri + query,
+                uri=True,
+                timeout=30.0,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            try:
+                version = _schema_version(conn, self.path)
+            except StoreVersionError:
+                conn.close()
+                raise
+            except (StoreError, sqlite3.Error) as exc:
+                conn.close()
+                last = exc if isinstance(exc, sqlite3.Error) else sqlite3.DatabaseError(str(exc))
+                continue
+            self._refuse_newer_on(conn, version)
+            if version < STORE_SCHEMA_VERSION:
+                conn.close()
+                return None
+            conn.execute("PRAGMA query_only = ON")
+            return conn
+        raise StoreDamagedError(f"{self.path} cannot be opened for reading ({last})")
+
+    def _refuse_newer_on(self, conn: sqlite3.Connection, version: int) -> None:
+        try:
+            self._refuse_newer(version)
+        except BaseException:
+            conn.close()
+            raise
 
     def _refuse_newer(self, version: int) -> None:
         if version > STORE_SCHEMA_VERSION:
@@ -308,8 +370,9 @@ class SQLiteStore:
         """Close the connection (checkpointing the WAL into the file). Idempotent."""
         with self._lock:
             if self._conn is not None:
-                with suppress(sqlite3.Error):  # advisory: keeps query plans good, may not run
-                    self._conn.execute("PRAGMA optimize")
+                if not self.read_only:
+                    with suppress(sqlite3.Error):  # advisory: keeps query plans good
+                        self._conn.execute("PRAGMA optimize")
                 self._conn.close()
                 self._conn = None
 
@@ -327,6 +390,8 @@ class SQLiteStore:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One transaction under the lock: committed if the block returns, rolled back if not."""
+        if self.read_only:
+            raise StoreError(f"{self.path} was opened read-only; nothing was written")
         with self._lock:
             conn = self._live()
             conn.execute("BEGIN IMMEDIATE")
@@ -340,7 +405,13 @@ class SQLiteStore:
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
-            yield self._live()
+            try:
+                yield self._live()
+            except sqlite3.DatabaseError as exc:  # a damaged page, a dropped table, ...
+                raise StoreDamagedError(
+                    f"{self.path} cannot be read ({exc}); the store is damaged or was changed "
+                    "by hand: restore it from a backup"
+                ) from None
 
     @staticmethod
     def _require_run(conn: sqlite3.Connection, run_id: str) -> None:
@@ -369,7 +440,7 @@ class SQLiteStore:
                 f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run.run_id,)
             ).fetchone()
             if row is not None:
-                check_resume(_run_record(row), run)
+                check_resume(_run_record(row, self.path), run)
                 conn.execute(
                     "UPDATE runs SET status = ?, finished_at = NULL WHERE run_id = ?",
                     (RUN_RUNNING, run.run_id),
@@ -601,7 +672,7 @@ class SQLiteStore:
             row = conn.execute(
                 f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)
             ).fetchone()
-        return None if row is None else _run_record(row)
+        return None if row is None else _run_record(row, self.path)
 
     def list_runs(self, agent_id: str | None = None) -> list[RunRecord]:
         """Runs, newest first, optionally of one agent."""
@@ -612,7 +683,7 @@ class SQLiteStore:
             params = (agent_id,)
         with self._read() as conn:
             rows = conn.execute(sql + " ORDER BY created_at DESC, run_id DESC", params).fetchall()
-        return [_run_record(r) for r in rows]
+        return [_run_record(r, self.path) for r in rows]
 
     def list_trials(self, run_id: str) -> list[TrialRecord]:
         """A run's recorded trials, by scenario then trial index."""
@@ -633,7 +704,9 @@ class SQLiteStore:
                 fault_type=r[5],
                 domain=r[6],
                 outcome=r[7],
-                verdict=None if r[8] is None else json.loads(r[8]),
+                verdict=None
+                if r[8] is None
+                else _json_column(r[8], f"the verdict of trial {r[1]!r}", self.path),
                 started_at=r[9],
                 ended_at=r[10],
                 latency_ms=r[11],
@@ -732,7 +805,15 @@ class SQLiteStore:
                 "SELECT body FROM reports WHERE run_id = ? ORDER BY report_id DESC LIMIT 1",
                 (run_id,),
             ).fetchone()
-        return None if row is None else dict(json.loads(row[0]))
+        if row is None:
+            return None
+        report = _json_column(row[0], f"the stored report of run {run_id!r}", self.path)
+        if not isinstance(report, dict):
+            raise StoreDamagedError(
+                f"{self.path}: the stored report of run {run_id!r} is a "
+                f"{type(report).__name__}, not a JSON object; the store was changed by hand"
+            )
+        return report
 
     def list_reports(
         self, agent_id: str | None = None, measurement_fingerprint: str | None = None
@@ -761,7 +842,7 @@ class SQLiteStore:
                 measurement_fingerprint=r[3],
                 created_at=r[4],
                 saved_at=r[5],
-                report=json.loads(r[6]),
+                report=_json_column(r[6], f"the stored report of run {r[1]!r}", self.path),
             )
             for r in rows
         ]
@@ -833,7 +914,14 @@ def _event_reader() -> Callable[[str], EventBase]:
         try:
             return fast(body)  # type: ignore[no-any-return]
         except ValueError:
+            pass
+        try:
             return slow(json.loads(body))  # type: ignore[no-any-return]
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise StoreDamagedError(
+                f"a stored event is not a readable hb-events/1 event ({type(exc).__name__}); "
+                "the store was damaged or changed by hand"
+            ) from None
 
     return read
 
@@ -844,20 +932,42 @@ _RUN_COLUMNS = (
 )
 
 
-def _run_record(row: tuple[Any, ...]) -> RunRecord:
+def _json_column(text: Any, what: str, where: str) -> Any:
+    """A JSON column's value; a damaged one raises ``StoreDamagedError`` naming it."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise StoreDamagedError(
+            f"{where}: {what} is not readable JSON ({type(exc).__name__}); the store was "
+            "damaged or changed by hand"
+        ) from None
+
+
+def _run_record(row: tuple[Any, ...], where: str = "the store") -> RunRecord:
+    config = _json_column(row[5], f"the config of run {row[0]!r}", where)
+    if not isinstance(config, dict):
+        raise StoreDamagedError(
+            f"{where}: the config of run {row[0]!r} is a {type(config).__name__}, not a JSON "
+            "object; the store was changed by hand"
+        )
     return RunRecord(
         run_id=row[0],
         agent_id=row[1],
         battery=row[2],
         measurement_fingerprint=row[3],
         manifest_hash=row[4],
-        config=json.loads(row[5]),
+        config=config,
         created_at=row[6],
         status=row[7],
         finished_at=row[8],
     )
 
 
-def open_store(url_or_path: str | os.PathLike[str] | None = None) -> SQLiteStore:
-    """Open (creating if needed) the SQLite store at a path or ``sqlite:///`` URL; None: default."""
-    return SQLiteStore(url_or_path)
+def open_store(
+    url_or_path: str | os.PathLike[str] | None = None, *, read_only: bool = False
+) -> SQLiteStore:
+    """Open (creating if needed) the SQLite store at a path or ``sqlite:///`` URL; None: default.
+
+    ``read_only`` opens an existing store without writing to it (``StoreError`` when absent).
+    """
+    return SQLiteStore(url_or_path, read_only=read_only)

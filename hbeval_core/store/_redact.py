@@ -1,0 +1,337 @@
+"""Secrets and oversized results never reach the store or a report.
+
+A trace holds whatever the agent passed to its tools and read back: API keys in arguments,
+bearer tokens in headers, a 30 MB page. :class:`Redactor` rewrites a trial's events before they
+are scored or stored:
+
+* **Known key shapes** anywhere in any text: OpenAI (``sk-``, ``sk-proj-``), Anthropic
+  (``sk-ant-``), AWS access key ids (``AKIA``/``ASIA`` + 16), GitHub tokens (``ghp_``, ``gho_``,
+  ``ghu_``, ``ghs_``, ``ghr_``, ``github_pat_``), Slack tokens (``xoxb-``, ``xoxp-``, ...), Google
+  API keys (``AIza`` + 35), JSON Web Tokens (three base64url parts, the first two JSON objects),
+  PEM private keys, and the credential after ``Authorization: Bearer`` / ``Basic`` (or any
+  ``Bearer`` followed by 16 or more token characters). Each becomes ``[REDACTED:<kind>]``.
+* **Secret-named fields**: the whole value of a mapping key whose last word is ``api_key``,
+  ``apikey``, ``token``, ``password``, ``passwd``, ``secret``, ``authorization``,
+  ``credential(s)``, ``private_key`` or ``access_key`` (``openai_api_key``, ``github_token``,
+  ``db_password``, ``client_secret``, ``X-Api-Key``, ...) becomes ``[REDACTED]``. Counters such
+  as ``max_tokens`` or ``input_tokens`` are not secrets and are left alone.
+* **The user's own**: extra regular expressions and field names (``--redact``, the manifest's
+  ``redact``).
+
+The shapes are anchored on their prefixes and lengths so that look-alikes stay intact: SHA-256
+digests, UUIDs, hbeval fingerprints, order ids like ``ORD-12345``, ordinary prose.
+
+Tool results are capped at ``max_result_bytes`` (64 KB by default) of JSON text each: the kept
+prefix is stored as text and the event's ``attrs["result_truncated"]`` records the original
+length. The same cap applies to tool errors and to the text of each model input message.
+
+Every change is listed on the event's ``attrs["sanitised"]`` (the secret itself never is).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+__all__ = [
+    "DEFAULT_MAX_RESULT_BYTES",
+    "REDACTED",
+    "Redactor",
+    "parse_redact_rules",
+]
+
+DEFAULT_MAX_RESULT_BYTES: Final = 64 * 1024
+REDACTED: Final = "[REDACTED]"
+ATTR_RESULT_TRUNCATED: Final = "result_truncated"
+
+# Each shape: (kind, pattern). A group named ``keep`` is kept (the header before a token).
+_SHAPES: Final[tuple[tuple[str, str], ...]] = (
+    (
+        "private_key",
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+    ),
+    ("anthropic_key", r"(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{20,}"),
+    ("openai_key", r"(?<![A-Za-z0-9_-])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+    ("aws_access_key", r"(?<![A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Z0-9])"),
+    (
+        "github_token",
+        r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+    ),
+    ("slack_token", r"(?<![A-Za-z0-9])xox[abposre]-[A-Za-z0-9-]{10,}"),
+    ("google_api_key", r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])"),
+    ("jwt", r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    (
+        "authorization",
+        r"(?P<keep>\b(?i:authorization)\b[\"']?\s*[:=]\s*[\"']?\s*(?i:bearer|basic|token)\s+)"
+        r"[A-Za-z0-9._~+/=-]+",
+    ),
+    ("bearer_token", r"(?P<keep>\b[Bb]earer\s+)[A-Za-z0-9._~+/-]{16,}=*"),
+)
+
+_LITERALS: Final[dict[str, tuple[str, ...]]] = {
+    "private_key": ("PRIVATE KEY-----",),
+    "anthropic_key": ("sk-ant-",),
+    "openai_key": ("sk-",),
+    "aws_access_key": ("AKIA", "ASIA"),
+    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "slack_token": ("xox",),
+    "google_api_key": ("AIza",),
+    "jwt": ("eyJ",),
+    "authorization": ("uthorization", "UTHORIZATION"),
+    "bearer_token": ("earer",),
+}
+"""Text each shape cannot match without: the regex runs only where one of them occurs."""
+_NAME_WORD: Final = re.compile(
+    r"(?i)(?:key|token|passw(?:or)?d|passwd|secret|authorization|credentials?)(?![a-z0-9])"
+)
+_NAME_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+_SECRET_WORDS: Final = (
+    "api_key",
+    "apikey",
+    "token",
+    "password",
+    "passwd",
+    "secret",
+    "authorization",
+    "credential",
+    "credentials",
+    "private_key",
+    "access_key",
+    "secret_key",
+)
+_NAME_SPLIT: Final = re.compile(r"[^a-z0-9]+")
+
+# A secret-named field written inside text: ``"api_key": "..."`` (JSON, Python reprs) and
+# ``password=...`` (query strings, env lines). Only names ``secret_name`` accepts are redacted.
+_QUOTED_FIELD: Final = re.compile(
+    r"(?P<keep>(?P<q>[\"'])(?P<name>[A-Za-z0-9_.-]{1,64})(?P=q)\s*:\s*(?P<vq>[\"']))"
+    r"(?P<value>(?:\\.|(?!(?P=vq))[^\\])+)(?=(?P=vq))"
+)
+_ASSIGNED_FIELD: Final = re.compile(
+    r"(?P<keep>(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z0-9_.-]{1,64})=)(?P<value>[^&\s\"',;]+)"
+)
+
+
+def _normalise_name(name: str) -> str:
+    """``X-Api-Key`` -> ``x_api_key``; ``openaiApiKey`` -> ``openai_api_key``."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
+    return "_".join(p for p in _NAME_SPLIT.split(spaced.lower()) if p)
+
+
+def _is_secret_word(normalised: str, words: Iterable[str]) -> bool:
+    for word in words:
+        if normalised == word or normalised.endswith("_" + word):
+            return True
+    return False
+
+
+def parse_redact_rules(rules: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Split ``--redact`` values into (regexes, field names); ``name:FIELD`` is a field name.
+
+    Raises ``ValueError`` naming the rule when a regex does not compile or matches the empty
+    string (which would redact everything).
+    """
+    patterns: list[str] = []
+    names: list[str] = []
+    for rule in rules:
+        if not isinstance(rule, str) or not rule:
+            raise ValueError(f"redact rule {rule!r} is empty; give a regex or name:FIELD")
+        if rule.startswith("name:"):
+            name = rule[5:].strip()
+            if not name:
+                raise ValueError(f"redact rule {rule!r} names no field; write name:FIELD")
+            names.append(name)
+            continue
+        try:
+            compiled = re.compile(rule)
+        except re.error as exc:
+            raise ValueError(f"redact rule {rule!r} is not a valid regex: {exc}") from None
+        if compiled.search("") is not None:
+            raise ValueError(f"redact rule {rule!r} matches empty text; it would redact everything")
+        patterns.append(rule)
+    return patterns, names
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """Replaces secrets and caps tool results; see the module docstring for the rules.
+
+    ``patterns`` and ``names`` add the user's own regexes and field names to the built-in
+    ones; ``builtin=False`` keeps only those. ``max_result_bytes`` None turns the cap off.
+    """
+
+    patterns: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    builtin: bool = True
+    max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES
+    _compiled: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = field(
+        default=(), init=False, repr=False, compare=False
+    )
+    _names: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    _hints: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
+    _name_cache: dict[str, bool] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        user_patterns, _ = parse_redact_rules(self.patterns)
+        compiled = (
+            [(kind, re.compile(p), _LITERALS[kind]) for kind, p in _SHAPES] if self.builtin else []
+        )
+        compiled += [("custom", re.compile(p), ()) for p in user_patterns]
+        object.__setattr__(self, "_compiled", tuple(compiled))
+        names = frozenset(_normalise_name(n) for n in self.names)
+        object.__setattr__(self, "_names", names)
+        hints: list[str] = []
+        for name in names:
+            hints += [name, name.replace("_", "-"), name.replace("_", "")]
+        object.__setattr__(self, "_hints", tuple(dict.fromkeys(h for h in hints if h)))
+        cap = self.max_result_bytes
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 256):
+            raise ValueError(f"max_result_bytes must be an int >= 256 or None (got {cap!r})")
+
+    @classmethod
+    def from_rules(
+        cls, rules: Iterable[str] = (), *, max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES
+    ) -> Redactor:
+        """A redactor with the built-in shapes plus ``--redact`` rules (regex or ``name:FIELD``)."""
+        patterns, names = parse_redact_rules(rules)
+        return cls(tuple(patterns), tuple(names), max_result_bytes=max_result_bytes)
+
+    def as_dict(self) -> dict[str, Any]:
+        """What the run's manifest records (the rules, never a matched value)."""
+        return {
+            "builtin": self.builtin,
+            "patterns": list(self.patterns),
+            "names": list(self.names),
+            "max_result_bytes": self.max_result_bytes,
+        }
+
+    # ------------------------------------------------------------------ text and names
+    def may_hold_secret(self, text: str) -> bool:
+        """False only when ``text`` surely holds nothing to redact (a cheap first look).
+
+        Matches any key shape, or holds any fragment of a secret field name: a text this
+        returns False for is left alone without walking it.
+        """
+        for _, pattern, literals in self._compiled:
+            if literals and not any(lit in text for lit in literals):
+                continue
+            if pattern.search(text) is not None:
+                return True
+        if self._hints:
+            low = text.lower()
+            if any(hint in low for hint in self._hints):
+                return True
+        return self.builtin and self._names_a_secret(text)
+
+    def _names_a_secret(self, text: str) -> bool:
+        """Whether a word in ``text`` is a secret field name (``api_key``, ``githubToken``)."""
+        for match in _NAME_WORD.finditer(text):
+            start = match.start()
+            low = max(0, start - 64)
+            while start > low and text[start - 1] in _NAME_CHARS:
+                start -= 1
+            if self.secret_name(text[start : match.end()]):
+                return True
+        return False
+
+    def redact_text(self, text: str) -> tuple[str, list[str]]:
+        """``text`` with every secret replaced, and the kinds replaced (one per match)."""
+        kinds: list[str] = []
+        if ("=" in text or ":" in text) and (self._names or self._names_a_secret(text)):
+
+            def named(match: re.Match[str]) -> str:
+                value = match.group("value")
+                if value.startswith("[REDACTED") or not self.secret_name(match.group("name")):
+                    return match.group(0)
+                kinds.append("secret_field")
+                return match.group("keep") + REDACTED
+
+            text = _QUOTED_FIELD.sub(named, text)
+            text = _ASSIGNED_FIELD.sub(named, text)
+        for kind, pattern, literals in self._compiled:
+            if literals and not any(lit in text for lit in literals):
+                continue
+            if pattern.search(text) is None:
+                continue
+
+            def replace(match: re.Match[str], kind: str = kind) -> str:
+                kinds.append(kind)
+                keep = match.groupdict().get("keep") or ""
+                return f"{keep}[REDACTED:{kind}]"
+
+            text = pattern.sub(replace, text)
+        return text, kinds
+
+    def secret_name(self, name: str) -> bool:
+        """True when a field called ``name`` holds a secret (its whole value is redacted)."""
+        known = self._name_cache.get(name)
+        if known is None:
+            known = self._secret_name(name)
+            if len(self._name_cache) < 4096:
+                self._name_cache[name] = known
+        return known
+
+    def _secret_name(self, name: str) -> bool:
+        normalised = _normalise_name(name)
+        if not normalised:
+            return False
+        if self._names and (normalised in self._names or _is_secret_word(normalised, self._names)):
+            return True
+        return self.builtin and _is_secret_word(normalised, _SECRET_WORDS)
+
+    def text_hook(self, text: str, path: str, notes: list[str]) -> str:
+        """The ``storable_events`` hook: redact one string, noting the kinds found."""
+        clean, kinds = self.redact_text(text)
+        if kinds:
+            counted = sorted(set(kinds))
+            notes.append(f"{path}: redacted {len(kinds)} secret(s) ({', '.join(counted)})")
+        return clean
+
+    # ------------------------------------------------------------------ size cap
+    def needs_rewrite(self, body: str) -> bool:
+        """Whether an event whose JSON text is ``body`` must be walked (a secret or too long)."""
+        cap = self.max_result_bytes
+        if cap is not None and len(body) > cap // 4 and len(body.encode("utf-8")) > cap:
+            return True
+        return self.may_hold_secret(body)
+
+    def cap_text(self, text: str) -> tuple[str, int | None]:
+        """``text`` cut to the byte cap (on a character boundary) and its original length
+        in bytes, or ``(text, None)`` when it fits."""
+        cap = self.max_result_bytes
+        if cap is None or len(text) <= cap // 4:
+            return text, None
+        raw = text.encode("utf-8", "replace")
+        if len(raw) <= cap:
+            return text, None
+        kept = raw[:cap].decode("utf-8", "ignore")
+        return kept + f"... [truncated: {len(raw)} bytes in all]", len(raw)
+
+    def cap_value(self, value: Any) -> tuple[Any, int | None]:
+        """A tool result within the cap: as it is, or its JSON text cut to the cap."""
+        if self.max_result_bytes is None:
+            return value, None
+        if isinstance(value, str):
+            return self.cap_text(value)
+        if value is None or isinstance(value, (bool, int, float)):
+            return value, None
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+        except Exception:  # unserialisable: sanitising deals with it
+            return value, None
+        capped, original = self.cap_text(text)
+        return (value, None) if original is None else (capped, original)
+
+
+def merge_notes(attrs: Mapping[str, Any], key: str, notes: list[str]) -> dict[str, Any]:
+    """``attrs`` with ``notes`` appended to the list under ``key``."""
+    out = dict(attrs)
+    earlier = out.get(key)
+    out[key] = [*(earlier if isinstance(earlier, list) else ()), *notes]
+    return out
