@@ -52,6 +52,32 @@ def describe_error(exc: BaseException) -> str:
     return line if len(line) <= 600 else line[:597] + "..."
 
 
+def _click_flow() -> tuple[type[BaseException], ...]:
+    """Exceptions click uses for control flow (exit codes, usage errors, aborts): the click
+    package's and, for typer releases that carry their own copy of click, typer's."""
+    kinds: list[type[BaseException]] = [
+        click.exceptions.Exit,
+        click.ClickException,
+        click.exceptions.Abort,
+        typer.Exit,
+        typer.Abort,
+    ]
+    try:
+        from typer._click import exceptions as vendored  # typer >= 0.29 carries its own click
+    except ImportError:
+        pass
+    else:
+        kinds += [
+            k
+            for k in (getattr(vendored, n, None) for n in ("ClickException", "Exit", "Abort"))
+            if isinstance(k, type) and issubclass(k, BaseException)
+        ]
+    return tuple(dict.fromkeys(kinds))
+
+
+_CLICK_FLOW = _click_flow()
+
+
 class _GuardedGroup(TyperGroup):
     """The root command: an exception no command handled becomes one line and exit 2.
 
@@ -59,16 +85,10 @@ class _GuardedGroup(TyperGroup):
     lets the original exception (and its traceback) through.
     """
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except (
-            click.exceptions.Exit,
-            click.ClickException,
-            click.exceptions.Abort,
-            typer.Exit,
-            typer.Abort,
-        ):
+        except _CLICK_FLOW:
             raise
         except Exception as exc:
             if os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes"):

@@ -71,9 +71,10 @@ def run(*, db: str | None, out_dir: Path, as_json: bool) -> int:
 
     result: dict[str, Any] = {"trace": trace}
     try:
-        from .runner.demo import run_demo
+        from .runner.demo import run_demo as demo_runner
     except ImportError:
-        run_demo = None
+        demo_runner = None  # type: ignore[assignment]
+    run_demo = demo_runner
     if run_demo is not None:
         from .report.cli import finish_demo
         from .report.terminal import demo_progress

@@ -166,3 +166,12 @@ def test_runs_list_on_an_empty_and_a_filled_store(tmp_path: Path) -> None:
     assert "a1" in listed.stdout and "Z" in listed.stdout  # created_at rendered as a UTC time
     runs = json.loads(hb("runs", "list", "--db", str(db), "--json").stdout)["runs"]
     assert [r["agent_id"] for r in runs] == ["a1"]
+
+
+def test_usage_errors_keep_clicks_own_message() -> None:
+    # The top-level guard turns unexpected exceptions into one line; usage errors are click's
+    # control flow (typer may carry its own copy of click) and keep their message.
+    proc = hb("battery", "run", "--bogus")
+    assert proc.returncode == 2
+    assert "No such option: --bogus" in proc.stderr
+    assert "unexpected error" not in proc.stderr

@@ -94,7 +94,7 @@ def sign_flip_p(diffs: Sequence[float]) -> float:
             for signs in itertools.product((1.0, -1.0), repeat=n)
             if abs(math.fsum(s * d for s, d in zip(signs, diffs, strict=True))) >= observed
         )
-        return hits / 2**n
+        return float(hits) / float(2**n)
     rng = random.Random(_seed(diffs))
     hits = sum(
         1

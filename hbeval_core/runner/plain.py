@@ -556,7 +556,7 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
     from ..faults.boundary import faultable
 
     if fn is not None:
-        return faultable(fn, name=name)
+        return faultable(name=name)(fn)
     return faultable(name=name)
 
 
