@@ -31,6 +31,8 @@ _EXPORTS: dict[str, str] = {
     "ExpectedCall": "hbeval_core.runner.task",
     "TrialResult": "hbeval_core.runner.protocol",
     "Adapter": "hbeval_core.runner.protocol",
+    "Outcome": "hbeval_core.runner.outcome",
+    "ToolCall": "hbeval_core.runner.outcome",
 }
 
 __all__ = [
@@ -41,10 +43,12 @@ __all__ = [
     "EventFormatError",
     "ExpectedCall",
     "Monitor",
+    "Outcome",
     "PolicyRule",
     "SafeHaltError",
     "StepRecord",
     "Task",
+    "ToolCall",
     "TrialResult",
     "__version__",
     "canonical_json",
@@ -74,5 +78,6 @@ if TYPE_CHECKING:
     from .events import EventFormatError, parse_event, read_events, write_events
     from .fingerprint import canonical_json, fingerprint
     from .monitor import Breach, Directive, Monitor, PolicyRule, SafeHaltError
+    from .runner.outcome import Outcome, ToolCall
     from .runner.protocol import Adapter, TrialResult
     from .runner.task import ExpectedCall, Task

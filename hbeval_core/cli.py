@@ -414,6 +414,28 @@ def demo(
     raise typer.Exit(run(db=db, out_dir=out_dir, as_json=as_json))
 
 
+# --------------------------------------------------------------------------- init
+@app.command()
+def init(
+    target: Annotated[str, typer.Argument(help="Your agent's file: agent.py or agent.py:attr.")],
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite tasks.yaml and verifiers.py if present.")
+    ] = False,
+) -> None:
+    """Write a starter tasks.yaml and verifiers.py beside an agent file."""
+    from .runner.starter import StarterExistsError, write_starter
+
+    try:
+        files = write_starter(target, force=force)
+    except StarterExistsError as exc:
+        raise _fail(f"{exc.path} exists; nothing was written (use --force to overwrite)") from None
+    except (ValueError, FileNotFoundError) as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(f"wrote {files.tasks}")
+    typer.echo(f"wrote {files.verifiers}")
+    typer.echo(f"next: {files.command}")
+
+
 _mount_optional("hbeval_core.runner.cli_battery", "battery_app", "battery")
 _mount_optional("hbeval_core.memory.cli", "memory_app", "memory")
 _mount_optional("hbeval_core.report.cli", "passport_app", "passport")

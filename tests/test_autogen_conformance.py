@@ -32,6 +32,11 @@ class TestAutoGenConformance(AdapterConformance):
 
         return AutoGenAdapter(strict=strict, monitor_factory=monitor_factory, cancel_grace=2.0)
 
+    RAW_TYPE = "TaskResult"
+
+    def legacy_final_text(self, final_state: Any) -> str:
+        return final_state["response"]
+
     def make_target(self) -> Any:
         return replay_agent()
 

@@ -31,6 +31,11 @@ class _CrewAIConformance(AdapterConformance):
 
         return CrewAIAdapter(strict=strict, monitor_factory=monitor_factory)
 
+    RAW_TYPE = "CrewOutput"
+
+    def legacy_final_text(self, final_state: Any) -> str:
+        return final_state.raw
+
     def make_target(self) -> Any:
         return scripted_crew(native=self.NATIVE)
 

@@ -23,6 +23,11 @@ class TestLangGraphConformance(AdapterConformance):
 
         return LangGraphAdapter(strict=strict, monitor_factory=monitor_factory)
 
+    RAW_TYPE = "dict"
+
+    def legacy_final_text(self, final_state: Any) -> str:
+        return final_state["messages"][-1].content
+
     def make_target(self) -> Any:
         return scripted_agent()
 

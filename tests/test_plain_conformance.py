@@ -78,6 +78,11 @@ class TestPlainConformance(AdapterConformance):
             raise NotImplementedError("the plain adapter has no strict mode or live monitor")
         return PlainAdapter()
 
+    RAW_TYPE = "str"
+
+    def legacy_final_text(self, final_state: Any) -> str:
+        return final_state
+
     def make_target(self) -> Any:
         return standard_agent()
 

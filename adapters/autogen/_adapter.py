@@ -90,6 +90,22 @@ def response_text(messages: Sequence[Any]) -> str | None:
     return None
 
 
+def _chat_messages(messages: Sequence[Any]) -> tuple[Any, ...]:
+    """A run's chat messages (not its inner events) as ``Message`` records."""
+    from autogen_agentchat.messages import BaseChatMessage
+
+    from hbeval_core.runner.outcome import Message
+
+    out = []
+    for m in messages:
+        if not isinstance(m, BaseChatMessage):
+            continue
+        source = str(m.source)
+        role = source if source in ("user", "system") else "assistant"
+        out.append(Message(role=role, content=m.to_text(), name=source))
+    return tuple(out)
+
+
 def _message_record(message: Any) -> dict[str, Any]:
     content = getattr(message, "content", None)
     return {
@@ -530,6 +546,8 @@ class AutoGenAdapter:
             error_type=error_type,
             infra=infra,
             response_text=text,
+            raw=outcome.result,
+            messages=_chat_messages(messages),
             metadata={
                 META_USAGE: {"input_tokens": rec.usage_in, "output_tokens": rec.usage_out},
                 META_AGENT_ID: ctx.agent_id if ctx is not None else "default",

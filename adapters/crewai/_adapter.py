@@ -265,7 +265,26 @@ class CrewAIAdapter:
                 "handler_errors": list(recorder.errors),
                 "memories_injected": recorder.memories_injected,
             },
+            messages=_messages_of(question, output),
         )
+
+
+def _messages_of(question: str, output: Any) -> tuple[Any, ...]:
+    """The question, then each task's output under its agent's role, as ``Message`` records."""
+    from hbeval_core.runner.outcome import Message
+
+    out = [Message(role="user", content=question)]
+    for task_output in getattr(output, "tasks_output", None) or ():
+        text = getattr(task_output, "raw", None)
+        agent = getattr(task_output, "agent", None)
+        out.append(
+            Message(
+                role="assistant",
+                content=text if isinstance(text, str) else str(task_output),
+                name=agent if isinstance(agent, str) else None,
+            )
+        )
+    return tuple(out)
 
 
 def _response_text(output: Any) -> str | None:

@@ -280,7 +280,32 @@ class LangGraphAdapter:
             infra=infra,
             response_text=_convert.last_ai_text(final),
             metadata={"usage": token_usage(events), "handler_errors": list(handler.errors)},
+            messages=_messages_of(final),
         )
+
+
+_ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
+
+
+def _messages_of(state: Any) -> tuple[Any, ...]:
+    """A graph state's ``messages`` as ``Message`` records (empty when it has none)."""
+    from hbeval_core.runner.outcome import Message
+
+    messages = state.get("messages") if isinstance(state, Mapping) else None
+    out = []
+    for msg in messages if isinstance(messages, list) else ():
+        kind = getattr(msg, "type", None)
+        if kind is None:
+            continue
+        name = getattr(msg, "name", None)
+        out.append(
+            Message(
+                role=_ROLES.get(str(kind), str(kind)),
+                content=_convert.content_text(getattr(msg, "content", "")) or "",
+                name=name if isinstance(name, str) else None,
+            )
+        )
+    return tuple(out)
 
 
 def _reporter(handler: Any) -> Callable[[Any], None]:

@@ -6,6 +6,7 @@
   ``model_input`` making its faults and reasoning visible and ``precedents()`` handing it
   what memory recalled; ``register_adapter`` lets framework adapters add their own target
   kinds.
+- ``Outcome`` is what a task's verifier reads, the same on every framework.
 - ``current_trial()`` gives any adapter the trial in progress (ids, injector, budgets).
 
 Names load on first use, so importing one submodule does not import the rest.
@@ -19,6 +20,9 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS: dict[str, str] = {
     "Adapter": "protocol",
     "TrialResult": "protocol",
+    "Message": "outcome",
+    "Outcome": "outcome",
+    "ToolCall": "outcome",
     "Task": "task",
     "ExpectedCall": "task",
     "Budgets": "context",
@@ -62,6 +66,8 @@ __all__ = [
     "InfraError",
     "ManifestError",
     "ManifestMismatchError",
+    "Message",
+    "Outcome",
     "PlainAdapter",
     "ProgressUpdate",
     "RunManifest",
@@ -69,6 +75,7 @@ __all__ = [
     "TargetKindError",
     "Task",
     "TaskFileError",
+    "ToolCall",
     "ToolCallError",
     "TrialCancelled",
     "TrialContext",
@@ -119,6 +126,7 @@ if TYPE_CHECKING:
     from .demo import run_demo
     from .loader import TargetError, TaskFileError, load_object, load_tasks
     from .manifest import ManifestError, ManifestMismatchError, RunManifest, load_manifest
+    from .outcome import Message, Outcome, ToolCall
     from .plain import (
         PlainAdapter,
         ToolCallError,

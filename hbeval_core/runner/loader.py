@@ -308,7 +308,7 @@ def _task_from(item: Any, index: int, source: str, base_dir: Path | None) -> Tas
         except TargetError as exc:
             raise fail("verify", str(exc)) from None
         if not callable(verify):
-            raise fail("verify", f"{ref!r} is not callable; it must be verify(final_state, trace)")
+            raise fail("verify", f"{ref!r} is not callable; it must be verify(outcome, trace)")
     return Task(
         id=raw_id,
         question=question,

@@ -812,4 +812,12 @@ class PlainAdapter:
             response_text=text,
             # Methodology B asks the agent's own judge: a plain agent offers one as ``.judge``.
             metadata={"judge": judge} if callable(judge) else {},
+            messages=_messages_of(question, text),
         )
+
+
+def _messages_of(question: str, answer: str | None) -> tuple[Any, ...]:
+    from .outcome import Message
+
+    asked = Message(role="user", content=question)
+    return (asked,) if answer is None else (asked, Message(role="assistant", content=answer))

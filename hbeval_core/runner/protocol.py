@@ -36,6 +36,10 @@ class TrialResult:
     response_text: str | None = None
     """The agent's final answer as text, when it has one (used by keyword verifiers and claims)."""
     metadata: dict[str, Any] = field(default_factory=dict)
+    raw: Any = None
+    """The framework's own result object when it is not ``final_state`` (AutoGen's ``TaskResult``)."""
+    messages: tuple[Any, ...] | None = None
+    """The conversation as ``outcome.Message`` records, when the adapter can read it."""
 
 
 @runtime_checkable

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 Verifier = Callable[[Any, Sequence[Any]], bool]
-"""``verify(final_state, trace) -> bool``; trace is the run's list of events."""
+"""``verify(outcome, trace) -> bool``; trace is the run's list of events. ``runner.outcome`` says
+whether ``outcome`` is an ``Outcome`` or the framework's own final state."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,4 @@ class Task:
         if not isinstance(self.question, str) or not self.question.strip():
             raise ValueError(f"task {self.id!r}: field 'question' must be a non-empty string")
         if self.verify is not None and not callable(self.verify):
-            raise ValueError(
-                f"task {self.id!r}: field 'verify' must be callable(final_state, trace)"
-            )
+            raise ValueError(f"task {self.id!r}: field 'verify' must be callable(outcome, trace)")

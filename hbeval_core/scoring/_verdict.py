@@ -3,7 +3,8 @@
 ``score_trial(task, scenario, result)`` is what the runner calls after each trial. Rules
 (hbeval-scoring/2), beyond those of the signal, trace and claim modules:
 
-**Pass.** The task's ``verify(final_state, trace)`` decides. Without a verifier, the reference's
+**Pass.** The task's ``verify(outcome, trace)`` decides (``runner.outcome`` says which object a
+verifier receives). Without a verifier, the reference's
 rule: the response contains at least 80 % of ``task.required`` keywords (case-insensitive
 substring; the response is ``result.response_text``, else the final state when it is a string).
 A task with neither cannot pass (``pass_basis`` "unverifiable"). A verifier that raises fails
@@ -49,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 from ..derive import StepRecord
 from ..metrics import rule_violations, trajectory_match
 from ..monitor import score_events
+from ..runner.outcome import verifier_input
 from ..vocab import (
     DEFAULT_THRESHOLDS,
     DERIVE_VERSION,
@@ -279,7 +281,7 @@ def _decide_pass(
     required: Sequence[str] = tuple(_get(task, "required", ()) or ())
     if verify is not None:
         try:
-            ok = bool(verify(result.final_state, list(result.events)))
+            ok = bool(verify(verifier_input(verify, result), list(result.events)))
         except Exception as exc:  # the verifier's bug fails the trial, it does not crash the run
             return False, PASS_VERIFIER, None, f"{type(exc).__name__}: {exc}"
         return ok, PASS_VERIFIER, None, None

@@ -40,9 +40,10 @@ from hbeval_core.events import (
 from hbeval_core.faults.plans import FaultPlan, FaultSpec
 from hbeval_core.faults.runtime import FaultInjector
 from hbeval_core.monitor import Monitor
+from hbeval_core.runner.outcome import Outcome
 from hbeval_core.runner.protocol import Adapter, TrialResult
 from hbeval_core.runner.task import Task
-from hbeval_core.scoring import analyse_trace
+from hbeval_core.scoring import analyse_trace, score_trial
 from hbeval_core.vocab import CRASH, EMPTY_RESPONSE, ENV_ALLOW_FAULT_INJECTION, FAULT_MODES, LATENCY
 
 __all__ = ["AdapterConformance", "CaptureBoom", "two_tool_task"]
@@ -119,6 +120,13 @@ class AdapterConformance:
         No prebuilt tool node, no framework tool loop: the kind of agent a user writes, which
         the battery must fault all the same. ``real_tool_calls`` must work on it.
         """
+        raise NotImplementedError
+
+    RAW_TYPE: ClassVar[str] = ""
+    """Class name of the framework's own result object (``Outcome.raw``)."""
+
+    def legacy_final_text(self, final_state: Any) -> str:
+        """The final answer read off the object verifiers received before ``Outcome``."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ helpers
@@ -219,6 +227,66 @@ class AdapterConformance:
         facts = analyse_trace(self.run().events)
         assert facts.has_run_start and facts.has_run_end
         assert all(c.issued_at is not None for c in facts.calls)
+
+    # ------------------------------------------------------------------ verifier contract
+    def verdict_of(self, verify: Callable[..., Any], result: TrialResult) -> Any:
+        task = Task(id="two_tools", question="Look up order A1, then add 2 and 3.", verify=verify)
+        return score_trial(task, None, result)
+
+    def test_readme_verifier_reads_one_outcome(self) -> None:
+        result = self.run()
+        assert result.status == "ok", result.error
+        seen: list[Outcome] = []
+
+        def verify(outcome, trace):  # type: ignore[no-untyped-def]  # as a user writes it
+            seen.append(outcome)
+            return "done" in outcome.final_text
+
+        verdict = self.verdict_of(verify, result)
+        assert verdict.passed is True, verdict.verifier_error
+        lam = self.verdict_of(lambda outcome, trace: "done" in outcome.final_text, result)
+        assert lam.passed is True
+        (outcome,) = seen
+        assert isinstance(outcome, Outcome)
+        assert outcome.final_text.strip() == "done"
+        assert outcome.ok and outcome.error is None
+        assert [c.name for c in outcome.tool_calls] == list(self.TOOLS)
+        assert all(c.ok and c.fault is None for c in outcome.tool_calls)
+        assert outcome.tool_calls[0].args == {"query": "order A1"}
+        assert outcome.tool_calls[1].args == {"a": 2, "b": 3}
+        assert type(outcome.raw).__name__ == self.RAW_TYPE
+        roles = [m.role for m in outcome.messages]
+        assert roles[0] == "user" and "order A1" in outcome.messages[0].content
+        assert "assistant" in roles
+        assert outcome.messages[-1].content.strip().endswith("done")
+
+    def test_annotated_verifier_reads_the_outcome(self) -> None:
+        result = self.run()
+
+        def verify(o: Outcome, trace: Any) -> bool:
+            return [c.name for c in o.called("add")] == ["add"]
+
+        assert self.verdict_of(verify, result).passed is True
+
+    def test_verifier_written_for_the_framework_object_still_works(self) -> None:
+        result = self.run()
+        got: list[Any] = []
+
+        def verify(final_state: Any, trace: Any) -> bool:
+            got.append(final_state)
+            return self.legacy_final_text(final_state).strip() == "done"
+
+        assert self.verdict_of(verify, result).passed is True
+        assert not isinstance(got[0], Outcome)
+        assert got[0] is result.final_state
+
+    def test_outcome_shows_the_faulted_call(self) -> None:
+        result = self.run(injector=self.injector(_plan("error_5xx", 0)))
+        seen: list[Outcome] = []
+        self.verdict_of(lambda outcome, trace: seen.append(outcome) or True, result)
+        first = seen[0].tool_calls[0]
+        assert first.fault == "error_5xx" and not first.ok and first.error
+        assert seen[0].tool_calls[-1].ok
 
     # ------------------------------------------------------------------ faults
     def test_error_fault_reaches_the_agent_with_a_receipt(self) -> None:
