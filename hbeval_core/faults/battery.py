@@ -266,8 +266,42 @@ def _strict_count(n_scenarios: object) -> int:
     return n_scenarios
 
 
+class MeasuredBattery:
+    """What every battery kind (built-in or a user's file) shares: its measurement fingerprint."""
+
+    seed: int
+
+    @property
+    def build_version(self) -> str:
+        raise NotImplementedError
+
+    def spec_fingerprint(self) -> str:
+        raise NotImplementedError
+
+    def plan_fingerprint(self) -> str:
+        raise NotImplementedError
+
+    def measurement_fingerprint(
+        self,
+        trials: int,
+        *,
+        scoring_version: str = SCORING_VERSION,
+        derive_version: str = DERIVE_VERSION,
+    ) -> str:
+        """The measurement fingerprint of running this battery ``trials`` times per scenario."""
+        return measurement_fingerprint(
+            self.spec_fingerprint(),
+            self.build_version,
+            self.plan_fingerprint(),
+            self.seed,
+            trials,
+            scoring_version,
+            derive_version,
+        )
+
+
 @dataclass(frozen=True)
-class Battery:
+class Battery(MeasuredBattery):
     """A built battery: its scenarios, its spec and the fingerprints that identify it.
 
     Build with ``Battery.hbeval(...)`` (strict selection, runtime faults) or
@@ -394,24 +428,6 @@ class Battery:
     ) -> FaultPlan | CascadePlan | None:
         """``scenario``'s plan for trial ``trial_index``, seeded with ``derive_trial_seed``."""
         return scenario.plan(derive_trial_seed(self.seed, scenario.index, trial_index))
-
-    def measurement_fingerprint(
-        self,
-        trials: int,
-        *,
-        scoring_version: str = SCORING_VERSION,
-        derive_version: str = DERIVE_VERSION,
-    ) -> str:
-        """The measurement fingerprint of running this battery ``trials`` times per scenario."""
-        return measurement_fingerprint(
-            self.spec_fingerprint(),
-            self.build_version,
-            self.plan_fingerprint(),
-            self.seed,
-            trials,
-            scoring_version,
-            derive_version,
-        )
 
     def to_dict(self) -> dict[str, Any]:
         """The ``hbeval battery build --json`` document."""

@@ -35,7 +35,6 @@ from typing import Any, Final
 
 from ..fingerprint import fingerprint
 from ..vocab import (
-    DERIVE_VERSION,
     EMPTY_KINDS,
     ERROR_5XX,
     FAULT_MODES,
@@ -43,10 +42,9 @@ from ..vocab import (
     MALFORMED,
     MALFORMED_KINDS,
     PROMPT_INJECTION,
-    SCORING_VERSION,
 )
 from ..vocab import EMPTY_RESPONSE as EMPTY_RESPONSE_MODE
-from .battery import measurement_fingerprint
+from .battery import MeasuredBattery
 from .compat import FAULT_CONTEXTS, FAULT_TYPES, MAX_SCENARIOS, NOMINAL, require_seed
 from .plans import ANY_TARGET, FaultPlan, FaultSpec
 
@@ -333,7 +331,7 @@ class UserScenario:
 
 
 @dataclass(frozen=True)
-class UserBattery:
+class UserBattery(MeasuredBattery):
     """A battery file's scenarios, with the same interface ``run_battery`` uses for built-ins."""
 
     name: str
@@ -393,24 +391,6 @@ class UserBattery:
                     for s in self.scenarios
                 ],
             }
-        )
-
-    def measurement_fingerprint(
-        self,
-        trials: int,
-        *,
-        scoring_version: str = SCORING_VERSION,
-        derive_version: str = DERIVE_VERSION,
-    ) -> str:
-        """The measurement fingerprint of running this battery ``trials`` times per scenario."""
-        return measurement_fingerprint(
-            self.spec_fingerprint(),
-            self.build_version,
-            self.plan_fingerprint(),
-            self.seed,
-            trials,
-            scoring_version,
-            derive_version,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -103,20 +103,9 @@ EFFICIENCY_FIGURES: Final = (
 
 
 # --------------------------------------------------------------------------- helpers
-def _block(report: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = report.get(key)
-    return value if isinstance(value, Mapping) else {}
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
-def _verdict(trial: Mapping[str, Any]) -> Mapping[str, Any]:
-    v = trial.get("verdict")
-    return v if isinstance(v, Mapping) else {}
+from ..scoring._security import _block as _block  # noqa: E402 - one copy of each
+from ..scoring._security import _number as _number  # noqa: E402
+from ..scoring._security import _verdict as _verdict  # noqa: E402
 
 
 # --------------------------------------------------------------------------- capability
