@@ -6,6 +6,8 @@ Skipped, with the reason, when /usr/bin/chromium is absent; CI installs Debian's
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
 import os
@@ -30,9 +32,7 @@ pytestmark = pytest.mark.skipif(
 OUTPUT = Path(os.environ.get("HBEVAL_TEST_OUTPUT", "test-output"))
 CHARTS = {"metrics", "fault_types", "gap_by_domain", "severity", "pass_hat_k", "timeline"}
 
-PROBE = """
-<pre id="hbeval-probe"></pre>
-<script>
+PROBE_JS = """
 (() => {
   const shapes = 'rect,circle,polyline,line,path,polygon,ellipse';
   const box = (el) => { const r = el.getBoundingClientRect(); return [r.width, r.height]; };
@@ -59,8 +59,21 @@ PROBE = """
   out.points = document.querySelectorAll('svg circle[data-undefined="false"]').length;
   document.getElementById('hbeval-probe').textContent = JSON.stringify(out);
 })();
-</script>
 """
+CSP_META = re.compile(r'(<meta http-equiv="Content-Security-Policy" content=")([^"]*)(">)')
+
+
+def with_script(page: str, script: str) -> str:
+    """``page`` with an inline ``script`` before ``</body>``, allowed by its own sha256 added to
+    the page's Content-Security-Policy (which otherwise lets no script run); the rest of the
+    policy stays in force."""
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    page, found = CSP_META.subn(
+        lambda m: f"{m.group(1)}{m.group(2)}; script-src &#x27;sha256-{digest}&#x27;{m.group(3)}",
+        page,
+    )
+    assert found == 1, "the page has no Content-Security-Policy meta tag"
+    return page.replace("</body>", f'<pre id="hbeval-probe"></pre><script>{script}</script></body>')
 
 
 def chromium(*args: str, user_dir: Path) -> subprocess.CompletedProcess[str]:
@@ -118,7 +131,7 @@ def test_screenshot_is_kept_in_test_output(page_file: Path, tmp_path: Path) -> N
 def probe(page_file: Path, tmp_path: Path) -> dict[str, Any]:
     probed = tmp_path / "probed.html"
     probed.write_text(
-        page_file.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"),
+        with_script(page_file.read_text(encoding="utf-8"), PROBE_JS),
         encoding="utf-8",
     )
     proc = chromium(

@@ -2,10 +2,12 @@
 
 ``render_html({"label": report, ...}, traces=...)`` returns the page as a string; nothing in it is
 fetched when it is opened (no external CSS, JavaScript, fonts or images: styles are inline and
-every chart is inline SVG). The page opens with a plain-language headline (verdict, what failed,
-intervals), then charts: metric bars with interval whiskers and floors, pass rate by fault type,
-the reliability gap per domain, the severity histogram, pass^k over k, per-trial live-metric
-timelines recomputed from stored events, and the worst trials with their traces.
+every chart is inline SVG), and its Content-Security-Policy (``CONTENT_SECURITY_POLICY``) lets
+no script run and nothing load. Every value taken from a report or a trace is escaped. The page
+opens with a plain-language headline (verdict, what failed, intervals), then charts: metric bars
+with interval whiskers and floors, pass rate by fault type, the reliability gap per domain, the
+severity histogram, pass^k over k, per-trial live-metric timelines recomputed from stored events,
+and the worst trials with their traces.
 
 Contract for every chart: each drawn element carries ``data-metric`` and
 ``data-undefined="false"``; an undefined value is never drawn (no bar, point or line) — it is a
@@ -61,6 +63,7 @@ from .scores import (
 )
 
 __all__ = [
+    "CONTENT_SECURITY_POLICY",
     "REASON_WORDS",
     "TraceSource",
     "render_html",
@@ -140,6 +143,13 @@ font-size:12px;background:var(--panel);border:1px solid var(--line);margin-left:
 .pill.bad{background:#fdecea;border-color:#f5b7b1}.pill.ok{background:#e8f5ec;border-color:#a9d5b8}
 footer{margin-top:40px;color:var(--muted);font-size:13px}
 """
+
+CONTENT_SECURITY_POLICY: Final = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
+    "form-action 'none'"
+)
+"""The page's policy: it runs no script at all, loads nothing, and only its inline styles apply;
+markup that slipped into the page could neither run nor fetch."""
 
 _COLORS: Final = {PEI: "#3b6ea5", FRR: "#2e7d4f", IRS: "#8e5ba6", TI: "#d9822b"}
 _SEVERITY_ORDER: Final = sorted(SEVERITY_WEIGHTS, key=lambda s: -SEVERITY_WEIGHTS[s])
@@ -476,7 +486,7 @@ def _gap_chart(report: Mapping[str, Any]) -> str:
             body.append(
                 f"<g {_attrs(key, False, value=f'{value:.6g}', group=f'domain:{domain}')}>{whisker}"
                 f'<circle class="{cls}" cx="{x:.2f}" cy="{mid + dy:.1f}" r="5"/>'
-                f"<title>{_e(key)} {value:.3f} ({domain})</title></g>"
+                f"<title>{_e(key)} {value:.3f} ({_e(domain)})</title></g>"
             )
         gap = _number(row["gap"])
         if gap is None:
@@ -503,8 +513,8 @@ def _gap_chart(report: Mapping[str, Any]) -> str:
                 f"<g {_attrs('gap', False, value=f'{gap:.6g}', group=f'domain:{domain}')}>"
                 f'<line class="axis" x1="{xs["c_nom"]:.2f}" y1="{mid:.1f}" x2="{xs["r_op"]:.2f}" '
                 f'y2="{mid:.1f}" stroke-dasharray="2 2"/>'
-                f'<text x="{_TEXT_X}" y="{mid + 4:.1f}">gap {100 * gap:+.0f} pts{ci_text}{sig_text}'
-                f" (n {nn}/{fn})</text></g>"
+                f'<text x="{_TEXT_X}" y="{mid + 4:.1f}">gap {100 * gap:+.0f} pts{_e(ci_text)}{_e(sig_text)}'
+                f" (n {_e(nn)}/{_e(fn)})</text></g>"
             )
     bottom = top + len(rows) * _ROW
     return _svg(
@@ -718,9 +728,9 @@ def _what_failed(report: Mapping[str, Any], decision: RunVerdict) -> list[str]:
     n_scored = len(scored_trials(report))
     if sec.status == SECURITY_FAILED:
         items.append(
-            f"<b>Security breach:</b> {_e(sec.reason)} out of {n_scored} scored trials"
+            f"<b>Security breach:</b> {_e(sec.reason)} out of {_e(n_scored)} scored trials"
             + (
-                f"; {sec.injection_trials} trial(s) carried a prompt injection."
+                f"; {_e(sec.injection_trials)} trial(s) carried a prompt injection."
                 if sec.injection_trials
                 else "."
             )
@@ -781,9 +791,9 @@ def _what_failed(report: Mapping[str, Any], decision: RunVerdict) -> list[str]:
         if rate >= 0.8:
             break
         items.append(
-            f"Weak spot: under <b>{_e(name.replace('_', ' '))}</b> faults {b.get('passed')} of "
-            f"{b.get('n')} trials passed ({100 * rate:.0f}%, 95% interval "
-            f"{_ci_pct(b.get('interval'))})."
+            f"Weak spot: under <b>{_e(name.replace('_', ' '))}</b> faults {_e(b.get('passed'))} of "
+            f"{_e(b.get('n'))} trials passed ({100 * rate:.0f}%, 95% interval "
+            f"{_e(_ci_pct(b.get('interval')))})."
         )
     return items
 
@@ -796,8 +806,8 @@ def _how_sure(report: Mapping[str, Any]) -> list[str]:
         items.append(f"Pass rate {_undef_html(_block(rate, 'undefined').get('rate'))}.")
     else:
         items.append(
-            f"{rate.get('passed')} of {rate.get('n')} scored trials passed ({100 * r:.0f}%). "
-            f"The true pass rate is likely between {_ci_pct(rate.get('interval'))} "
+            f"{_e(rate.get('passed'))} of {_e(rate.get('n'))} scored trials passed ({100 * r:.0f}%). "
+            f"The true pass rate is likely between {_e(_ci_pct(rate.get('interval')))} "
             "(95% Wilson interval)."
         )
     gap = _block(report, "reliability_gap")
@@ -822,8 +832,8 @@ def _how_sure(report: Mapping[str, Any]) -> list[str]:
             else ""
         )
         items.append(
-            f"Without faults {100 * float(gap['c_nom']):.0f}% passed ({gap.get('nominal_n')} trials); "
-            f"under faults {100 * float(gap['r_op']):.0f}% ({gap.get('faulted_n')} trials). "
+            f"Without faults {100 * float(gap['c_nom']):.0f}% passed ({_e(gap.get('nominal_n'))} trials); "
+            f"under faults {100 * float(gap['r_op']):.0f}% ({_e(gap.get('faulted_n'))} trials). "
             f"The drop of {100 * g:.0f} points is {judgement}{ci_text}."
         )
     counts = proportion_counts(report, FRR)
@@ -831,7 +841,7 @@ def _how_sure(report: Mapping[str, Any]) -> list[str]:
         ci = wilson_interval(*counts)
         if ci is not None:
             items.append(
-                f"FRR rests on {counts[1]} faulted trials: 95% interval {ci[0]:.2f}–{ci[1]:.2f}."
+                f"FRR rests on {_e(counts[1])} faulted trials: 95% interval {ci[0]:.2f}–{ci[1]:.2f}."
             )
     ev = _block(report, "evidence")
     level = ev.get("level")
@@ -906,7 +916,7 @@ def _scores_section(report: Mapping[str, Any]) -> str:
         f"<p>Security gate <span class='pill {pill}'>{_e(sec.status.replace('_', ' '))}</span> — "
         f"{_e(sec.reason)}. <span class='muted'>Shown beside the capability score, never "
         "averaged into it.</span></p></div><div>"
-        f"<p>Efficiency per success ({eff['successes']} successes)</p>"
+        f"<p>Efficiency per success ({_e(eff['successes'])} successes)</p>"
         "<table><tr><th>figure</th><th>value</th></tr>"
         + "".join(eff_rows)
         + "</table>"
@@ -999,7 +1009,7 @@ def _timelines_section(report: Mapping[str, Any], traces: TraceSource | None, co
         if not rows:
             out.append(
                 head + f'<p class="undef" {_attrs("timeline", True, reason=V.NO_STEPS, group=key)}>'
-                f"timeline {_undef_text(V.NO_STEPS)} — {REASON_WORDS[V.NO_STEPS]}</p>"
+                f"timeline {_e(_undef_text(V.NO_STEPS))} — {_e(REASON_WORDS[V.NO_STEPS])}</p>"
             )
             continue
         final = _block(_block(trial, "verdict"), "metrics")
@@ -1182,7 +1192,7 @@ def _side_by_side(reports: Mapping[str, Mapping[str, Any]]) -> str:
             "pass rate (95% interval)",
             [
                 f"{_pct(_number(_block(r, 'pass_rate').get('rate')), NO_TRIALS)} "
-                f"({_ci_pct(_block(r, 'pass_rate').get('interval'))})"
+                f"({_e(_ci_pct(_block(r, 'pass_rate').get('interval')))})"
                 for r in reports.values()
             ],
         ),
@@ -1268,6 +1278,7 @@ def render_html(
     )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{_e(CONTENT_SECURITY_POLICY)}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_e(heading)}</title><style>{_STYLE}</style></head><body><main>"
         f"<h1>{_e(heading)}</h1><p class='lead'>How these agents behave when tools fail, "
