@@ -236,7 +236,9 @@ def _numberish(text: str) -> int | float:
         return int(number) if number.is_integer() and "." not in text else number
     # Hash rather than, say, len(): a six-digit number is distinctive enough for a delivery
     # receipt to find, and stable across runs and machines.
-    return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:5], 16) + 100_000
+    # surrogatepass: a lone surrogate in a tool result must not stop the fault (hostile input).
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return int(digest[:5], 16) + 100_000
 
 
 def _swap_types(value: Any) -> Any:

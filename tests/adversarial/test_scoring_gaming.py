@@ -151,3 +151,15 @@ def test_an_error_faults_recorded_status_counts_as_a_whole_token(status: int | N
 
 def test_scoring_version_was_bumped_for_the_signal_rule() -> None:
     assert SCORING_VERSION == "hbeval-scoring/2"
+
+
+def test_a_lone_surrogate_in_a_tool_result_does_not_stop_a_malformed_fault() -> None:
+    # Found by running a hand-built agent whose tool argument held "\ud800": the wrong_type
+    # corruption hashed the text as strict UTF-8 and the context_corruption faults were never
+    # injected (reported honestly as not measured, but the agent escaped its faults).
+    from hbeval_core.faults.runtime import malform
+
+    text = "Sunny in Oslo \ud800, 21C"
+    value = malform(text, "wrong_type")  # a string result stays a string
+    assert isinstance(value, str) and int(value) >= 100_000
+    assert malform(text, "wrong_type") == value  # deterministic
