@@ -194,7 +194,7 @@ def test_timelines_break_at_undefined_values(page: str) -> None:
 
 
 def test_points_with_reasons_break_lines() -> None:
-    from hbeval_core.report.html import _line_chart
+    from hbeval_core.report._html_charts import _line_chart
 
     points: list[tuple[int, float | None, str | None]] = [
         (1, 0.5, None),
