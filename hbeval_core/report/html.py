@@ -61,7 +61,6 @@ from ._html_charts import (
     _severity_chart,
     _timeline_chart,
     _undef_html,
-    _undef_text,
     store_traces,
     trial_timeline,
 )
@@ -307,8 +306,9 @@ def _scores_section(report: Mapping[str, Any]) -> str:
     )
 
 
-def _trace_items(events: Sequence[Any], forbidden: Sequence[str]) -> list[str]:
-    items: list[str] = []
+def _trace_items(events: Sequence[Any], forbidden: Sequence[str]) -> list[tuple[str, str]]:
+    """``(css class, text)`` per shown event of a trace; the template escapes both."""
+    items: list[tuple[str, str]] = []
     for ev in events:
         kind = getattr(ev, "kind", "?")
         cls = kind
@@ -346,7 +346,7 @@ def _trace_items(events: Sequence[Any], forbidden: Sequence[str]) -> list[str]:
                 exclude={"run_id", "ts", "seq", "attrs", "kind"}, exclude_none=True
             )
             text = f"{kind} · {_clip(fields)}"
-        items.append(f'<li class="ev-{_e(cls)}">{_e(text)}</li>')
+        items.append((str(cls), text))
     return items
 
 
@@ -365,67 +365,64 @@ def _select_timeline_trials(report: Mapping[str, Any], count: int) -> list[Mappi
 
 
 def _timelines_section(report: Mapping[str, Any], traces: TraceSource | None, count: int) -> str:
+    """Live-metric timelines of selected trials, rendered by ``timelines.html.j2``."""
+    from markupsafe import Markup
+
     run_id = report.get("run_id")
-    if traces is None or run_id is None:
-        return (
-            f'<p {_attrs("timeline", True, reason=NOT_MEASURED)} class="undef">Timelines '
-            f"undefined ({NOT_MEASURED}) — they are recomputed from stored events: open the run "
-            "from its store (<code>hbeval report RUN_ID --db URL --html FILE</code>).</p>"
-        )
-    out: list[str] = []
-    for trial in _select_timeline_trials(report, count):
-        key = str(trial["trial_key"])
-        events = traces(str(run_id), key)
-        head = (
-            f"<h4>{_e(key)} · task {_e(trial.get('task_id'))} · {_e(trial.get('domain'))} · "
-            f"{_e(trial.get('fault_type'))} · outcome {_e(trial.get('outcome'))}</h4>"
-        )
-        if not events:
-            out.append(
-                head
-                + f'<p class="undef" {_attrs("timeline", True, reason=NOT_MEASURED, group=key)}>'
-                f"timeline undefined ({NOT_MEASURED}) — no stored events for this trial</p>"
+    shown: list[dict[str, Any]] | None = None
+    if traces is not None and run_id is not None:
+        shown = []
+        for trial in _select_timeline_trials(report, count):
+            key = str(trial["trial_key"])
+            row: dict[str, Any] = {
+                "key": key,
+                "task_id": trial.get("task_id"),
+                "domain": trial.get("domain"),
+                "fault_type": trial.get("fault_type"),
+                "outcome": trial.get("outcome"),
+                "reason": None,
+            }
+            shown.append(row)
+            events = traces(str(run_id), key)
+            rows = trial_timeline(events) if events else []
+            if not events:
+                row.update(reason=NOT_MEASURED, words="no stored events for this trial")
+                continue
+            if not rows:
+                row.update(reason=V.NO_STEPS, words=REASON_WORDS[V.NO_STEPS])
+                continue
+            final = _block(_block(trial, "verdict"), "metrics")
+            last = rows[-1]["metrics"]
+            same = all(
+                (final.get(m) is None) == (last.get(m) is None)
+                and (final.get(m) is None or abs(float(final[m]) - float(last[m] or 0)) < 1e-9)
+                for m in (PEI, FRR, IRS, TI)
             )
-            continue
-        rows = trial_timeline(events)
-        if not rows:
-            out.append(
-                head + f'<p class="undef" {_attrs("timeline", True, reason=V.NO_STEPS, group=key)}>'
-                f"timeline {_e(_undef_text(V.NO_STEPS))} — {_e(REASON_WORDS[V.NO_STEPS])}</p>"
+            row.update(
+                chart=Markup(_timeline_chart(key, rows)),  # built from escaped values
+                steps=len(rows),
+                check="final step matches the trial's scored metrics"
+                if same
+                else "final step differs from the trial's scored metrics (different derivation?)",
             )
-            continue
-        final = _block(_block(trial, "verdict"), "metrics")
-        last = rows[-1]["metrics"]
-        same = all(
-            (final.get(m) is None) == (last.get(m) is None)
-            and (final.get(m) is None or abs(float(final[m]) - float(last[m] or 0)) < 1e-9)
-            for m in (PEI, FRR, IRS, TI)
-        )
-        check = (
-            "final step matches the trial's scored metrics"
-            if same
-            else "final step differs from the trial's scored metrics (different derivation?)"
-        )
-        out.append(
-            head
-            + _timeline_chart(key, rows)
-            + f"<p class='muted'>{len(rows)} steps; dashed red lines mark steps that met a "
-            f"fault; {check}.</p>"
-        )
-    return "".join(out) or "<p class='muted'>No trial to show.</p>"
+    page: str = (
+        _templates()
+        .get_template("timelines.html.j2")
+        .render(trials=shown, not_measured=NOT_MEASURED)
+    )
+    return page
 
 
 def _tail_section(report: Mapping[str, Any], traces: TraceSource | None) -> str:
-    tail = [t for t in report.get("tail") or () if isinstance(t, Mapping)]
-    if not tail:
-        return "<p>No failed trial: the tail is empty.</p>"
+    """The worst trials with their traces, rendered by ``tail.html.j2`` (every value escaped)."""
     trials = {str(t.get("trial_key")): t for t in scored_trials(report)}
     run_id = report.get("run_id")
-    out: list[str] = []
-    for i, t in enumerate(tail):
+    rows: list[dict[str, Any]] = []
+    for t in report.get("tail") or ():
+        if not isinstance(t, Mapping):
+            continue
         key = str(t.get("trial_key"))
-        trial = trials.get(key, {})
-        v = _block(trial, "verdict")
+        v = _block(trials.get(key, {}), "verdict")
         signals = _block(v, "signals")
         sig_text = (
             " ".join(
@@ -436,36 +433,37 @@ def _tail_section(report: Mapping[str, Any], traces: TraceSource | None) -> str:
             else "no fault signals (nominal trial)"
         )
         faults = ", ".join(
-            f"{f.get('mode')} into {f.get('target')} ({'delivered' if f.get('delivered') else 'not delivered' if f.get('delivered') is False else 'delivery unknown'})"
+            f"{f.get('mode')} into {f.get('target')} ({_delivery_words(f.get('delivered'))})"
             for f in v.get("faults") or ()
             if isinstance(f, Mapping)
         )
         events = traces(str(run_id), key) if traces is not None and run_id is not None else None
-        if events:
-            trace = (
-                '<ol class="trace">'
-                + "".join(
-                    _trace_items(events, [str(x) for x in v.get("forbidden_tools_run") or ()])
-                )
-                + "</ol>"
-            )
-        else:
-            trace = (
-                f'<p class="undef" {_attrs("trace", True, reason=NOT_MEASURED, group=key)}>trace '
-                f"undefined ({NOT_MEASURED}) — events live in the store; open the run from it to "
-                "see them.</p>"
-            )
-        reasons = "; ".join(str(r) for r in t.get("severity_reasons") or ())
-        out.append(
-            f"<details{' open' if i == 0 else ''}><summary>{_e(key)} · {_e(t.get('severity'))} · "
-            f"task {_e(t.get('task_id'))} · {_e(t.get('domain'))} · fault {_e(t.get('fault_type'))} "
-            f"· outcome {_e(t.get('outcome'))}</summary>"
-            f"<p><b>Why it is bad:</b> {_e(reasons or '—')}<br><b>Faults:</b> {_e(faults or 'none')}"
-            f"<br><b>Signals:</b> {_e(sig_text)}<br><b>Rule violations:</b> "
-            f"{_e(', '.join(str(x) for x in v.get('constraint_violations') or ()) or 'none')}</p>"
-            f"{trace}</details>"
+        forbidden = [str(x) for x in v.get("forbidden_tools_run") or ()]
+        rows.append(
+            {
+                "key": key,
+                "severity": t.get("severity"),
+                "task_id": t.get("task_id"),
+                "domain": t.get("domain"),
+                "fault_type": t.get("fault_type"),
+                "outcome": t.get("outcome"),
+                "reasons": "; ".join(str(r) for r in t.get("severity_reasons") or ()),
+                "faults": faults,
+                "signals": sig_text,
+                "violations": ", ".join(str(x) for x in v.get("constraint_violations") or ()),
+                "events": _trace_items(events, forbidden) if events else None,
+            }
         )
-    return "".join(out)
+    page: str = (
+        _templates().get_template("tail.html.j2").render(tail=rows, not_measured=NOT_MEASURED)
+    )
+    return page
+
+
+def _delivery_words(delivered: Any) -> str:
+    if delivered:
+        return "delivered"
+    return "not delivered" if delivered is False else "delivery unknown"
 
 
 def _provenance(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
