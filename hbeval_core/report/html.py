@@ -47,7 +47,6 @@ from ._html_charts import (
     METRIC_WORDS,
     REASON_WORDS,
     TraceSource,
-    _attrs,
     _bar_rows,
     _ci_pct,
     _clip,
@@ -262,48 +261,55 @@ def _how_sure(report: Mapping[str, Any]) -> list[str]:
 
 
 def _scores_section(report: Mapping[str, Any]) -> str:
+    """Capability score, security gate and efficiency, rendered by ``scores.html.j2``."""
+    from markupsafe import Markup
+
     cap = capability_score(report)
     sec = security_gate(report)
     eff = efficiency(report)
-    rows = []
-    for name in CAPABILITY_COMPONENTS:
-        value = cap.components.get(name)
-        cell = _fmt(value, cap.undefined.get(name))
-        rows.append(
-            f'<tr><td>{_e(COMPONENT_LABELS[name])}</td><td class="num">{cap.weights[name]:g}</td>'
-            f'<td class="num" {_attrs(f"capability:{name}", value is None, reason=cap.undefined.get(name))}>{cell}</td></tr>'
-        )
-    score_html = (
-        _undef_html(cap.undefined.get("value"))
+    components = [
+        {
+            "label": COMPONENT_LABELS[name],
+            "weight": f"{cap.weights[name]:g}",
+            "metric": f"capability:{name}",
+            "undefined": cap.components.get(name) is None,
+            "reason": cap.undefined.get(name),
+            "cell": Markup(_fmt(cap.components.get(name), cap.undefined.get(name))),
+        }
+        for name in CAPABILITY_COMPONENTS
+    ]
+    figures = [
+        {
+            "label": name.replace("_", " "),
+            "metric": f"efficiency:{name}",
+            "undefined": eff["figures"][name] is None,
+            "reason": eff["undefined"].get(name),
+            "cell": Markup(_fmt(eff["figures"][name], eff["undefined"].get(name), 2)),
+        }
+        for name in EFFICIENCY_FIGURES
+    ]
+    score = (
+        Markup(_undef_html(cap.undefined.get("value")))
         if cap.value is None
-        else f"<b>{cap.value:.0f}</b> / 100"
+        else Markup("<b>{}</b> / 100").format(f"{cap.value:.0f}")
     )
-    pill = {SECURITY_PASSED: "ok", SECURITY_FAILED: "bad"}.get(sec.status, "")
-    eff_rows = []
-    for name in EFFICIENCY_FIGURES:
-        v = eff["figures"][name]
-        eff_rows.append(
-            f"<tr><td>{_e(name.replace('_', ' '))}</td>"
-            f'<td class="num" {_attrs(f"efficiency:{name}", v is None, reason=eff["undefined"].get(name))}>'
-            f"{_fmt(v, eff['undefined'].get(name), 2)}</td></tr>"
+    page: str = (
+        _templates()
+        .get_template("scores.html.j2")
+        .render(
+            score=score,
+            version=cap.version,
+            weights_source=cap.weights_source,
+            components=components,
+            pill={SECURITY_PASSED: "ok", SECURITY_FAILED: "bad"}.get(sec.status, ""),
+            security_status=sec.status.replace("_", " "),
+            security_reason=sec.reason,
+            successes=eff["successes"],
+            figures=figures,
+            notes=eff["notes"],
         )
-    return (
-        '<div class="cols"><div>'
-        f"<p>Capability score {score_html} <span class='muted'>({_e(cap.version)}; weights fixed "
-        f"before the run, source: {_e(cap.weights_source)})</span></p>"
-        "<table><tr><th>component (0–1)</th><th>weight</th><th>value</th></tr>"
-        + "".join(rows)
-        + "</table>"
-        f"<p>Security gate <span class='pill {pill}'>{_e(sec.status.replace('_', ' '))}</span> — "
-        f"{_e(sec.reason)}. <span class='muted'>Shown beside the capability score, never "
-        "averaged into it.</span></p></div><div>"
-        f"<p>Efficiency per success ({_e(eff['successes'])} successes)</p>"
-        "<table><tr><th>figure</th><th>value</th></tr>"
-        + "".join(eff_rows)
-        + "</table>"
-        + "".join(f"<p class='muted'>{_e(n)}</p>" for n in eff["notes"])
-        + "</div></div>"
     )
+    return page
 
 
 def _trace_items(events: Sequence[Any], forbidden: Sequence[str]) -> list[tuple[str, str]]:
