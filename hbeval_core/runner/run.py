@@ -391,7 +391,7 @@ class _Runner:
         started = time.time()
         t0 = time.perf_counter()
         try:
-            agent = self.resolved.agent()
+            agent = self.resolved.agent(job.task)
         except Exception as exc:
             result, infra = (
                 _infra_result(ctx, f"the target factory raised {type(exc).__name__}: {exc}", exc),
