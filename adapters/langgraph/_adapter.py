@@ -179,6 +179,15 @@ class LangGraphAdapter:
             return factory(precedents=lookup)  # type: ignore[call-arg]
         return factory()
 
+    def factory_kwargs(self, factory: Any, task: Task) -> dict[str, Any]:
+        """What a battery passes the target factory for ``task``: a fresh ``InMemorySaver`` as
+        ``checkpointer`` when the task resumes interrupts and the factory takes that keyword."""
+        if getattr(task, "resume", ()) and _accepts_checkpointer(factory):
+            from langgraph.checkpoint.memory import InMemorySaver
+
+            return {"checkpointer": InMemorySaver()}
+        return {}
+
     def _injector_for(self, ctx: Any, task: Task, run_id: str, plan: Any) -> Any:
         injector = _INJECTOR.get()
         if injector is None and ctx is not None:
@@ -240,8 +249,9 @@ class LangGraphAdapter:
         status, error, error_type, infra = "ok", None, None, False
         final: Any = None
         delivery = "none"
+        resume = tuple(getattr(task, "resume", ()) or ())
         try:
-            graph = resolve_graph(target)
+            graph = resumable_graph(target, task) if resume else resolve_graph(target)
             inputs = self._inputs(task, question)
             if recall is not None and recall.message() is not None:
                 inputs, delivery = _with_precedents(inputs, recall.message())
@@ -258,8 +268,19 @@ class LangGraphAdapter:
             try:
                 # stream(values) rather than invoke: a run that raises still leaves the last
                 # state it reached, which verifiers and scoring can read.
-                for chunk in graph.stream(inputs, config=dict(self.config), stream_mode="values"):
-                    final = chunk
+                if resume or getattr(graph, "checkpointer", None) is not None:
+                    reached: list[Any] = [None]
+                    try:
+                        final = _run_across_interrupts(
+                            graph, inputs, dict(self.config), resume, run_id, reached
+                        )
+                    finally:
+                        final = reached[0] if final is None else final
+                else:
+                    for chunk in graph.stream(
+                        inputs, config=dict(self.config), stream_mode="values"
+                    ):
+                        final = chunk
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"
                 error_type = type(exc).__name__
@@ -306,6 +327,96 @@ def _messages_of(state: Any) -> tuple[Any, ...]:
             )
         )
     return tuple(out)
+
+
+class GraphInterrupted(RuntimeError):
+    """The graph paused with ``interrupt()`` and the task has no resume value left for it."""
+
+
+def _accepts_checkpointer(factory: Any) -> bool:
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+    param = params.get("checkpointer")
+    return param is not None and param.kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+    )
+
+
+def resumable_graph(target: Any, task: Task) -> Any:
+    """The graph for a task that resumes interrupts: it must keep checkpoints between calls.
+
+    A graph compiled with a checkpointer is used as it is. A factory that takes a
+    ``checkpointer`` keyword gets a fresh ``InMemorySaver`` per trial. Otherwise the trial cannot
+    resume, and the error says how to allow it; hbeval never swaps a graph's checkpointer itself.
+    """
+    if not type(target).__module__.startswith("langgraph") and _accepts_checkpointer(target):
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        graph = target(checkpointer=InMemorySaver())
+        if not hasattr(graph, "invoke"):
+            raise TypeError(f"target factory returned {type(graph).__name__}, not a graph")
+        return graph
+    graph = resolve_graph(target)
+    if getattr(graph, "checkpointer", None) is None:
+        raise ValueError(
+            f"task {task.id!r} gives 'resume' values but the graph has no checkpointer, so it "
+            "cannot pause and resume: compile it with one (graph.compile(checkpointer="
+            "InMemorySaver())) or let the factory take a 'checkpointer' keyword argument"
+        )
+    return graph
+
+
+def _run_across_interrupts(
+    graph: Any,
+    inputs: Any,
+    config: dict[str, Any],
+    resume: tuple[Any, ...],
+    run_id: str,
+    reached: list[Any],
+) -> Any:
+    """Run the graph, resuming each ``interrupt()`` with the next of ``resume``; one trial.
+
+    The invocations run inside one outer runnable, so the trace has one run with the graph's
+    calls beneath it (a tool call issued before a pause still links to its model reply).
+    Checkpoints go to a thread of this trial's own. Returns the final graph state; raises
+    ``GraphInterrupted`` when the graph pauses once more than ``resume`` has values for.
+    ``reached[0]`` holds the state reached so far, for a run that raises.
+    """
+    import uuid
+
+    from langchain_core.runnables import RunnableLambda
+
+    from langgraph.types import Command
+
+    configurable = dict(config.get("configurable") or {})
+    configurable["thread_id"] = f"hbeval-{run_id}-{uuid.uuid4().hex[:8]}"
+    thread = {"configurable": configurable}
+    outer = {k: v for k, v in config.items() if k != "configurable"}
+
+    def drive(first: Any) -> Any:
+        payload, left = first, list(resume)
+        while True:
+            for chunk in graph.stream(payload, config=thread, stream_mode="values"):
+                if isinstance(chunk, Mapping):
+                    reached[0] = {k: v for k, v in chunk.items() if k != "__interrupt__"}
+            snapshot = graph.get_state(thread)
+            reached[0] = snapshot.values
+            paused = tuple(getattr(snapshot, "interrupts", ()) or ())
+            if not paused:
+                return snapshot.values
+            if not left:
+                used = len(resume)
+                raise GraphInterrupted(
+                    f"the graph paused at interrupt({paused[0].value!r}) after {used} resume "
+                    "value(s); add the value to resume it with to the task's 'resume' list"
+                )
+            payload = Command(resume=left.pop(0))
+
+    name = str(getattr(graph, "name", None) or "LangGraph")
+    return RunnableLambda(drive, name=name).invoke(inputs, config=outer)  # type: ignore[arg-type]
 
 
 def _reporter(handler: Any) -> Callable[[Any], None]:

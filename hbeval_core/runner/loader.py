@@ -4,7 +4,7 @@ A task file is a list of tasks, or a mapping with a ``tasks`` list. Each task ha
 ``Task``: ``id``, ``question``, and optionally ``category``, ``required`` (keywords),
 ``forbidden_tools``, ``irreversible_tools``, ``expected_calls`` (``[{tool, args}]``), ``verify``
 (``"module:callable"`` or ``"path.py:callable"``, resolved beside the file), ``system`` and
-``metadata``. Every mistake raises ``TaskFileError`` naming the file, the task, the field and
+``metadata`` and ``resume`` (the values a pausing LangGraph graph is resumed with). Every mistake raises ``TaskFileError`` naming the file, the task, the field and
 the fix.
 """
 
@@ -45,6 +45,7 @@ TASK_FIELDS: Final = (
     "verify",
     "system",
     "metadata",
+    "resume",
 )
 """The fields a task in a YAML/JSON file may have."""
 
@@ -298,6 +299,15 @@ def _task_from(item: Any, index: int, source: str, base_dir: Path | None) -> Tas
             raise fail(name, f"must be a list of non-empty strings (got {value!r})")
         lists[name] = tuple(value)
     expected = _expected_calls(item.get("expected_calls"), fail)
+    resume = item.get("resume", [])
+    if resume is None:
+        resume = []
+    if not isinstance(resume, list):
+        raise fail(
+            "resume",
+            f"must be a list of values, one per interrupt() the graph pauses at, e.g. "
+            f"[approve] (got {resume!r})",
+        )
     verify = None
     ref = item.get("verify")
     if ref is not None:
@@ -320,6 +330,7 @@ def _task_from(item: Any, index: int, source: str, base_dir: Path | None) -> Tas
         expected_calls=expected,
         system=system,
         metadata=dict(metadata),
+        resume=tuple(resume),
     )
 
 

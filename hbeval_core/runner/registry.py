@@ -214,16 +214,23 @@ class ResolvedTarget:
         """Whether each trial gets its own agent."""
         return self.kind == KIND_FACTORY
 
-    def agent(self) -> Any:
-        """The agent for the next trial (raises whatever the factory raises)."""
+    def agent(self, task: Any = None) -> Any:
+        """The agent for the next trial (raises whatever the factory raises).
+
+        An adapter with ``factory_kwargs(factory, task) -> dict`` may ask the factory for
+        keyword arguments a task needs (LangGraph: a checkpointer for a task that resumes
+        interrupts); the factory is then called with them.
+        """
         if self.kind != KIND_FACTORY:
             return self.target
+        hook = getattr(self.adapter, "factory_kwargs", None)
+        extra = dict(hook(self.target, task) or {}) if task is not None and callable(hook) else {}
         if not self._probe_used:
             self._probe_used = True
             probe, self._probe = self._probe, None
-            if probe is not None:
+            if probe is not None and not extra:
                 return probe
-        return self.target()
+        return self.target(**extra)
 
 
 def resolve_target(

@@ -37,6 +37,9 @@ class Task:
     required: tuple[str, ...] = ()
     system: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+    resume: tuple[Any, ...] = ()
+    """Values for a graph that pauses (LangGraph ``interrupt()``): the trial resumes the n-th
+    pause with ``Command(resume=resume[n])``; all invocations make one trial."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip():
