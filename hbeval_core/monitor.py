@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from hashlib import blake2b
 from typing import TYPE_CHECKING, Any
 
 from .derive import Deriver, StepRecord
@@ -57,6 +58,7 @@ __all__ = [
     "Monitor",
     "PolicyRule",
     "SafeHaltError",
+    "action_fingerprint",
     "score_events",
 ]
 
@@ -66,6 +68,25 @@ _PRECEDENCE = {DIRECTIVE_HALT: 4, DIRECTIVE_ESCALATE: 3, DIRECTIVE_RETRY: 2, DIR
 _DEFAULT_MAX_FIRES = 3
 _DEFAULT_FAILURES_BEFORE_OPEN = 3
 _DEFAULT_PROBE_AFTER_STEPS = 10
+
+
+def action_fingerprint(action: str) -> int:
+    """A 64-bit fingerprint of an action, how the Monitor remembers which actions it has seen.
+
+    PEI counts a plan transition when a step takes an action not seen before, so the Monitor
+    must remember every distinct action of a run. Holding the strings grows with their length
+    (a million distinct tool calls with their arguments took about 200 MB); an int of 64 bits
+    costs a few tens of bytes in a set, whatever the action's length. The fingerprint is the
+    first 8 bytes of BLAKE2b, the same in every process, so a run is scored the same everywhere.
+
+    Collision odds: two distinct actions share a fingerprint with probability 2**-64; among n
+    distinct actions of one run the chance that any two collide is about n**2 / 2**65: 3e-8 for a
+    million actions, 3e-12 for ten thousand. A collision would make a new action look seen and
+    could lower PEI by one transition; at these odds PEI is exact in practice.
+    """
+    return int.from_bytes(
+        blake2b(action.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little"
+    )
 
 
 class SafeHaltError(RuntimeError):
@@ -289,7 +310,8 @@ class Monitor:
         self._n_faulted_ok = 0
         self._n_judged = 0
         self._n_deliberate = 0
-        self._seen: set[str] = set()
+        self._seen: set[int] = set()
+        """Distinct actions so far, as ``action_fingerprint`` values (see there)."""
         self._pei: float | None = None
         self._frr: float | None = None
         self._irs: float | None = None
@@ -460,9 +482,12 @@ class Monitor:
         # A plan transition: a declared re-plan, or a new successful action taken inside an
         # open fault episode by a step that did not open it (the reference's observed rule).
         seen = self._seen
-        new_action = bool(action) and action not in seen
-        if new_action:
-            seen.add(action)
+        new_action = False
+        if action:
+            key = action_fingerprint(action)
+            if key not in seen:
+                seen.add(key)
+                new_action = True
         if replanned or (new_action and in_episode and success and not opened_here):
             self._n_transitions += 1
         elif (

@@ -194,6 +194,10 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         on_halt: Called with the halt record when the monitor decides a Safe Halt.
         on_event: Called with every event as it is recorded (a streaming sink).
         run_info: Extra ``run_start`` fields (agent_id, task_id, scenario, trial, input).
+        max_events: Keep at most this many events (the newest, trimmed each time a run ends);
+            None keeps every event. ``instrument()`` gives its long-lived handler a window of
+            ``DEFAULT_EVENT_WINDOW`` events, or 0 (keep none) when an ``on_event`` sink
+            receives them.
     """
 
     # Our own guard decides what escapes a callback (see _guard); LangChain must let it through.
@@ -228,8 +232,14 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         on_halt: Callable[[dict[str, Any]], Any] | None = None,
         on_event: Callable[[EventBase], Any] | None = None,
         run_info: Mapping[str, Any] | None = None,
+        max_events: int | None = None,
     ) -> None:
         super().__init__()
+        if max_events is not None and (
+            isinstance(max_events, bool) or not isinstance(max_events, int) or max_events < 0
+        ):
+            raise ValueError(f"max_events must be an int >= 0 or None (got {max_events!r})")
+        self.max_events = max_events
         self.run_id = run_id
         self.monitor = monitor if monitor is not None else Monitor(strict=strict)
         self.strict = strict
@@ -318,6 +328,15 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
             raise exc
         self.errors.append(f"{where}: {type(exc).__name__}: {exc}")
         log.warning("hbeval handler error in %s: %r", where, exc, exc_info=True)
+
+    def _trim_locked(self, limit: int) -> None:
+        """Keep only the newest ``limit`` events (called as a run ends, under the lock)."""
+        if len(self._pending) + len(self._events) <= limit:
+            return
+        self._flush_locked()
+        excess = len(self._events) - limit
+        if excess > 0:
+            del self._events[:excess]
 
     def _flush_locked(self) -> None:
         """Build the deferred events and move everything pending into ``events``."""
@@ -633,6 +652,8 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
                 self._halt_raised.discard(rec.root)
                 self._root_ids.pop(rec.root, None)
                 self._messages.pop(rec.rkey, None)
+                if self.max_events is not None:
+                    self._trim_locked(self.max_events)
         if self.on_event is not None:
             if span is not None:
                 self._call_user(self.on_event, span)
@@ -794,6 +815,8 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
                 # A bare model call (no graph around it) is its own run: nothing else ends it.
                 self._messages.pop(rec.rkey, None)
                 self._root_ids.pop(run_id, None)
+                if self.max_events is not None:
+                    self._trim_locked(self.max_events)
         self._after(event, fields["run_id"], fields["parent_id"])
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:

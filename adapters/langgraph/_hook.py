@@ -23,7 +23,17 @@ from typing import Any
 
 from ._handler import HBEvalCallbackHandler
 
-__all__ = ["capture", "current_handler", "instrument", "is_instrumented", "uninstrument"]
+__all__ = [
+    "DEFAULT_EVENT_WINDOW",
+    "capture",
+    "current_handler",
+    "instrument",
+    "is_instrumented",
+    "uninstrument",
+]
+
+DEFAULT_EVENT_WINDOW = 10_000
+"""Events a handler made by ``instrument()`` keeps (the newest): it may watch runs for days."""
 
 HANDLER_VAR: ContextVar[HBEvalCallbackHandler | None] = ContextVar(
     "hbeval_langgraph_handler", default=None
@@ -65,7 +75,10 @@ def instrument(
     """Record every LangGraph / LangChain run started from this context; returns the handler.
 
     Idempotent: a second call returns the handler already installed (and ignores its
-    arguments). ``handler_kwargs`` go to ``HBEvalCallbackHandler`` when no handler is given.
+    arguments). ``handler_kwargs`` go to ``HBEvalCallbackHandler`` when no handler is given;
+    such a handler lives as long as the process, so unless ``max_events`` says otherwise it
+    keeps a window of the newest ``DEFAULT_EVENT_WINDOW`` events, or none when an ``on_event``
+    sink receives them. Per-run state is dropped as each run ends.
     """
     global _instrumented
     with _lock:
@@ -75,6 +88,9 @@ def instrument(
     with _lock:
         if _instrumented is not None:
             return _instrumented[0]
+        if handler is None:
+            window = 0 if handler_kwargs.get("on_event") is not None else DEFAULT_EVENT_WINDOW
+            handler_kwargs.setdefault("max_events", window)
         active = handler if handler is not None else HBEvalCallbackHandler(**handler_kwargs)
         _instrumented = (active, HANDLER_VAR.set(active))
         return active

@@ -829,6 +829,24 @@ def _resumed_trial(
     return trial, runner.episode(job, trial, events)
 
 
+def _reload_trials(
+    runner: _Runner,
+    jobs: Sequence[_Job],
+    store: Any,
+    trial_dicts: dict[str, dict[str, Any]],
+) -> None:
+    """Fill in the trial dicts not held in memory, from the store (as a resumed run does)."""
+    missing = [job for job in jobs if trial_dicts.get(job.key) is None]
+    if not missing:
+        return
+    records = {r.trial_key: r for r in store.list_trials(runner.run_id)}
+    last_attempt: dict[str, int] = {}
+    for a in store.list_attempts(runner.run_id):
+        last_attempt[a.trial_key] = max(a.attempt, last_attempt.get(a.trial_key, -1))
+    for job in missing:
+        trial_dicts[job.key], _ = _resumed_trial(runner, job, store, records[job.key], last_attempt)
+
+
 # ---------------------------------------------------------------------- memory
 def _check_memory(memory: Any) -> None:
     if memory is None:
@@ -1234,10 +1252,14 @@ def run_battery(
     if progress is not None:
         progress(ProgressUpdate(run_id, resumed, total, failed, resumed, None))
 
+    # A finished trial is in the store: with a store that is not in memory anyway, its dict is
+    # read back for the report at the end instead of held, so memory does not grow with trials.
+    slim = memory is None and not isinstance(store, MemoryStore)
+
     def finish(done: _Done) -> None:
         nonlocal failed
         _record(store, run_id, done)
-        trial_dicts[done.job.key] = done.trial
+        trial_dicts[done.job.key] = None if slim else done.trial  # type: ignore[assignment]
         episodes[done.job.key] = done.episode
         if done.outcome != OUTCOME_PASS:
             failed += 1
@@ -1275,6 +1297,8 @@ def run_battery(
                 ", ".join(still[:5]) + (", ..." if len(still) > 5 else ""),
             )
 
+    if slim:
+        _reload_trials(runner, jobs, store, trial_dicts)
     history = [
         r.report
         for r in store.list_reports(agent_id=agent_id, measurement_fingerprint=mfp)
