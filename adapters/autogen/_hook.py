@@ -274,6 +274,9 @@ class _Turn:
             ]
         memory = rec.memory
         current: Any = getattr(agent, "_memory", _MISSING)
+        if memory is not None and _has_own_edm(current):
+            # A member configured with its own EDMMemory keeps its agent id: no second memory.
+            memory = None
         if memory is not None and current is not _MISSING and memory not in (current or ()):
             self.saved["_memory"] = current
             agent._memory = [*(current or ()), memory]
@@ -348,3 +351,12 @@ class _Turn:
                 )
         except Exception as exc:
             self.rec.fail("agent turn end", exc)
+
+
+def _has_own_edm(memories: Any) -> bool:
+    """Whether an agent's ``_memory`` list already holds an ``EDMMemory`` of its own."""
+    if memories is _MISSING or not memories:
+        return False
+    from ._memory import EDMMemory
+
+    return any(isinstance(m, EDMMemory) for m in memories)
