@@ -119,6 +119,54 @@ def parse_args(raw: Any, *, path: str, line: int | None, field: str) -> dict[str
     )
 
 
+@dataclass(frozen=True)
+class BlockKinds:
+    """How one format names an assistant message's content blocks."""
+
+    reasoning: str
+    reasoning_key: str
+    tool_call: str
+
+
+def assistant_blocks(
+    blocks: Any, kinds: BlockKinds, *, path: str, line: int, field: str
+) -> tuple[str, str, list[tuple[str | None, str, dict[str, Any]]]]:
+    """An assistant message's text, reasoning and tool calls ``(id, name, args)``, in order.
+
+    Blocks that are not objects, and block types the format's ``kinds`` do not name, are passed
+    over; a tool call without a string id and name is refused with its field named.
+    """
+    texts: list[str] = []
+    reasoning: list[str] = []
+    calls: list[tuple[str | None, str, dict[str, Any]]] = []
+    for k, block in enumerate(blocks):
+        if not isinstance(block, Mapping):
+            continue
+        btype = block.get("type")
+        if btype == "text":
+            texts.append(str(block.get("text") or ""))
+        elif btype == kinds.reasoning:
+            reasoning.append(str(block.get(kinds.reasoning_key) or ""))
+        elif btype == kinds.tool_call:
+            call_id, name = block.get("id"), block.get("name")
+            if not isinstance(call_id, str) or not isinstance(name, str):
+                raise ImportRefused(
+                    path,
+                    f"a {kinds.tool_call} block needs string id and name",
+                    line=line,
+                    field=f"{field}[{k}]",
+                )
+            args = parse_args(
+                block.get("arguments"), path=path, line=line, field=f"{field}[{k}].arguments"
+            )
+            calls.append((call_id, name, args))
+    return (
+        "\n".join(t for t in texts if t),
+        "\n".join(t for t in reasoning if t),
+        calls,
+    )
+
+
 def text_of(content: Any) -> str:
     """Plain text of a message content: a string, or the text parts of a list of blocks."""
     if content is None:

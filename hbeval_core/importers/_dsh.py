@@ -33,9 +33,18 @@ from pathlib import Path
 from typing import Any
 
 from ..events import EventBase, SpanEnd, SpanStart
-from ._common import ImportedTrial, ImportRefused, Skipped, TraceBuilder, parse_args, text_of
+from ._common import (
+    BlockKinds,
+    ImportedTrial,
+    ImportRefused,
+    Skipped,
+    TraceBuilder,
+    assistant_blocks,
+    text_of,
+)
 
 FORMAT = "dsh"
+_DSH_BLOCKS = BlockKinds(reasoning="reasoning", reasoning_key="text", tool_call="tool-call")
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _END_STATUS = {"completed": "ok", "max-tokens": "ok", "error": "error", "aborted": "cancelled"}
 _KEPT = {
@@ -163,42 +172,18 @@ def read(
                 else None
             )
         elif kind == "assistant/message":
-            texts, reasoning, calls = [], [], []
-            for k, block in enumerate(_blocks(data_)):
-                if not isinstance(block, Mapping):
-                    continue
-                btype = block.get("type")
-                if btype == "text":
-                    texts.append(str(block.get("text") or ""))
-                elif btype == "reasoning":
-                    reasoning.append(str(block.get("text") or ""))
-                elif btype == "tool-call":
-                    if not isinstance(block.get("id"), str) or not isinstance(
-                        block.get("name"), str
-                    ):
-                        raise ImportRefused(
-                            path,
-                            "a tool-call block needs string id and name",
-                            line=n,
-                            field=f"data.message.content[{k}]",
-                        )
-                    args = parse_args(
-                        block.get("arguments"),
-                        path=path,
-                        line=n,
-                        field=f"data.message.content[{k}].arguments",
-                    )
-                    calls.append((block["id"], block["name"], args))
-                    issued[block["id"]] = block["name"]
+            text, reasoning, calls = assistant_blocks(
+                _blocks(data_), _DSH_BLOCKS, path=path, line=n, field="data.message.content"
+            )
+            issued.update({cid: name for cid, name, _ in calls if cid is not None})
             raw_usage = data_.get("usage")
             usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, Mapping) else {}
             msg = data_.get("message")
             src = msg.get("source") if isinstance(msg, Mapping) else None
-            text = "\n".join(t for t in texts if t)
             b.model_call(
                 text=text,
                 tool_calls=calls,
-                reasoning="\n".join(t for t in reasoning if t),
+                reasoning=reasoning,
                 model=src.get("model") if isinstance(src, Mapping) else None,
                 usage=(_count(usage.get("inputTokens")), _count(usage.get("outputTokens"))),
                 ts=ts,

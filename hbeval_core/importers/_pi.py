@@ -24,9 +24,18 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ._common import ImportedTrial, ImportRefused, Skipped, TraceBuilder, parse_args, text_of
+from ._common import (
+    BlockKinds,
+    ImportedTrial,
+    ImportRefused,
+    Skipped,
+    TraceBuilder,
+    assistant_blocks,
+    text_of,
+)
 
 FORMAT = "pi"
+_PI_BLOCKS = BlockKinds(reasoning="thinking", reasoning_key="thinking", tool_call="toolCall")
 VERSIONS = (1, 2, 3)
 _SKIPPED_ROLES = {
     "bashExecution": "a shell command the user ran, not a call of the agent",
@@ -243,42 +252,18 @@ def read(
                 raise ImportRefused(
                     path, "must be a list of blocks", line=n, field="message.content"
                 )
-            texts, thinking, calls = [], [], []
-            for k, block in enumerate(content):
-                if not isinstance(block, Mapping):
-                    continue
-                btype = block.get("type")
-                if btype == "text":
-                    texts.append(str(block.get("text") or ""))
-                elif btype == "thinking":
-                    thinking.append(str(block.get("thinking") or ""))
-                elif btype == "toolCall":
-                    if not isinstance(block.get("id"), str) or not isinstance(
-                        block.get("name"), str
-                    ):
-                        raise ImportRefused(
-                            path,
-                            "a toolCall block needs string id and name",
-                            line=n,
-                            field=f"message.content[{k}]",
-                        )
-                    args = parse_args(
-                        block.get("arguments"),
-                        path=path,
-                        line=n,
-                        field=f"message.content[{k}].arguments",
-                    )
-                    calls.append((block["id"], block["name"], args))
+            text, thinking, calls = assistant_blocks(
+                content, _PI_BLOCKS, path=path, line=n, field="message.content"
+            )
             raw_usage = msg.get("usage")
             usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, Mapping) else {}
             tin, tout = usage.get("input"), usage.get("output")
             stop = msg.get("stopReason")
             error = msg.get("errorMessage") if stop in ("error", "aborted") else None
-            text = "\n".join(t for t in texts if t)
             b.model_call(
                 text=text,
                 tool_calls=calls,
-                reasoning="\n".join(t for t in thinking if t),
+                reasoning=thinking,
                 model=str(msg.get("model") or model or "") or None,
                 usage=(
                     tin if isinstance(tin, int) and tin >= 0 else None,
