@@ -463,22 +463,7 @@ class _Runner:
             "abandoned as a daemon thread (it may still be running) and its events after the "
             "cut are discarded"
         )
-        seq = max((e.seq for e in events if e.seq is not None), default=-1) + 1
-        events.append(
-            RunEnd(
-                run_id=ctx.trial_run_id, seq=seq, ts=time.time(), status="timeout", error=message
-            )
-        )
-        return (
-            TrialResult(
-                final_state=None,
-                events=events,
-                status="timeout",
-                error=message,
-                error_type="TrialTimeout",
-            ),
-            False,
-        )
+        return _ended_result(ctx, events, "timeout", message, "TrialTimeout"), False
 
     # -- a whole trial ------------------------------------------------------------------------------
     def run_trial(self, job: _Job) -> _Done:
@@ -589,37 +574,38 @@ def _planned_faults(plan: Any) -> int:
     return len(getattr(plan, "faults", ()) or ()) + len(getattr(plan, "stages", ()) or ())
 
 
-def _infra_result(ctx: TrialContext, message: str, exc: BaseException) -> TrialResult:
-    events = list(ctx.events)
+def _ended_result(
+    ctx: TrialContext,
+    events: list[EventBase],
+    status: str,
+    message: str,
+    error_type: str,
+    *,
+    infra: bool = False,
+) -> TrialResult:
+    """A trial the runner ended itself: its events so far, closed by a ``run_end``."""
     seq = max((e.seq for e in events if e.seq is not None), default=-1) + 1
     events.append(
-        RunEnd(run_id=ctx.trial_run_id, seq=seq, ts=time.time(), status="error", error=message)
+        RunEnd(run_id=ctx.trial_run_id, seq=seq, ts=time.time(), status=status, error=message)  # type: ignore[arg-type]
     )
     return TrialResult(
         final_state=None,
         events=events,
-        status="error",
+        status=status,
         error=message,
-        error_type=type(exc).__name__,
-        infra=True,
+        error_type=error_type,
+        infra=infra,
     )
+
+
+def _infra_result(ctx: TrialContext, message: str, exc: BaseException) -> TrialResult:
+    return _ended_result(ctx, list(ctx.events), "error", message, type(exc).__name__, infra=True)
 
 
 def _agent_exit_result(ctx: TrialContext, exc: BaseException) -> TrialResult:
     """The trial of an agent that raised ``SystemExit`` or ``KeyboardInterrupt``: an error."""
     message = f"the agent raised {type(exc).__name__}({_exit_arg(exc)}); its trial ended there"
-    events = list(ctx.events)
-    seq = max((e.seq for e in events if e.seq is not None), default=-1) + 1
-    events.append(
-        RunEnd(run_id=ctx.trial_run_id, seq=seq, ts=time.time(), status="error", error=message)
-    )
-    return TrialResult(
-        final_state=None,
-        events=events,
-        status="error",
-        error=message,
-        error_type=type(exc).__name__,
-    )
+    return _ended_result(ctx, list(ctx.events), "error", message, type(exc).__name__)
 
 
 def _exit_arg(exc: BaseException) -> str:
