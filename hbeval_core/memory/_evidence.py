@@ -30,8 +30,6 @@ from ._episode import (
 NO_TRACE = "no_trace"
 """Undefined reason of an episode's metrics when it was offered without a trace."""
 
-_CLAIM_KEYS = ("level", "completeness")
-
 
 def _claims(ep: Episode) -> dict[str, Any]:
     """What the caller said about the figures EDM computes."""
@@ -54,9 +52,8 @@ def computed_episode(ep: Episode) -> Episode:
             metrics={m: None for m in EDM_METRICS},
             metrics_undefined={m: NO_TRACE for m in EDM_METRICS},
             evidence_level=None,
+            # forbidden_tools_run stays as claimed: claims may only make an episode less safe.
             evidence={COMPUTED_FROM: COMPUTED_FROM_NOTHING, CLAIMS_IGNORED: claims},
-            # A claimed unsafe outcome still quarantines: claims may only make it less safe.
-            forbidden_tools_run=ep.forbidden_tools_run,
             metrics_source=METRICS_SOURCE_SELF_REPORTED,
         )
     from ..scoring import trace_figures
