@@ -23,6 +23,8 @@ __all__ = [
     "TRUSTED_KEYS_ENV",
     "TrustedKey",
     "default_trusted_keys_path",
+    "is_key_id",
+    "key_id",
     "parse_trusted_keys",
     "passport_content_problems",
 ]
@@ -141,6 +143,16 @@ class TrustedKey(BaseModel):
 _KEY_ID_RE = re.compile(r"^[0-9a-f]{16}$")
 
 
+def key_id(public_raw: bytes) -> str:
+    """First 16 lowercase hex characters of SHA-256 over the raw 32-byte public key."""
+    return hashlib.sha256(public_raw).hexdigest()[:16]
+
+
+def is_key_id(text: str) -> bool:
+    """Whether ``text`` has the shape of a key id (16 lowercase hex characters)."""
+    return _KEY_ID_RE.match(text) is not None
+
+
 def default_trusted_keys_path() -> Path:
     """``$HBEVAL_TRUSTED_KEYS``, else ``$XDG_CONFIG_HOME/hbeval/trusted_keys`` (~/.config)."""
     env = os.environ.get(TRUSTED_KEYS_ENV)
@@ -163,7 +175,7 @@ def parse_trusted_keys(text: str, where: str) -> list[TrustedKey]:
             continue
         parts = line.split()
         claimed = None
-        if _KEY_ID_RE.match(parts[0]) and len(parts) > 1:
+        if is_key_id(parts[0]) and len(parts) > 1:
             claimed, parts = parts[0], parts[1:]
         try:
             public_raw = base64.b64decode(parts[0], validate=True)
@@ -174,7 +186,7 @@ def parse_trusted_keys(text: str, where: str) -> list[TrustedKey]:
                 f"{where}:{number}: expected a base64 raw Ed25519 public key (32 bytes), "
                 "optionally after its key id and followed by a label"
             )
-        kid = hashlib.sha256(public_raw).hexdigest()[:16]
+        kid = key_id(public_raw)
         if claimed is not None and claimed != kid:
             raise ValueError(f"{where}:{number}: key id {claimed} does not match the key ({kid})")
         keys.append(

@@ -20,7 +20,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -488,7 +487,7 @@ def passport_verify(
     checked (no --key and no trusted-keys file; anyone can re-sign a passport with their own key)
     unless --no-key-check.
     """
-    from ._passport_schema import default_trusted_keys_path, parse_trusted_keys
+    from ._passport_schema import default_trusted_keys_path, is_key_id, parse_trusted_keys
     from .passport import PassportError, load_public_key, verify_passport
 
     keys_path = trusted_keys if trusted_keys is not None else default_trusted_keys_path()
@@ -502,7 +501,7 @@ def passport_verify(
             by_id = [k for k in known if k.key_id == key.strip()]
             if by_id:
                 trusted = by_id[0].public_raw
-            elif re.fullmatch(r"[0-9a-f]{16}", key.strip()) and not Path(key).exists():
+            elif is_key_id(key.strip()) and not Path(key).exists():
                 raise PassportError(
                     f"--key {key}: no key with that id in the trusted-keys file {keys_path}"
                 )

@@ -40,7 +40,7 @@ from .. import __version__
 from ..fingerprint import fingerprint
 from ..scoring import VERDICT_VERSION, decide_verdict
 from ..vocab import LIVE_METRICS, NOT_MEASURED, TI, TI_MAX
-from ._passport_schema import TrustedKey, passport_content_problems
+from ._passport_schema import TrustedKey, key_id, passport_content_problems
 from .scores import capability_score, security_gate
 
 if TYPE_CHECKING:
@@ -128,11 +128,6 @@ def _ed25519() -> Any:
     from cryptography.hazmat.primitives.asymmetric import ed25519
 
     return ed25519
-
-
-def key_id(public_raw: bytes) -> str:
-    """First 16 lowercase hex characters of SHA-256 over the raw 32-byte public key."""
-    return hashlib.sha256(public_raw).hexdigest()[:16]
 
 
 def generate_private_key() -> Ed25519PrivateKey:
