@@ -19,6 +19,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .model import Change, TiScale, Unit
+
 __all__ = [
     "TRUSTED_KEYS_ENV",
     "TrustedKey",
@@ -31,9 +33,6 @@ __all__ = [
 
 TRUSTED_KEYS_ENV = "HBEVAL_TRUSTED_KEYS"
 """Environment variable naming the trusted-keys file (else ~/.config/hbeval/trusted_keys)."""
-
-Unit = Annotated[float, Field(ge=0.0, le=1.0, strict=True)]
-TiScale = Annotated[float, Field(ge=0.0, le=5.0, strict=True)]
 
 
 class _Strict(BaseModel):
@@ -61,7 +60,7 @@ class _Rate(_Open):
 class _Gap(_Open):
     c_nom: Unit | None = None
     r_op: Unit | None = None
-    gap: Annotated[float, Field(ge=-1.0, le=1.0, strict=True)] | None = None
+    gap: Change | None = None
 
 
 class _Signer(_Strict):
