@@ -22,7 +22,16 @@ from typing import Any, Final
 from ..metrics import PairedComparison, paired_comparison
 from ..metrics._compare import MIN_PAIRED_TASKS
 from ..scoring import fault_type_delivery
-from ..vocab import FRR, IRS, LIVE_METRICS, NO_FAULT_DELIVERED, NOT_MEASURED, OUTCOME_PASS
+from ..vocab import (
+    FRR,
+    INSUFFICIENT_TASKS,
+    IRS,
+    LIVE_METRICS,
+    NO_FAULT_DELIVERED,
+    NOT_MEASURED,
+    OUTCOME_PASS,
+    SINGLE_TASK,
+)
 from .gate import measurement_fingerprint_of
 from .scores import scored_trials
 
@@ -139,7 +148,7 @@ def _summary(label_a: str, label_b: str, overall: Mapping[str, Any]) -> str:
         )
     else:
         reason = overall["undefined"].get("interval", NOT_MEASURED)
-        if reason in ("insufficient_tasks", "single_task"):
+        if reason in (INSUFFICIENT_TASKS, SINGLE_TASK):
             parts.append(
                 f"insufficient data: {overall['tasks']} shared task(s), a paired test needs "
                 f"at least {MIN_PAIRED_TASKS}"
