@@ -35,8 +35,7 @@ _MEMORY: ContextVar[Any] = ContextVar("hbeval_crewai_memory", default=None)
 def _derives_from(cls: Any, name: str, module: str) -> bool:
     """Whether class ``cls`` has a base called ``name`` from ``module`` (CrewAI is not imported)."""
     return any(
-        c.__name__ == name and c.__module__.startswith(module)
-        for c in getattr(cls, "__mro__", ())
+        c.__name__ == name and c.__module__.startswith(module) for c in getattr(cls, "__mro__", ())
     )
 
 
