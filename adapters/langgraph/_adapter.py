@@ -407,13 +407,19 @@ def _run_across_interrupts(
             paused = tuple(getattr(snapshot, "interrupts", ()) or ())
             if not paused:
                 return snapshot.values
-            if not left:
-                used = len(resume)
+            if len(left) < len(paused):
+                used = len(resume) - len(left)
+                waiting = ", ".join(f"interrupt({p.value!r})" for p in paused)
                 raise GraphInterrupted(
-                    f"the graph paused at interrupt({paused[0].value!r}) after {used} resume "
-                    "value(s); add the value to resume it with to the task's 'resume' list"
+                    f"the graph paused at {waiting} after {used} resume value(s); add "
+                    f"{len(paused) - len(left)} more value(s) to resume it with to the task's "
+                    "'resume' list (one per pending interrupt, in the order they are listed)"
                 )
-            payload = Command(resume=left.pop(0))
+            if len(paused) == 1:
+                payload = Command(resume=left.pop(0))
+            else:
+                # Parallel branches paused together: LangGraph needs one value per interrupt id.
+                payload = Command(resume={p.id: left.pop(0) for p in paused})
 
     name = str(getattr(graph, "name", None) or "LangGraph")
     return RunnableLambda(drive, name=name).invoke(inputs, config=outer)  # type: ignore[arg-type]
