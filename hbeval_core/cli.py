@@ -439,6 +439,7 @@ def init(
 _mount_optional("hbeval_core.runner.cli_battery", "battery_app", "battery")
 _mount_optional("hbeval_core.memory.cli", "memory_app", "memory")
 _mount_optional("hbeval_core.report.cli", "passport_app", "passport")
+_mount_optional("hbeval_core.export.cli", "export_app", "export")
 
 
 def _mount_report_commands() -> None:
