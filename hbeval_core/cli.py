@@ -464,6 +464,16 @@ def _mount_import_command() -> None:
 _mount_import_command()
 
 
+def _mount_replay_command() -> None:
+    """``replay`` lives beside the replay it runs."""
+    from .replay.cli import replay_cmd
+
+    app.command("replay")(replay_cmd)
+
+
+_mount_replay_command()
+
+
 def _mount_mcp_command() -> None:
     """``hbeval mcp``; the MCP SDK itself is imported only when the command runs."""
     from .mcp_server.cli import mcp_cmd
