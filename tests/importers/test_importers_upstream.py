@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures" / "imports"
 TAU2 = FIX / "tau2_results.json"
 OPENCLAW = FIX / "openclaw_session.jsonl"
