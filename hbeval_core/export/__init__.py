@@ -4,7 +4,9 @@
 every trial's events; or a report file, trials only) and POSTs its
 ``ExportTraceServiceRequest`` to ``URL/v1/traces`` and its ``ExportMetricsServiceRequest`` to
 ``URL/v1/metrics`` as protobuf (``application/x-protobuf``), as OTLP/HTTP exporters do. The
-mapping is in ``_otlp``. Needs the ``[otel]`` extra (``opentelemetry-proto``).
+mapping is in ``_otlp``. ``OtlpMetricsSink`` sends a running agent's live metrics the same way
+(``hbeval_core.otel.instrument(export_endpoint=URL)``). Needs the ``[otel]`` extra
+(``opentelemetry-proto``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ._live import OtlpMetricsSink
 from ._otlp import (
     ExportSummary,
     TrialSource,
@@ -26,6 +29,7 @@ from ._otlp import (
 __all__ = [
     "ExportError",
     "ExportSummary",
+    "OtlpMetricsSink",
     "TrialSource",
     "build_metrics_request",
     "build_trace_request",

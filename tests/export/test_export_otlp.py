@@ -279,3 +279,53 @@ def test_a_refusing_receiver_or_a_bad_source_exits_2(
     bad.write_text('{"run_id": "x"}', encoding="utf-8")
     proc = CliRunner().invoke(app, ["export", "otlp", str(bad), "--endpoint", "http://127.0.0.1:9"])
     assert proc.exit_code == 2 and "'trials'" in proc.stderr
+
+
+def test_the_live_processor_sends_each_traces_metrics(
+    receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    import hbeval_core.otel as hotel
+
+    monkeypatch.delenv("OTEL_SDK_DISABLED", raising=False)
+    provider = TracerProvider()
+    processor = hotel.instrument(provider, agent_id="live-agent", export_endpoint=receiver.url)
+    tracer = provider.get_tracer("t")
+    outcomes = [True, False, False]  # three tool calls, the first one fails
+    try:
+        with tracer.start_as_current_span(
+            "invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}
+        ) as root:
+            for k, fails in enumerate(outcomes):
+                attrs = {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "lookup",
+                    "gen_ai.tool.call.id": f"c{k}",
+                }
+                if fails:
+                    attrs["error.type"] = "TimeoutError"
+                with tracer.start_as_current_span("execute_tool lookup", attributes=attrs):
+                    pass
+            trace_id = format(root.get_span_context().trace_id, "032x")
+        assert processor.force_flush(5000)
+    finally:
+        hotel.uninstrument(provider)
+    assert processor.errors == 0
+    (req,) = receiver.metrics
+    gauges = {
+        m.name: m for rm in req.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
+    }
+    (calls,) = gauges["hbeval.live.tool_calls"].gauge.data_points
+    (errors,) = gauges["hbeval.live.tool_errors"].gauge.data_points
+    assert (calls.as_double, errors.as_double) == (len(outcomes), sum(outcomes))
+    assert _attrs(calls.attributes) == {
+        "hbeval.trace_id": trace_id,
+        "hbeval.agent_id": "live-agent",
+    }
+    live = processor.traces[trace_id].monitor.metrics
+    for name, value in live.items():
+        if value is None:
+            assert f"hbeval.live.{name}" not in gauges
+        else:
+            assert gauges[f"hbeval.live.{name}"].gauge.data_points[0].as_double == value
