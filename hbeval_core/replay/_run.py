@@ -337,6 +337,98 @@ def _paired_numbers(pairs: Sequence[tuple[float | None, float | None]]) -> dict[
     return out
 
 
+def _case_report(
+    rec: _Recorded,
+    task: Any,
+    result: Any,
+    injector: ReplayInjector,
+    latency: float,
+    inv: Invariants,
+    schemas: Mapping[str, Any],
+) -> dict[str, Any]:
+    """One case's entry: selection, arguments, violations, outcome, cost and latency."""
+    from ..metrics import rule_violations
+    from ..scoring import score_trial
+    from ..vocab import METHODOLOGY_B, OUTCOME_FAIL, OUTCOME_PASS
+
+    t = rec.trial
+    replayed = [e for e in result.events if getattr(e, "kind", None) == "tool_start"]
+    sel = selection(rec.calls, replayed)
+    sel["unexpected"] = [
+        {"index": s.index, "tool": s.tool, "args": s.args} for s in injector.unexpected
+    ]
+    sel["diverged"] = bool(sel["diverged"] or sel["unexpected"])
+    forbidden = tuple(dict.fromkeys((*getattr(task, "forbidden_tools", ()), *inv.forbidden)))
+    rv = rule_violations(
+        [(c.tool, dict(c.args or {})) for c in replayed],
+        forbidden=forbidden,
+        required=inv.required,
+        order=inv.order,
+        call_budget=inv.call_budget,
+        arg_schemas=schemas,
+    )
+    scenario = SimpleNamespace(
+        fault_type=t.fault_type, is_nominal=t.fault_type in (None, "none"), domain=t.domain
+    )
+    verdict = score_trial(task, scenario, result, methodology=METHODOLOGY_B).as_dict()
+    verifiable = getattr(task, "verify", None) is not None or bool(getattr(task, "required", ()))
+    before, after = _usage(rec.events), _usage(result.events)
+    return {
+        "trial_key": t.trial_key,
+        "task_id": t.task_id,
+        "fault_type": t.fault_type,
+        "status": result.status,
+        "selection": sel,
+        "violations": {
+            "total": rv.total,
+            "counts": dict(rv.counts),
+            "details": [dataclasses.asdict(v) for v in rv.details],
+        },
+        "outcome": {
+            "recorded": {OUTCOME_PASS: True, OUTCOME_FAIL: False}.get(t.outcome),
+            "replayed": bool(verdict.get("passed")) if verifiable else None,
+        },
+        "cost": {
+            k: {"recorded": before[k], "replayed": after[k]}
+            for k in ("tokens", "tool_calls", "model_calls")
+        },
+        "latency_ms": {"recorded": t.latency_ms, "replayed": latency},
+    }
+
+
+def _compare(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Recorded against replayed, paired per case (per task for the pass rate)."""
+    from ..metrics import paired_comparison
+
+    recorded: dict[str, list[bool]] = {}
+    replayed: dict[str, list[bool]] = {}
+    for c in cases:
+        was, now = c["outcome"]["recorded"], c["outcome"]["replayed"]
+        if was is not None and now is not None:
+            recorded.setdefault(c["task_id"], []).append(was)
+            replayed.setdefault(c["task_id"], []).append(now)
+    pc = paired_comparison(recorded, replayed)
+    out: dict[str, Any] = {
+        "pass": {
+            "rate_recorded": pc.rate_a,
+            "rate_replayed": pc.rate_b,
+            "mean_change": pc.mean_change,
+            "interval": list(pc.interval) if pc.interval is not None else None,
+            "p_paired": pc.p_paired,
+            "tasks": len(pc.tasks),
+            "undefined": dict(pc.undefined),
+        }
+    }
+    for k in ("tokens", "tool_calls", "model_calls"):
+        out[k] = _paired_numbers(
+            [(c["cost"][k]["recorded"], c["cost"][k]["replayed"]) for c in cases]
+        )
+    out["latency_ms"] = _paired_numbers(
+        [(c["latency_ms"]["recorded"], c["latency_ms"]["replayed"]) for c in cases]
+    )
+    return out
+
+
 def replay_run(
     store: Any,
     run_id: str,
@@ -352,11 +444,8 @@ def replay_run(
     ``tasks`` gives verifiers, forbidden tools and metadata by task id (a task the recording
     names but ``tasks`` lacks runs with the recorded question only: its pass is unverifiable).
     """
-    from ..metrics import paired_comparison, rule_violations
     from ..runner.registry import resolve_target
     from ..runner.task import Task
-    from ..scoring import score_trial
-    from ..vocab import METHODOLOGY_B, OUTCOME_FAIL, OUTCOME_PASS
 
     inv = invariants or Invariants()
     run, cases = _load(store, run_id)
@@ -366,81 +455,21 @@ def replay_run(
     resolved = resolve_target(target, target_kind=target_kind)
     agent = agent_id or f"{run.agent_id}-replay"
     replay_id = f"replay-{run_id}"
-    resolved.adapter.instrument()
     out_cases: list[dict[str, Any]] = []
-    recorded_pass: dict[str, list[bool]] = {}
-    replayed_pass: dict[str, list[bool]] = {}
-    numbers: dict[str, list[tuple[float | None, float | None]]] = {
-        k: [] for k in ("tokens", "tool_calls", "model_calls", "latency_ms")
-    }
-    total = 0
+    resolved.adapter.instrument()
     try:
         for rec in cases:
-            t = rec.trial
-            base = by_id.get(t.task_id)
+            base = by_id.get(rec.trial.task_id)
             task = (
                 dataclasses.replace(base, question=rec.question)
                 if base is not None
-                else Task(id=t.task_id, question=rec.question)
+                else Task(id=rec.trial.task_id, question=rec.question)
             )
             result, injector, latency = _run_case(resolved, rec, task, replay_id, agent)
-            replayed = [e for e in result.events if getattr(e, "kind", None) == "tool_start"]
-            sel = selection(rec.calls, replayed)
-            sel["unexpected"] = [
-                {"index": s.index, "tool": s.tool, "args": s.args} for s in injector.unexpected
-            ]
-            sel["diverged"] = bool(sel["diverged"] or sel["unexpected"])
-            forbidden = tuple(
-                dict.fromkeys((*getattr(task, "forbidden_tools", ()), *inv.forbidden))
-            )
-            rv = rule_violations(
-                [(c.tool, dict(c.args or {})) for c in replayed],
-                forbidden=forbidden,
-                required=inv.required,
-                order=inv.order,
-                call_budget=inv.call_budget,
-                arg_schemas=schemas,
-            )
-            total += rv.total
-            scenario = SimpleNamespace(
-                fault_type=t.fault_type, is_nominal=t.fault_type in (None, "none"), domain=t.domain
-            )
-            verdict = score_trial(task, scenario, result, methodology=METHODOLOGY_B).as_dict()
-            verifiable = getattr(task, "verify", None) is not None or bool(
-                getattr(task, "required", ())
-            )
-            was = {OUTCOME_PASS: True, OUTCOME_FAIL: False}.get(t.outcome)
-            now = bool(verdict.get("passed")) if verifiable else None
-            if was is not None and now is not None:
-                recorded_pass.setdefault(t.task_id, []).append(was)
-                replayed_pass.setdefault(t.task_id, []).append(now)
-            before, after = _usage(rec.events), _usage(result.events)
-            for k in ("tokens", "tool_calls", "model_calls"):
-                numbers[k].append((before[k], after[k]))
-            numbers["latency_ms"].append((t.latency_ms, latency))
-            out_cases.append(
-                {
-                    "trial_key": t.trial_key,
-                    "task_id": t.task_id,
-                    "fault_type": t.fault_type,
-                    "status": result.status,
-                    "selection": sel,
-                    "violations": {
-                        "total": rv.total,
-                        "counts": dict(rv.counts),
-                        "details": [dataclasses.asdict(v) for v in rv.details],
-                    },
-                    "outcome": {"recorded": was, "replayed": now},
-                    "cost": {
-                        k: {"recorded": before[k], "replayed": after[k]}
-                        for k in ("tokens", "tool_calls", "model_calls")
-                    },
-                    "latency_ms": {"recorded": t.latency_ms, "replayed": latency},
-                }
-            )
+            out_cases.append(_case_report(rec, task, result, injector, latency, inv, schemas))
     finally:
         resolved.adapter.uninstrument()
-    pc = paired_comparison(recorded_pass, replayed_pass)
+    total = sum(c["violations"]["total"] for c in out_cases)
     diverged = [c["trial_key"] for c in out_cases if c["selection"]["diverged"]]
     return {
         "format": REPLAY_FORMAT,
@@ -460,18 +489,7 @@ def replay_run(
             "violation_budget": inv.budget,
             "within_budget": total <= inv.budget,
         },
-        "compare": {
-            "pass": {
-                "rate_recorded": pc.rate_a,
-                "rate_replayed": pc.rate_b,
-                "mean_change": pc.mean_change,
-                "interval": list(pc.interval) if pc.interval is not None else None,
-                "p_paired": pc.p_paired,
-                "tasks": len(pc.tasks),
-                "undefined": dict(pc.undefined),
-            },
-            **{k: _paired_numbers(v) for k, v in numbers.items()},
-        },
+        "compare": _compare(out_cases),
         "invariants": {
             "forbidden": list(inv.forbidden),
             "required": list(inv.required),
