@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from hbeval_core.cli import app
@@ -182,3 +183,46 @@ def test_group_by_session_is_refused_for_other_formats(tmp_path: Path) -> None:
         ["import", "otlp-json", str(path), "--db", str(tmp_path / "d.db"), "--group-by", "user"],
     )
     assert bad.exit_code == 2 and "trace, session" in bad.stderr
+
+
+def test_live_traces_say_how_each_call_was_tied_to_its_reply(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A GenAI tool span with a call id is tied by id; an OpenInference one without is tied by
+    tool name, which is inferred, so TI rests on an inferred field."""
+    from opentelemetry.sdk.trace import TracerProvider
+
+    import hbeval_core.otel as hotel
+
+    monkeypatch.delenv("OTEL_SDK_DISABLED", raising=False)
+    provider = TracerProvider()
+    processor = hotel.instrument(provider)
+    tracer = provider.get_tracer("t")
+    reply = json.dumps(
+        [{"role": "assistant", "parts": [{"type": "tool_call", "id": "k1", "name": "lookup"}]}]
+    )
+    ids: dict[str, str] = {}
+    try:
+        for label, tool_attrs in (
+            ("by_id", {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.id": "k1"}),
+            ("by_name", {"openinference.span.kind": "TOOL"}),
+        ):
+            with tracer.start_as_current_span("agent") as root:
+                with tracer.start_as_current_span(
+                    "chat",
+                    attributes={"gen_ai.operation.name": "chat", "gen_ai.output.messages": reply},
+                ):
+                    pass
+                with tracer.start_as_current_span(
+                    "lookup", attributes={**tool_attrs, "gen_ai.tool.name": "lookup"}
+                ):
+                    pass
+                ids[label] = format(root.get_span_context().trace_id, "032x")
+        assert processor.force_flush(5000)
+    finally:
+        hotel.uninstrument(provider)
+    by_id, by_name = processor.traces[ids["by_id"]], processor.traces[ids["by_name"]]
+    assert by_id.derivation["link"] == {"by_id": 1} and by_id.inferred_figures == {}
+    assert by_name.derivation["link"] == {"by_name": 1}
+    assert set(by_name.inferred_figures) == {"ti"}
+    assert by_id.derivation["outcome"] == by_name.derivation["outcome"] == {"absence_of_error": 1}
