@@ -222,7 +222,7 @@ def _session(
                 source_id=source_id,
                 source_file=path,
                 response_text=last,
-                attrs={"model": doc.get("model")},
+                attrs={"model": doc.get("model"), "shared_session": True},
             )
         )
     return trials

@@ -292,7 +292,8 @@ def _trial_dict(
         "attempts": 1,
         "verdict": verdict,
         "usage": usage,
-        "isolated": isolated,
+        # A trial that continued a session (Hermes session logs) did not start on a fresh agent.
+        "isolated": isolated and not trial.attrs.get("shared_session"),
     }
 
 

@@ -290,6 +290,7 @@ def test_hermes_session_log_imports_one_run_per_prompt_with_inferred_errors(
     inferred = report["source"]["inferred_figures"]
     assert set(inferred) >= {"frr", "reliability_gap", "tool_errors"}
     assert "ti" not in inferred  # the session log ties results to calls by id
+    assert report["isolation"]["isolated"] is False  # its prompts share one session
     assert any("inferred" in n for n in report["source"]["notes"])
     page = tmp_path / "r.html"
     assert hb("report", out["run_id"], "--db", str(db), "--html", str(page)).exit_code == 0
