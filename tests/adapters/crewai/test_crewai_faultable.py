@@ -18,7 +18,7 @@ from hbeval_core.faults.plans import FaultPlan, FaultSpec
 from hbeval_core.faults.runtime import FaultInjector
 from hbeval_core.runner.context import TrialContext, trial_context
 from hbeval_core.runner.task import Task
-from tests.test_crewai_fixtures import (
+from tests.adapters.crewai.test_crewai_fixtures import (
     QUESTION_TASK,
     STANDARD_SCRIPT,
     AddTool,
