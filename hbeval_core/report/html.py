@@ -72,12 +72,9 @@ from .scores import (
     SECURITY_PASSED,
     _block,
     _number,
-    capability_score,
-    efficiency,
     proportion_counts,
-    score_headline,
     scored_trials,
-    security_gate,
+    scores_of,
 )
 
 __all__ = [
@@ -104,7 +101,7 @@ def _verdict_sentence(verdict: Any, problems: int) -> str:
 
 def _what_failed(report: Mapping[str, Any], decision: RunVerdict) -> list[str]:
     items: list[str] = []
-    sec = security_gate(report)
+    sec = scores_of(report).security_gate
     n_scored = len(scored_trials(report))
     if sec.status == SECURITY_FAILED:
         items.append(
@@ -264,9 +261,8 @@ def _scores_section(report: Mapping[str, Any]) -> str:
     """Capability score, security gate and efficiency, rendered by ``scores.html.j2``."""
     from markupsafe import Markup
 
-    cap = capability_score(report)
-    sec = security_gate(report)
-    eff = efficiency(report)
+    scores = scores_of(report)
+    cap, sec, eff = scores.capability, scores.security_gate, scores.efficiency
     components = [
         {
             "label": COMPONENT_LABELS[name],
@@ -282,9 +278,9 @@ def _scores_section(report: Mapping[str, Any]) -> str:
         {
             "label": name.replace("_", " "),
             "metric": f"efficiency:{name}",
-            "undefined": eff["figures"][name] is None,
-            "reason": eff["undefined"].get(name),
-            "cell": Markup(_fmt(eff["figures"][name], eff["undefined"].get(name), 2)),
+            "undefined": eff.figures.get(name) is None,
+            "reason": eff.undefined.get(name),
+            "cell": Markup(_fmt(eff.figures.get(name), eff.undefined.get(name), 2)),
         }
         for name in EFFICIENCY_FIGURES
     ]
@@ -304,9 +300,9 @@ def _scores_section(report: Mapping[str, Any]) -> str:
             pill={SECURITY_PASSED: "ok", SECURITY_FAILED: "bad"}.get(sec.status, ""),
             security_status=sec.status.replace("_", " "),
             security_reason=sec.reason,
-            successes=eff["successes"],
+            successes=eff.successes,
             figures=figures,
-            notes=eff["notes"],
+            notes=eff.notes,
         )
     )
     return page
@@ -518,7 +514,7 @@ def _report_section(
         "run_id": report.get("run_id"),
         "verdict": decision.verdict,
         "sentence": _verdict_sentence(decision.verdict, problems),
-        "scores_line": score_headline(capability_score(report), security_gate(report)),
+        "scores_line": scores_of(report).headline,
         "what": [Markup(x) for x in _what_failed(report, decision)],
         "sure": [Markup(x) for x in _how_sure(report)],
         "metrics_chart": Markup(
@@ -557,7 +553,7 @@ def _side_by_side(reports: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         ("verdict", [decide_verdict(r).verdict for r in reports.values()]),
         (
             "scores",
-            [score_headline(capability_score(r), security_gate(r)) for r in reports.values()],
+            [scores_of(r).headline for r in reports.values()],
         ),
         (
             "pass rate (95% interval)",

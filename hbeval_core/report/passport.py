@@ -41,7 +41,7 @@ from ..fingerprint import fingerprint
 from ..scoring import VERDICT_VERSION, decide_verdict
 from ..vocab import LIVE_METRICS, NOT_MEASURED, TI, TI_MAX
 from ._passport_schema import TrustedKey, key_id, passport_content_problems
-from .scores import capability_score, security_gate
+from .scores import scores_of
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -371,6 +371,7 @@ def build_passport(
     issued_at = _iso(issued)
     # The passport states whatever the one verdict is, INSUFFICIENT_DATA included.
     decision = decide_verdict(report)
+    scores = scores_of(report)
     doc: dict[str, Any] = {
         "format": PASSPORT_FORMAT,
         "passport_id": fingerprint(
@@ -412,8 +413,8 @@ def build_passport(
             k: gap.get(k)
             for k in ("c_nom", "r_op", "gap", "interval", "significant", "confidence", "undefined")
         },
-        "capability": capability_score(report).as_dict(),
-        "security_gate": security_gate(report).as_dict(),
+        "capability": scores.capability.model_dump(mode="json"),
+        "security_gate": scores.security_gate.model_dump(mode="json"),
         "evidence": {
             k: evidence.get(k)
             for k in (

@@ -51,6 +51,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..metrics import (
     METRICS,
     cost_per_success,
@@ -103,6 +105,8 @@ from ..vocab import (
 )
 from ._decision import decide_verdict
 from ._delivery import delivery_counts, fault_type_delivery
+from ._report_model import Report, format_error
+from ._scores import compute_scores
 from ._trace import LEVEL_RANK
 
 SCORED_OUTCOMES = (OUTCOME_PASS, OUTCOME_FAIL, OUTCOME_TIMEOUT)
@@ -747,14 +751,16 @@ def build_report(
     thresholds: Mapping[str, float] | None = None,
     confidence: float = DEFAULT_CONFIDENCE,
     tail_size: int = DEFAULT_TAIL_SIZE,
-) -> dict[str, Any]:
-    """Fold a battery run's trial verdicts into an ``hbeval-report/1`` dict (rules in the module docstring).
+) -> Report:
+    """Fold a battery run's trial verdicts into an ``hbeval-report/1`` report (rules in the module docstring).
 
     ``run`` describes the run (run_id, agent_id, battery, seed, trials, methodology, judge,
     fingerprints or *_fingerprint keys, manifest_hash, manifest with an optional
     ``price_table``, started_at, ended_at); ``trials`` holds one dict per trial as the runner
     records it, with ``verdict`` = ``TrialVerdict.as_dict()``; ``history`` holds earlier reports
     of the same agent id and measurement fingerprint, oldest first (for CSI).
+    ``Report.to_dict()`` is the JSON written to disk. Input that does not fit the report model
+    (a verdict missing a field, a metric out of range) raises ``ReportFormatError`` naming it.
     """
     floors = dict(DEFAULT_THRESHOLDS if thresholds is None else thresholds)
     ordered = sorted(trials, key=_sort_key)
@@ -857,6 +863,7 @@ def build_report(
         "tier": None,
         "verification": "unverified",
         "thresholds": floors,
+        "scores": None,  # filled in below, from this very report
         "metrics": metrics,
         "aggregate_metrics": dict(metrics),
         "undefined": undefined,
@@ -937,16 +944,20 @@ def build_report(
         },
         "trials": [_trial_entry(t) for t in ordered],
     }
+    report["scores"] = compute_scores(report).model_dump(mode="json")
     decision = decide_verdict(report, floors=floors)
     report["verdict"] = decision.verdict
     report["verdict_reasons"] = list(decision.reasons)
     report["unmeasured_metrics"] = list(decision.unmeasured)
     report["verdict_fix"] = decision.fix
     report["summary"] = _summary(decision.verdict, decision.reasons, pass_rate, metrics, undefined)
-    return report
+    try:
+        return Report.model_validate(report)
+    except ValidationError as exc:
+        raise format_error(exc) from None
 
 
-def strip_volatile(report: Mapping[str, Any]) -> dict[str, Any]:
+def strip_volatile(report: Mapping[str, Any] | Report) -> dict[str, Any]:
     """A copy of ``report`` without timestamps and latencies, for comparing two runs.
 
     Removes, at any depth, the keys ``started_at`` and ``ended_at`` and every key starting
@@ -966,6 +977,6 @@ def strip_volatile(report: Mapping[str, Any]) -> dict[str, Any]:
             return [strip(v) for v in value]
         return copy.deepcopy(value)
 
-    result = strip(report)
+    result = strip(report.to_dict() if isinstance(report, Report) else report)
     assert isinstance(result, dict)
     return result

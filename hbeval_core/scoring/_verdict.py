@@ -103,6 +103,7 @@ from ._trace import (
     canonical_args,
     tools_run,
 )
+from ._trial_model import TrialVerdictModel
 
 if TYPE_CHECKING:
     from ..runner.protocol import TrialResult
@@ -133,7 +134,11 @@ _UNFINISHED_STATUSES = frozenset({"error", "timeout", "cancelled", "halted"})
 
 @dataclass
 class TrialVerdict:
-    """Everything scoring concluded about one trial; ``as_dict()`` is its report form."""
+    """Everything scoring concluded about one trial; ``as_dict()`` is its report form.
+
+    The fields carry the names of ``TrialVerdictModel`` (the one written shape); the written
+    form's derived fields (``constraint_count``, ``judge_score`` ...) are properties here.
+    """
 
     methodology: str
     passed: bool
@@ -158,7 +163,7 @@ class TrialVerdict:
     judge: JudgeResult | None
     composite: float | None
     success: bool | None
-    text_score: TextScore | None
+    text_heuristics: TextScore | None
     metrics: dict[str, float | None]
     metrics_undefined: dict[str, str]
     trajectory: dict[str, Any] | None
@@ -192,12 +197,36 @@ class TrialVerdict:
         return sorted({c.canonical for c in self.claims if c.supported is False})
 
     @property
+    def text_score(self) -> TextScore | None:
+        """The former name of ``text_heuristics``."""
+        return self.text_heuristics
+
+    @property
+    def constraint_count(self) -> int:
+        """How many deterministic checks the trial had (``checks``)."""
+        return len(self.checks)
+
+    @property
+    def constraint_violations(self) -> list[str]:
+        """Names of the deterministic checks that failed, sorted."""
+        return sorted(k for k, ok in self.checks.items() if not ok)
+
+    @property
+    def judge_score(self) -> float | None:
+        """The judge's score (1.0 safe, 0.0 unsafe), None without a judgement."""
+        return None if self.judge is None else judge_score(self.judge.safe)
+
+    @property
     def claims_reconciled(self) -> int:
         """How many claims were checked against the trace."""
         return sum(1 for c in self.claims if c.supported is not None)
 
+    def to_model(self) -> TrialVerdictModel:
+        """The verdict as its one typed shape (what a report's ``trials[].verdict`` holds)."""
+        return TrialVerdictModel.model_validate(self.as_dict())
+
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready, deterministic form (no timestamps, no latencies)."""
+        """JSON-ready, deterministic form (no timestamps, no latencies): ``TrialVerdictModel``."""
         return {
             "scoring_version": SCORING_VERSION,
             "derive_version": DERIVE_VERSION,
@@ -228,14 +257,16 @@ class TrialVerdict:
             "secrets_leaked": self.secrets_leaked,
             "abstained": self.abstained,
             "checks": dict(self.checks),
-            "constraint_count": len(self.checks),
-            "constraint_violations": sorted(k for k, ok in self.checks.items() if not ok),
+            "constraint_count": self.constraint_count,
+            "constraint_violations": self.constraint_violations,
             "constraint_score": self.constraint_score,
             "judge": None if self.judge is None else self.judge.as_dict(),
-            "judge_score": None if self.judge is None else judge_score(self.judge.safe),
+            "judge_score": self.judge_score,
             "composite": self.composite,
             "success": self.success,
-            "text_heuristics": None if self.text_score is None else self.text_score.as_dict(),
+            "text_heuristics": (
+                None if self.text_heuristics is None else self.text_heuristics.as_dict()
+            ),
             "metrics": dict(self.metrics),
             "metrics_undefined": dict(self.metrics_undefined),
             "trajectory": None if self.trajectory is None else dict(self.trajectory),
@@ -596,7 +627,7 @@ def score_trial(
         judge=judge_result,
         composite=composite,
         success=success,
-        text_score=text_score,
+        text_heuristics=text_score,
         metrics=metrics,
         metrics_undefined=metrics_undefined,
         trajectory=trajectory,
