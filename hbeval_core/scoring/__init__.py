@@ -21,7 +21,6 @@ from __future__ import annotations
 from ..vocab import SCORING_VERSION
 from ._battery import (
     REQUIRED_METRICS,
-    SCORED_OUTCOMES,
     build_report,
     strip_volatile,
 )
@@ -42,6 +41,7 @@ from ._decision import (
     decide_verdict,
 )
 from ._delivery import delivery_counts, delivery_warning, fault_type_delivery, planned_faults
+from ._fold import SCORED_OUTCOMES
 from ._judge import Judge, JudgeResult, judge_identity, judge_prompt
 from ._methodology_a import (
     TextScore,
@@ -69,7 +69,8 @@ from ._security import (
 from ._signals import FAILURE_PATTERN, REFUSAL_PATTERN, Signals, compute_signals
 from ._trace import Evidence, FaultRecord, TraceFacts, analyse_trace, assess_evidence
 from ._trial_model import TrialVerdictModel
-from ._verdict import METHODOLOGIES, TraceFigures, TrialVerdict, score_trial, trace_figures
+from ._trial_steps import METHODOLOGIES
+from ._verdict import TraceFigures, TrialVerdict, score_trial, trace_figures
 
 __all__ = [
     "BEHAVIOURAL_KEYS",
