@@ -29,8 +29,8 @@ from hbeval_core.report.html import render_html, store_traces
 from hbeval_core.report.model import Report
 from hbeval_core.scoring import Scores
 from hbeval_core.store import open_store
-from tests.test_report_chromium import CHROMIUM, chromium, with_script
-from tests.test_report_fixtures import demo
+from tests.report.test_report_chromium import CHROMIUM, chromium, with_script
+from tests.report.test_report_fixtures import demo
 
 MARK = "__pwned"
 PAYLOAD = (
