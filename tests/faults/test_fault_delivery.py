@@ -22,7 +22,7 @@ from hbeval_core.report.compare import compare_reports
 from hbeval_core.report.html import render_html
 from hbeval_core.report.model import validate_report
 from hbeval_core.scoring import build_report, delivery_warning
-from tests.test_scoring_report import verdict
+from tests.scoring.test_scoring_report import verdict
 
 runner = CliRunner()
 FAULT_TYPES = (

@@ -24,7 +24,7 @@ from hbeval_core.scoring import (
     decide_verdict,
     scores_of,
 )
-from tests.test_report_behaviour import _before
+from tests.report.test_report_behaviour import _before
 
 
 def _old(name: str = "careful") -> dict[str, Any]:

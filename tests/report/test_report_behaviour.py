@@ -23,7 +23,7 @@ import pytest
 from hbeval_core.demo import side_by_side_rows
 from hbeval_core.scoring import strip_volatile
 
-FIXTURE = Path(__file__).parent / "fixtures" / "demo_report_seed42.json.gz"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "demo_report_seed42.json.gz"
 
 
 def _before() -> dict[str, Any]:
