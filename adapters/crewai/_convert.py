@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hbeval_core.capture import jsonable as _jsonable
 from hbeval_core.events import ChatMessage
 
 __all__ = [
@@ -48,7 +48,6 @@ _ACTION = re.compile(
 )
 _FINAL = "Final Answer:"
 _THOUGHT_LABEL = re.compile(r"^\s*Thought\s*:", re.IGNORECASE)
-_SCALARS = (str, int, bool, type(None))
 
 
 @dataclass(frozen=True)
@@ -70,24 +69,8 @@ class Reply:
 
 
 def jsonable(value: Any, depth: int = 0) -> Any:
-    """A JSON-safe copy of ``value`` for an event (the agent keeps the original object)."""
-    if isinstance(value, _SCALARS):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if depth > 32:
-        return repr(value)
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v, depth + 1) for v in value]
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        try:
-            return jsonable(dump(), depth + 1)
-        except Exception:
-            return repr(value)
-    return repr(value)
+    """A JSON-safe copy of ``value`` for an event (pydantic models as their ``model_dump``)."""
+    return _jsonable(value, depth, models=True)
 
 
 def render(value: Any) -> str:

@@ -32,6 +32,7 @@ from ._trial import (
     open_trial,
     result_of,
 )
+from ._values import jsonable
 
 __all__ = [
     "HALT_TRIGGERS",
@@ -46,6 +47,7 @@ __all__ = [
     "directive_fields",
     "halt_fields",
     "injector_for",
+    "jsonable",
     "open_trial",
     "precedents_text",
     "result_of",
