@@ -29,7 +29,7 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from hbeval_core.capture import BaseRecorder, precedents_text
+from hbeval_core.capture import BaseRecorder, ToolCallRecord, precedents_text
 from hbeval_core.events import (
     EventBase,
     ModelEnd,
@@ -39,9 +39,6 @@ from hbeval_core.events import (
     SpanEnd,
     SpanStart,
     ToolCall,
-    ToolEnd,
-    ToolError,
-    ToolStart,
 )
 from hbeval_core.faults.boundary import enter_faulted_call, exit_faulted_call
 from hbeval_core.monitor import Directive as MonitorDirective
@@ -151,17 +148,10 @@ class _ModelCall:
 
 
 @dataclass
-class _ToolCall:
-    call_id: str
-    tool: str
-    args: dict[str, Any]
-    t0: float
-    parent: str | None
-    run_id: str
-    agent: str | None
+class _ToolCall(ToolCallRecord):
+    args: dict[str, Any] = field(default_factory=dict)
     decision: Any = None
     halted: bool = False
-    attrs: dict[str, Any] = field(default_factory=dict)
     keep: Any = None
     """The ``tool_input`` dict itself, held so its id is not reused while the call is open."""
     guard: Any = None
@@ -599,59 +589,38 @@ class CrewAIRecorder(BaseRecorder):
             if isinstance(exc, BudgetExceeded):
                 self.emit_budget_halt(exc, parent_id=self.parent_of())
 
+    def _open_tool(self, ctx: Any, *, with_agent: bool = True) -> _ToolCall:
+        """Link a tool call to the model reply that issued it, and record its start."""
+        name, agent = str(ctx.tool_name), getattr(ctx, "agent", None)
+        args = _convert.tool_args(ctx.tool_input)
+        call_id, linked = self._claim(agent, name, args)
+        attrs: dict[str, Any] = {}
+        role = _role(agent)
+        if role and with_agent:
+            attrs[ATTR_AGENT] = role
+        if not linked:
+            attrs[ATTR_LINKED] = False
+        parent = self.parent_of(agent, getattr(ctx, "task", None), getattr(ctx, "crew", None))
+        call = _ToolCall(call_id, name, self.current_run_id(), parent, attrs, args=args)
+        self.emit_tool_start(call, args)
+        return call
+
     def pre_tool(self, ctx: Any) -> bool | None:
         """``PRE_TOOL_CALL``: check the boundary, open the call, decide its fault (False blocks)."""
         try:
             key = id(ctx.tool_input)
-            name = str(ctx.tool_name)
-            agent = getattr(ctx, "agent", None)
             self._boundary()
             if self.stop is not None:
+                halted = _ToolCall("", str(ctx.tool_name), self.current_run_id(), halted=True)
+                halted.keep = ctx.tool_input
                 with self._lock:
-                    self._inflight[key] = _ToolCall(
-                        "",
-                        name,
-                        {},
-                        time.perf_counter(),
-                        None,
-                        self.current_run_id(),
-                        None,
-                        halted=True,
-                        keep=ctx.tool_input,
-                    )
+                    self._inflight[key] = halted
                 return False
-            args = _convert.tool_args(ctx.tool_input)
-            call_id, linked = self._claim(agent, name, args)
-            parent = self.parent_of(agent, getattr(ctx, "task", None), getattr(ctx, "crew", None))
-            attrs: dict[str, Any] = {}
-            role = _role(agent)
-            if role:
-                attrs[ATTR_AGENT] = role
-            if not linked:
-                attrs[ATTR_LINKED] = False
-            call = _ToolCall(
-                call_id,
-                name,
-                args,
-                time.perf_counter(),
-                parent,
-                self.current_run_id(),
-                role,
-                attrs=attrs,
-                keep=ctx.tool_input,
-            )
-            self.emit(
-                ToolStart,
-                run_id=call.run_id,
-                call_id=call_id,
-                tool=name,
-                args=args,
-                parent_id=parent,
-                attrs=dict(attrs),
-            )
+            call = self._open_tool(ctx)
+            call.keep = ctx.tool_input
             injector = self.injector
             if injector is not None and injector.enabled and injector.plan is not None:
-                call.decision = injector.decide(name, args, call_id)
+                call.decision = injector.decide(call.tool, call.args, call.call_id)
                 if call.decision is not None and call.decision.spec.after_ms > 0:
                     injector.clock.sleep(call.decision.spec.after_ms / 1000.0)
             if call.decision is not None and call.decision.mode in BLOCKING_MODES:
@@ -678,33 +647,7 @@ class CrewAIRecorder(BaseRecorder):
             if call is None:
                 # A hook registered before ours blocked the call, so our pre hook never ran.
                 self._boundary()
-                name = str(ctx.tool_name)
-                args = _convert.tool_args(ctx.tool_input)
-                agent = getattr(ctx, "agent", None)
-                call_id, linked = self._claim(agent, name, args)
-                parent = self.parent_of(
-                    agent, getattr(ctx, "task", None), getattr(ctx, "crew", None)
-                )
-                attrs: dict[str, Any] = {} if linked else {ATTR_LINKED: False}
-                call = _ToolCall(
-                    call_id,
-                    name,
-                    args,
-                    time.perf_counter(),
-                    parent,
-                    self.current_run_id(),
-                    _role(agent),
-                    attrs=attrs,
-                )
-                self.emit(
-                    ToolStart,
-                    run_id=call.run_id,
-                    call_id=call_id,
-                    tool=name,
-                    args=args,
-                    parent_id=parent,
-                    attrs=dict(attrs),
-                )
+                call = self._open_tool(ctx, with_agent=False)
             if call.halted:
                 return f"Tool '{call.tool}' was not run: hbeval stopped this run ({self.stop})."
             return self._finish_tool(call, ctx.tool_result, ctx.raw_tool_result)
@@ -722,15 +665,12 @@ class CrewAIRecorder(BaseRecorder):
                 attrs[ATTR_BLOCKED_BY] = "user_hook"
                 attrs[ATTR_SYNTHETIC] = True
             result = raw if raw is not None and kind is None else text
-            self.emit(
-                ToolEnd,
-                run_id=call.run_id,
-                call_id=call.call_id,
-                tool=call.tool,
+            status = "error" if kind else "ok"
+            self.emit_tool_end(
+                call,
                 result=_convert.jsonable(result),
-                status="error" if kind else "ok",
+                status=status,
                 latency_ms=latency,
-                parent_id=call.parent,
                 attrs=attrs,
             )
             return None
@@ -743,44 +683,16 @@ class CrewAIRecorder(BaseRecorder):
             applied = apply_after_failure(injector, d, "ToolError")
         else:
             applied = apply_result(injector, d, raw if raw is not None else text)
-        # The receipt precedes the call's end event (hb-derive/1).
-        self.emit_fault(applied.fault, call.run_id, call.parent)
+        end: dict[str, Any] = {"fault": applied.fault, "latency_ms": latency, "attrs": attrs}
         if d.mode == CRASH:
-            self.emit(
-                ToolError,
-                run_id=call.run_id,
-                call_id=call.call_id,
-                tool=call.tool,
-                error=applied.error or "",
-                error_type=applied.error_type,
-                latency_ms=latency,
-                parent_id=call.parent,
-                attrs=attrs,
+            self.emit_tool_end(
+                call, error=applied.error or "", error_type=applied.error_type, **end
             )
         elif applied.error is not None or kind is not None:
-            self.emit(
-                ToolEnd,
-                run_id=call.run_id,
-                call_id=call.call_id,
-                tool=call.tool,
-                result=applied.error if applied.error is not None else _convert.jsonable(text),
-                status="error",
-                latency_ms=latency,
-                parent_id=call.parent,
-                attrs=attrs,
-            )
+            result = applied.error if applied.error is not None else _convert.jsonable(text)
+            self.emit_tool_end(call, result=result, status="error", **end)
         else:
-            self.emit(
-                ToolEnd,
-                run_id=call.run_id,
-                call_id=call.call_id,
-                tool=call.tool,
-                result=_convert.jsonable(applied.result),
-                status="ok",
-                latency_ms=latency,
-                parent_id=call.parent,
-                attrs=attrs,
-            )
+            self.emit_tool_end(call, result=_convert.jsonable(applied.result), **end)
         return applied.text
 
     # ------------------------------------------------------------------ memory and model hook

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._fast import Deferred, DeferredRecorder, construct
 from ._instrument import Instrumentor
 from ._recorder import (
     HALT_TRIGGERS,
     BaseRecorder,
+    ToolCallRecord,
     budget_halt_fields,
     directive_fields,
     halt_fields,
@@ -39,11 +41,15 @@ __all__ = [
     "META_CAPTURE_ERRORS",
     "PRECEDENTS_HEADER",
     "BaseRecorder",
+    "Deferred",
+    "DeferredRecorder",
     "Instrumentor",
+    "ToolCallRecord",
     "Trial",
     "TrialTemplate",
     "budget_halt_fields",
     "capture_metadata",
+    "construct",
     "directive_fields",
     "halt_fields",
     "injector_for",
