@@ -29,7 +29,13 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from hbeval_core.capture import BaseRecorder, ToolCallRecord, precedents_text
+from hbeval_core.capture import (
+    BaseRecorder,
+    CallLinks,
+    IssuedCall,
+    ToolCallRecord,
+    precedents_text,
+)
 from hbeval_core.events import (
     EventBase,
     ModelEnd,
@@ -128,15 +134,6 @@ def _role(agent: Any) -> str | None:
 
 
 @dataclass
-class _Pending:
-    """A tool call a model reply issued that no tool hook has claimed yet."""
-
-    call_id: str
-    name: str
-    args: dict[str, Any]
-
-
-@dataclass
 class _ModelCall:
     call_id: str
     t0: float
@@ -228,7 +225,7 @@ class CrewAIRecorder(BaseRecorder):
         self._counters: dict[str, int] = {}
         self._spans: dict[tuple[str, int], _Span] = {}
         self._span_order: list[_Span] = []
-        self._pending: dict[int, list[_Pending]] = {}
+        self._links = CallLinks()
         self._inflight: dict[int, _ToolCall] = {}
         self._react_ids: dict[str, str] = {}
         self._seen: dict[int, dict[int, Any]] = {}
@@ -451,7 +448,7 @@ class CrewAIRecorder(BaseRecorder):
             msgs = [messages] if isinstance(messages, str) else list(messages or [])
             with self._lock:
                 # Calls the previous reply issued and no tool claimed never ran (unknown tools).
-                self._pending.pop(key, None)
+                self._links.drop(key)
                 fresh = self._new_messages(key, msgs)
                 memories = self._memory_counts.pop(key, 0)
             converted = _convert.chat_messages(fresh, self._react_ids)
@@ -505,14 +502,14 @@ class CrewAIRecorder(BaseRecorder):
             else:
                 reply = _convert.native_reply(answer)
             tool_calls: list[ToolCall] = []
-            pending: list[_Pending] = []
+            issued_calls: list[IssuedCall] = []
             for issued in reply.calls:
                 call_id = issued.id or f"call-{self._next('call')}"
                 tool_calls.append(ToolCall(id=call_id, name=issued.name, args=issued.args))
-                pending.append(_Pending(call_id, _sanitize(issued.name), issued.args))
+                issued_calls.append(IssuedCall(call_id, _sanitize(issued.name), issued.args))
             with self._lock:
-                if pending:
-                    self._pending.setdefault(call.key, []).extend(pending)
+                if issued_calls:
+                    self._links.issue(call.key, issued_calls)
                 if call.path == PATH_REACT and tool_calls and isinstance(answer, str):
                     self._react_ids[answer.strip()] = tool_calls[0].id
             attrs: dict[str, Any] = {ATTR_PATH: call.path}
@@ -556,16 +553,10 @@ class CrewAIRecorder(BaseRecorder):
         """The id the model gave (or hbeval made up for) this call; False when none matched."""
         key = id(agent) if agent is not None else 0
         with self._lock:
-            queue = self._pending.get(key)
-            if not queue and key != 0:
-                queue = self._pending.get(0)
-            if queue:
-                # The same tool with the same arguments first, else the same tool.
-                for exact in (True, False):
-                    for i, p in enumerate(queue):
-                        if p.name == name and (not exact or p.args == args):
-                            del queue[i]
-                            return p.call_id, True
+            # The same tool with the same arguments, else the only open call of that tool.
+            call_id = self._links.claim(name, args, key, 0)
+        if call_id is not None:
+            return call_id, True
         return f"call-{self._next('call')}", False
 
     def _boundary(self) -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._fast import Deferred, DeferredRecorder, construct
 from ._instrument import Instrumentor
+from ._links import CallLinks, IssuedCall
 from ._recorder import (
     HALT_TRIGGERS,
     BaseRecorder,
@@ -41,9 +42,11 @@ __all__ = [
     "META_CAPTURE_ERRORS",
     "PRECEDENTS_HEADER",
     "BaseRecorder",
+    "CallLinks",
     "Deferred",
     "DeferredRecorder",
     "Instrumentor",
+    "IssuedCall",
     "ToolCallRecord",
     "Trial",
     "TrialTemplate",
