@@ -27,13 +27,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 from hbeval_core.capture import (
     BaseRecorder,
     CallLinks,
     IssuedCall,
+    SpanRecord,
     ToolCallRecord,
+    never_raises,
     precedents_text,
 )
 from hbeval_core.events import (
@@ -42,8 +44,6 @@ from hbeval_core.events import (
     ModelStart,
     RunEnd,
     RunStart,
-    SpanEnd,
-    SpanStart,
     ToolCall,
 )
 from hbeval_core.faults.boundary import enter_faulted_call, exit_faulted_call
@@ -57,6 +57,9 @@ from hbeval_core.vocab import (
 )
 
 from . import _convert
+from ._convert import crewai_error_kind as crewai_error_kind
+from ._convert import role_of as _role
+from ._convert import sanitize as _sanitize
 from ._faults import BLOCKING_MODES, Applied, apply_after_failure, apply_result, apply_without_call
 from ._keys import (
     ATTR_AGENT,
@@ -77,60 +80,6 @@ __all__ = ["CrewAIRecorder", "MemoryLike", "crewai_error_kind"]
 
 MemoryLike = Any
 """An object with ``recall(context, agent_id) -> list[str]`` and ``admit(episode) -> bool``."""
-
-# Texts CrewAI puts where a tool result would be when the call did not succeed. Read from
-# CrewAI's own translations at first use (contract-tested), with the 1.15 wording as fallback.
-_BLOCKED_PREFIX: Final = "Tool execution blocked by hook."
-_NATIVE_ERROR_PREFIX: Final = "Error executing tool:"
-_error_markers: tuple[str, ...] | None = None
-
-
-def _markers() -> tuple[str, ...]:
-    global _error_markers
-    if _error_markers is None:
-        found = [
-            "I encountered an error while trying to use the tool.",
-            "I tried reusing the same input, I must stop using this action input.",
-        ]
-        try:
-            from crewai.utilities.i18n import I18N_DEFAULT
-
-            found = [
-                I18N_DEFAULT.errors("tool_usage_exception").split("{", 1)[0].strip(),
-                I18N_DEFAULT.errors("task_repeated_usage").strip(),
-            ]
-        except Exception:  # pragma: no cover - fallback wording above
-            pass
-        _error_markers = tuple(m for m in found if m)
-    return _error_markers
-
-
-def crewai_error_kind(text: Any) -> str | None:
-    """Why CrewAI put ``text`` where a tool result would be: ``blocked``, ``error`` or None."""
-    if not isinstance(text, str):
-        return None
-    head = text.lstrip()
-    if head.startswith(_BLOCKED_PREFIX):
-        return "blocked"
-    if head.startswith(_NATIVE_ERROR_PREFIX):
-        return "error"
-    if any(head.startswith(m) for m in _markers()):
-        return "error"
-    return None
-
-
-def _sanitize(name: str) -> str:
-    try:
-        from crewai.utilities.string_utils import sanitize_tool_name
-
-        return str(sanitize_tool_name(name))
-    except Exception:
-        return name.strip().lower().replace(" ", "_")
-
-
-def _role(agent: Any) -> str | None:
-    role = getattr(agent, "role", None)
-    return str(role) if role else None
 
 
 @dataclass
@@ -153,16 +102,6 @@ class _ToolCall(ToolCallRecord):
     """The ``tool_input`` dict itself, held so its id is not reused while the call is open."""
     guard: Any = None
     """The token of the "already injecting" flag set while the real tool runs."""
-
-
-@dataclass
-class _Span:
-    span_id: str
-    scope: str
-    name: str
-    parent: str | None
-    run_id: str
-    t0: float
 
 
 _RUN: ContextVar[str | None] = ContextVar("hbeval_crewai_run", default=None)
@@ -223,8 +162,8 @@ class CrewAIRecorder(BaseRecorder):
         """Why no tool may run any more (SafeHaltError, BudgetExceeded, TrialCancelled)."""
         self.memories_injected = 0
         self._counters: dict[str, int] = {}
-        self._spans: dict[tuple[str, int], _Span] = {}
-        self._span_order: list[_Span] = []
+        self._spans: dict[tuple[str, int], SpanRecord] = {}
+        self._span_order: list[SpanRecord] = []
         self._links = CallLinks()
         self._inflight: dict[int, _ToolCall] = {}
         self._react_ids: dict[str, str] = {}
@@ -262,22 +201,15 @@ class CrewAIRecorder(BaseRecorder):
         """Emit the run's ``run_end``."""
         self.emit(RunEnd, **fields)
 
-    def _open_span(self, key: tuple[str, int], scope: str, name: str, parent: str | None) -> _Span:
+    def _open_span(
+        self, key: tuple[str, int], scope: str, name: str, parent: str | None
+    ) -> SpanRecord:
         n = self._next(scope)
-        span = _Span(
-            f"{scope}-{n}", scope, name, parent, self.current_run_id(), time.perf_counter()
-        )
+        span = SpanRecord(f"{scope}-{n}", scope, name, self.current_run_id(), parent)
         with self._lock:
             self._spans[key] = span
             self._span_order.append(span)
-        self.emit(
-            SpanStart,
-            run_id=span.run_id,
-            span_id=span.span_id,
-            scope=scope,
-            name=name,
-            parent_id=parent,
-        )
+        self.emit_span_start(span)
         return span
 
     def _close_span(
@@ -289,17 +221,8 @@ class CrewAIRecorder(BaseRecorder):
                 return
             if span in self._span_order:
                 self._span_order.remove(span)
-        self.emit(
-            SpanEnd,
-            run_id=span.run_id,
-            span_id=span.span_id,
-            scope=span.scope,
-            name=span.name,
-            parent_id=span.parent,
-            status=status,
-            error=error,
-            attrs={ATTR_LATENCY_MS: (time.perf_counter() - span.t0) * 1000.0},
-        )
+        latency = (time.perf_counter() - span.t0) * 1000.0
+        self.emit_span_end(span, status=status, error=error, attrs={ATTR_LATENCY_MS: latency})
 
     def parent_of(self, agent: Any = None, task: Any = None, crew: Any = None) -> str | None:
         """The span an event of ``agent`` (in ``task`` of ``crew``) belongs to."""
@@ -499,61 +422,57 @@ class CrewAIRecorder(BaseRecorder):
         self._seen[key] = now
         return fresh
 
+    @never_raises("model_end")
     def model_end(self, call: _ModelCall | None, answer: Any) -> None:
         """The inner LLM answered: record the reply and the tool calls it issued."""
         if call is None:
             return
-        try:
-            if call.path == PATH_REACT and isinstance(answer, str):
-                reply = _convert.react_reply(answer)
-            else:
-                reply = _convert.native_reply(answer)
-            tool_calls: list[ToolCall] = []
-            issued_calls: list[IssuedCall] = []
-            for issued in reply.calls:
-                call_id = issued.id or f"call-{self._next('call')}"
-                tool_calls.append(ToolCall(id=call_id, name=issued.name, args=issued.args))
-                issued_calls.append(IssuedCall(call_id, _sanitize(issued.name), issued.args))
-            with self._lock:
-                if issued_calls:
-                    self._links.issue(call.key, issued_calls)
-                if call.path == PATH_REACT and tool_calls and isinstance(answer, str):
-                    self._react_ids[answer.strip()] = tool_calls[0].id
-            attrs: dict[str, Any] = {ATTR_PATH: call.path}
-            if call.agent:
-                attrs[ATTR_AGENT] = call.agent
-            if call.path == PATH_REACT and tool_calls:
-                attrs[ATTR_SYNTHETIC_ID] = True
-            self.emit(
-                ModelEnd,
-                run_id=call.run_id,
-                call_id=call.call_id,
-                text=reply.text,
-                reasoning=reply.reasoning,
-                tool_calls=tool_calls,
-                latency_ms=(time.perf_counter() - call.t0) * 1000.0,
-                parent_id=call.parent,
-                attrs=attrs,
-            )
-        except Exception as exc:
-            self.fail("model_end", exc)
+        if call.path == PATH_REACT and isinstance(answer, str):
+            reply = _convert.react_reply(answer)
+        else:
+            reply = _convert.native_reply(answer)
+        tool_calls: list[ToolCall] = []
+        issued_calls: list[IssuedCall] = []
+        for issued in reply.calls:
+            call_id = issued.id or f"call-{self._next('call')}"
+            tool_calls.append(ToolCall(id=call_id, name=issued.name, args=issued.args))
+            issued_calls.append(IssuedCall(call_id, _sanitize(issued.name), issued.args))
+        with self._lock:
+            if issued_calls:
+                self._links.issue(call.key, issued_calls)
+            if call.path == PATH_REACT and tool_calls and isinstance(answer, str):
+                self._react_ids[answer.strip()] = tool_calls[0].id
+        attrs: dict[str, Any] = {ATTR_PATH: call.path}
+        if call.agent:
+            attrs[ATTR_AGENT] = call.agent
+        if call.path == PATH_REACT and tool_calls:
+            attrs[ATTR_SYNTHETIC_ID] = True
+        self.emit(
+            ModelEnd,
+            run_id=call.run_id,
+            call_id=call.call_id,
+            text=reply.text,
+            reasoning=reply.reasoning,
+            tool_calls=tool_calls,
+            latency_ms=(time.perf_counter() - call.t0) * 1000.0,
+            parent_id=call.parent,
+            attrs=attrs,
+        )
 
+    @never_raises("model_error")
     def model_error(self, call: _ModelCall | None, exc: BaseException) -> None:
         """The model call raised (or hbeval stopped it): close it with the error."""
         if call is None:
             return
-        try:
-            self.emit(
-                ModelEnd,
-                run_id=call.run_id,
-                call_id=call.call_id,
-                error=f"{type(exc).__name__}: {exc}",
-                latency_ms=(time.perf_counter() - call.t0) * 1000.0,
-                parent_id=call.parent,
-                attrs={ATTR_PATH: call.path},
-            )
-        except Exception as err:
-            self.fail("model_error", err)
+        self.emit(
+            ModelEnd,
+            run_id=call.run_id,
+            call_id=call.call_id,
+            error=f"{type(exc).__name__}: {exc}",
+            latency_ms=(time.perf_counter() - call.t0) * 1000.0,
+            parent_id=call.parent,
+            attrs={ATTR_PATH: call.path},
+        )
 
     # ------------------------------------------------------------------ tool calls (hooks)
     def _claim(self, agent: Any, name: str, args: dict[str, Any]) -> tuple[str, bool]:
@@ -603,55 +522,50 @@ class CrewAIRecorder(BaseRecorder):
         self.emit_tool_start(call, args)
         return call
 
+    @never_raises("pre_tool")
     def pre_tool(self, ctx: Any) -> bool | None:
         """``PRE_TOOL_CALL``: check the boundary, open the call, decide its fault (False blocks)."""
-        try:
-            key = id(ctx.tool_input)
-            self._boundary()
-            if self.stop is not None:
-                halted = _ToolCall("", str(ctx.tool_name), self.current_run_id(), halted=True)
-                halted.keep = ctx.tool_input
-                with self._lock:
-                    self._inflight[key] = halted
-                return False
-            call = self._open_tool(ctx)
-            call.keep = ctx.tool_input
-            injector = self.injector
-            if injector is not None and injector.enabled and injector.plan is not None:
-                call.decision = injector.decide(call.tool, call.args, call.call_id)
-                if call.decision is not None and call.decision.spec.after_ms > 0:
-                    injector.clock.sleep(call.decision.spec.after_ms / 1000.0)
-            if call.decision is not None and call.decision.mode in BLOCKING_MODES:
-                with self._lock:
-                    self._inflight[key] = call
-                return False
-            if injector is not None:
-                # The call runs under this injector: a ``faultable`` function inside the tool
-                # passes through instead of being faulted a second time (post_tool clears it).
-                call.guard = enter_faulted_call()
+        key = id(ctx.tool_input)
+        self._boundary()
+        if self.stop is not None:
+            halted = _ToolCall("", str(ctx.tool_name), self.current_run_id(), halted=True)
+            halted.keep = ctx.tool_input
+            with self._lock:
+                self._inflight[key] = halted
+            return False
+        call = self._open_tool(ctx)
+        call.keep = ctx.tool_input
+        injector = self.injector
+        if injector is not None and injector.enabled and injector.plan is not None:
+            call.decision = injector.decide(call.tool, call.args, call.call_id)
+            if call.decision is not None and call.decision.spec.after_ms > 0:
+                injector.clock.sleep(call.decision.spec.after_ms / 1000.0)
+        if call.decision is not None and call.decision.mode in BLOCKING_MODES:
             with self._lock:
                 self._inflight[key] = call
-        except Exception as exc:
-            self.fail("pre_tool", exc)
+            return False
+        if injector is not None:
+            # The call runs under this injector: a ``faultable`` function inside the tool
+            # passes through instead of being faulted a second time (post_tool clears it).
+            call.guard = enter_faulted_call()
+        with self._lock:
+            self._inflight[key] = call
         return None
 
+    @never_raises("post_tool")
     def post_tool(self, ctx: Any) -> str | None:
         """``POST_TOOL_CALL``: close the call; apply its fault (a returned str is what the agent reads)."""
-        try:
-            with self._lock:
-                call = self._inflight.pop(id(ctx.tool_input), None)
-            if call is not None and call.guard is not None:
-                exit_faulted_call(call.guard)
-            if call is None:
-                # A hook registered before ours blocked the call, so our pre hook never ran.
-                self._boundary()
-                call = self._open_tool(ctx, with_agent=False)
-            if call.halted:
-                return f"Tool '{call.tool}' was not run: hbeval stopped this run ({self.stop})."
-            return self._finish_tool(call, ctx.tool_result, ctx.raw_tool_result)
-        except Exception as exc:
-            self.fail("post_tool", exc)
-        return None
+        with self._lock:
+            call = self._inflight.pop(id(ctx.tool_input), None)
+        if call is not None and call.guard is not None:
+            exit_faulted_call(call.guard)
+        if call is None:
+            # A hook registered before ours blocked the call, so our pre hook never ran.
+            self._boundary()
+            call = self._open_tool(ctx, with_agent=False)
+        if call.halted:
+            return f"Tool '{call.tool}' was not run: hbeval stopped this run ({self.stop})."
+        return self._finish_tool(call, ctx.tool_result, ctx.raw_tool_result)
 
     def _finish_tool(self, call: _ToolCall, text: Any, raw: Any) -> str | None:
         latency = (time.perf_counter() - call.t0) * 1000.0
@@ -744,42 +658,34 @@ class CrewAIRecorder(BaseRecorder):
             self.fail("pre_model", exc)
 
     # ------------------------------------------------------------------ step and execution hooks
+    @never_raises("exec_start")
     def exec_start(self, ctx: Any) -> None:
         """``EXECUTION_START``: a crew kickoff began."""
-        try:
-            self.crew_start(getattr(ctx, "crew", None))
-        except Exception as exc:
-            self.fail("exec_start", exc)
+        self.crew_start(getattr(ctx, "crew", None))
 
+    @never_raises("exec_end")
     def exec_end(self, ctx: Any) -> None:
         """``EXECUTION_END``: a crew kickoff ended (completed or failed)."""
-        try:
-            self.crew_end(
-                getattr(ctx, "crew", None),
-                str(getattr(ctx, "status", "completed")),
-                getattr(ctx, "error", None),
-                getattr(ctx, "output", None),
-            )
-        except Exception as exc:
-            self.fail("exec_end", exc)
+        self.crew_end(
+            getattr(ctx, "crew", None),
+            str(getattr(ctx, "status", "completed")),
+            getattr(ctx, "error", None),
+            getattr(ctx, "output", None),
+        )
 
+    @never_raises("pre_step")
     def pre_step(self, ctx: Any) -> None:
         """``PRE_STEP``: a task began."""
         if getattr(ctx, "kind", None) != "task":
             return
-        try:
-            self.task_start(ctx.task, ctx.agent)
-        except Exception as exc:
-            self.fail("pre_step", exc)
+        self.task_start(ctx.task, ctx.agent)
 
+    @never_raises("post_step")
     def post_step(self, ctx: Any) -> None:
         """``POST_STEP``: a task ended."""
         if getattr(ctx, "kind", None) != "task":
             return
-        try:
-            self.task_end(ctx.task, ctx.agent)
-        except Exception as exc:
-            self.fail("post_step", exc)
+        self.task_end(ctx.task, ctx.agent)
 
 
 def precedent_context(task: Any, agent: Any) -> str:

@@ -41,7 +41,7 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from hbeval_core.capture import DeferredRecorder, ToolCallRecord
+from hbeval_core.capture import DeferredRecorder, ToolCallRecord, never_raises
 from hbeval_core.contract import describe_error, run_status_of
 from hbeval_core.events import (
     ChatMessage,
@@ -375,19 +375,15 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
                 self.call_user(self.on_event, end)
         self._after(None, rid, parent_id)
 
+    @never_raises("on_chain_end")
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """A chain returned; spans and the run close here."""
-        try:
-            self._chain_done(run_id, None, outputs)
-        except Exception as exc:
-            self.fail("on_chain_end", exc)
+        self._chain_done(run_id, None, outputs)
 
+    @never_raises("on_chain_error")
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """A chain raised; the span (and, at the top, the run) ends with status error."""
-        try:
-            self._chain_done(run_id, error, None)
-        except Exception as exc:
-            self.fail("on_chain_error", exc)
+        self._chain_done(run_id, error, None)
 
     # ------------------------------------------------------------------ model calls
     def _model_start(
@@ -534,44 +530,40 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
                     self._trim_locked(self.max_events)
         self._after(event, fields["run_id"], fields["parent_id"])
 
+    @never_raises("on_llm_end")
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """A model call returned: its text, reasoning, tool calls and token usage."""
-        try:
-            generations = getattr(response, "generations", None) or [[]]
-            gen = generations[0][0] if generations and generations[0] else None
-            message = getattr(gen, "message", None)
-            text: str | None
-            if message is not None:
-                text = _convert.content_text(message.content)
-                reasoning = _convert.reasoning_text(message)
-                calls = _convert.tool_calls(message)
-            else:
-                text = getattr(gen, "text", None)
-                reasoning = None
-                calls = []
-            usage = _convert.usage(message, getattr(response, "llm_output", None))
-            fields: dict[str, Any] = {
-                "text": text,
-                "reasoning": reasoning,
-                "tool_calls": calls,
-                "usage": usage,
-            }
-            checked = (
-                (text is None or type(text) is str)
-                and (reasoning is None or type(reasoning) is str)
-                and type(calls) is list
-                and (usage is None or type(usage) is Usage)
-            )
-            self._model_end(run_id, fields, checked)
-        except Exception as exc:
-            self.fail("on_llm_end", exc)
+        generations = getattr(response, "generations", None) or [[]]
+        gen = generations[0][0] if generations and generations[0] else None
+        message = getattr(gen, "message", None)
+        text: str | None
+        if message is not None:
+            text = _convert.content_text(message.content)
+            reasoning = _convert.reasoning_text(message)
+            calls = _convert.tool_calls(message)
+        else:
+            text = getattr(gen, "text", None)
+            reasoning = None
+            calls = []
+        usage = _convert.usage(message, getattr(response, "llm_output", None))
+        fields: dict[str, Any] = {
+            "text": text,
+            "reasoning": reasoning,
+            "tool_calls": calls,
+            "usage": usage,
+        }
+        checked = (
+            (text is None or type(text) is str)
+            and (reasoning is None or type(reasoning) is str)
+            and type(calls) is list
+            and (usage is None or type(usage) is Usage)
+        )
+        self._model_end(run_id, fields, checked)
 
+    @never_raises("on_llm_error")
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """A model call raised."""
-        try:
-            self._model_end(run_id, {"error": f"{type(error).__name__}: {error}"}, True)
-        except Exception as exc:
-            self.fail("on_llm_error", exc)
+        self._model_end(run_id, {"error": f"{type(error).__name__}: {error}"}, True)
 
     # ------------------------------------------------------------------ tool calls
     def on_tool_start(
@@ -625,19 +617,15 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
         if root is not None and self.monitor.halted:
             self._halt_now(root)
 
+    @never_raises("on_tool_end")
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """A tool returned (a ToolMessage with status error still counts as an errored call)."""
-        try:
-            self._tool_done(run_id, output, None)
-        except Exception as exc:
-            self.fail("on_tool_end", exc)
+        self._tool_done(run_id, output, None)
 
+    @never_raises("on_tool_error")
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """A tool raised."""
-        try:
-            self._tool_done(run_id, None, error)
-        except Exception as exc:
-            self.fail("on_tool_error", exc)
+        self._tool_done(run_id, None, error)
 
     def _tool_done(self, run_id: UUID, output: Any, error: BaseException | None) -> None:
         with self._lock:

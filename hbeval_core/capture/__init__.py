@@ -21,10 +21,12 @@ from ._links import CallLinks, IssuedCall
 from ._recorder import (
     HALT_TRIGGERS,
     BaseRecorder,
+    SpanRecord,
     ToolCallRecord,
     budget_halt_fields,
     directive_fields,
     halt_fields,
+    never_raises,
 )
 from ._trial import (
     META_CAPTURE_ERRORS,
@@ -47,6 +49,7 @@ __all__ = [
     "DeferredRecorder",
     "Instrumentor",
     "IssuedCall",
+    "SpanRecord",
     "ToolCallRecord",
     "Trial",
     "TrialTemplate",
@@ -57,6 +60,7 @@ __all__ = [
     "halt_fields",
     "injector_for",
     "jsonable",
+    "never_raises",
     "open_trial",
     "precedents_text",
     "result_of",

@@ -8,14 +8,25 @@ and keeps its own errors without breaking the agent (``strict=True`` re-raises t
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar, cast
 
-from ..events import Directive, EventBase, FaultInjected, Halt, ToolEnd, ToolError, ToolStart
+from ..events import (
+    Directive,
+    EventBase,
+    FaultInjected,
+    Halt,
+    SpanEnd,
+    SpanStart,
+    ToolEnd,
+    ToolError,
+    ToolStart,
+)
 from ..monitor import Directive as MonitorDirective
 from ..monitor import Monitor
 from ..vocab import ATTR_BUDGET, ATTR_STEP_INDEX, TRIGGER_POLICY
@@ -23,11 +34,15 @@ from ..vocab import ATTR_BUDGET, ATTR_STEP_INDEX, TRIGGER_POLICY
 __all__ = [
     "HALT_TRIGGERS",
     "BaseRecorder",
+    "SpanRecord",
     "ToolCallRecord",
     "budget_halt_fields",
     "directive_fields",
     "halt_fields",
+    "never_raises",
 ]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 HALT_TRIGGERS = ("policy", "policy_engine", "halt_signal", "manual")
 """Values a ``halt`` event's ``trigger`` may take; a monitor's other sources read as policy."""
@@ -83,6 +98,18 @@ class ToolCallRecord:
     run_id: str
     parent_id: str | None = None
     attrs: dict[str, Any] = field(default_factory=dict)
+    t0: float = field(default_factory=time.perf_counter)
+
+
+@dataclass
+class SpanRecord:
+    """One open span (crew, task, agent, team): its id, scope, name, where it sits, its start."""
+
+    span_id: str
+    scope: str
+    name: str
+    run_id: str
+    parent_id: str | None = None
     t0: float = field(default_factory=time.perf_counter)
 
 
@@ -224,6 +251,39 @@ class BaseRecorder:
         """Record a spent budget (``BudgetExceeded``) as an enforced ``halt`` event."""
         return self.emit(Halt, **budget_halt_fields(exc), **fields)
 
+    # ------------------------------------------------------------------ spans
+    def emit_span_start(self, span: SpanRecord) -> EventBase:
+        """Record that ``span`` opened."""
+        return self.emit(
+            SpanStart,
+            run_id=span.run_id,
+            span_id=span.span_id,
+            scope=span.scope,
+            name=span.name,
+            parent_id=span.parent_id,
+        )
+
+    def emit_span_end(
+        self,
+        span: SpanRecord,
+        *,
+        status: str | None = None,
+        error: str | None = None,
+        attrs: dict[str, Any] | None = None,
+    ) -> EventBase:
+        """Record that ``span`` closed (``status`` is "error" when ``error`` is set, by default)."""
+        return self.emit(
+            SpanEnd,
+            run_id=span.run_id,
+            span_id=span.span_id,
+            scope=span.scope,
+            name=span.name,
+            parent_id=span.parent_id,
+            status=status if status is not None else ("error" if error else "ok"),
+            error=error,
+            attrs=dict(attrs or {}),
+        )
+
     # ------------------------------------------------------------------ tool calls
     def emit_tool_start(self, call: ToolCallRecord, args: dict[str, Any]) -> EventBase:
         """Record that ``call`` began with ``args``."""
@@ -354,3 +414,25 @@ class BaseRecorder:
             fn(*args)
         except Exception as exc:
             self.fail(f"user callback {getattr(fn, '__name__', fn)!r}", exc)
+
+
+def never_raises(where: str) -> Callable[[F], F]:
+    """Make a recorder method a framework callback that never breaks the agent.
+
+    An exception inside it becomes a capture error (``BaseRecorder.fail``, named ``where``)
+    and the callback returns None (so decorate only methods that may return None); in strict
+    mode it is re-raised, for tests.
+    """
+
+    def decorate(method: F) -> F:
+        @functools.wraps(method)
+        def callback(self: BaseRecorder, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(self, *args, **kwargs)
+            except Exception as exc:
+                self.fail(where, exc)
+                return None
+
+        return cast(F, callback)
+
+    return decorate
