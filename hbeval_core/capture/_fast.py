@@ -101,7 +101,8 @@ class DeferredRecorder(BaseRecorder):
         self._pending.append(event)
         # Observed under the lock so the live monitor sees events in list order, even when
         # parallel tool calls report from several threads.
-        self.monitor.observe(event)
+        if self.monitor.observe(event) is not None:
+            self._stepped = True
         return event
 
     def record_deferred_locked(self, builder: Any, *args: Any) -> EventBase | None:

@@ -163,6 +163,8 @@ class BaseRecorder:
         self._seq = 0
         self._directives_seen = 0
         self._halt_seen = False
+        # A step completed since the monitor was last asked: only then can it have decided.
+        self._stepped = False
         self._init_events()
 
     # ------------------------------------------------------------------ storage
@@ -191,7 +193,8 @@ class BaseRecorder:
         if not self._keep(event):
             return False
         self._append_locked(event)
-        self.monitor.observe(event)
+        if self.monitor.observe(event) is not None:
+            self._stepped = True
         return True
 
     def events_of(self, run_id: str) -> list[EventBase]:
@@ -352,8 +355,18 @@ class BaseRecorder:
 
     # ------------------------------------------------------------------ monitor signals
     def monitor_pending(self) -> bool:
-        """Whether the monitor decided something not yet recorded (checked without the lock)."""
+        """Whether the monitor decided something not yet recorded (checked without the lock).
+
+        Directives and policy halts follow steps, so the monitor is asked only after an event
+        completed one (asking makes a monitor that defers its steps fold them); a halt
+        requested from outside shows at once.
+        """
         monitor = self.monitor
+        if monitor.halted and not self._halt_seen:
+            return True
+        if not self._stepped:
+            return False
+        self._stepped = False
         return len(monitor.directives) != self._directives_seen or (
             monitor.halted and not self._halt_seen
         )
