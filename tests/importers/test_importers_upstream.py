@@ -347,3 +347,16 @@ def test_a_bad_hermes_line_refuses_naming_line_and_field(tmp_path: Path) -> None
     err = refused(db, "hermes", str(bad))
     assert f"{bad}:2" in err and "'passed'" in err
     assert stored_runs(db) == []
+
+
+def test_a_hermes_session_with_a_long_tools_list_is_still_recognised(tmp_path: Path) -> None:
+    doc = json.loads(HERMES_SESSION.read_text(encoding="utf-8"))
+    doc["tools"] = [
+        {"type": "function", "function": {"name": f"tool_{i}", "description": "x" * 500}}
+        for i in range(200)
+    ]
+    big = tmp_path / "session_big.json"
+    big.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    assert big.read_bytes().index(b'"messages"') > 65536
+    out = imported(tmp_path / "hb.db", "auto", str(big))
+    assert out["format"] == "hermes" and out["trials"] == 2
