@@ -150,6 +150,8 @@ class ApproxIndex:
         except (ImportError, RuntimeError, OSError):
             return None
         index.nprobe = int(meta.get("nprobe", DEFAULT_NPROBE))  # type: ignore[attr-defined]
+        # One query at a time: waking a thread pool per query costs more than it saves.
+        faiss.omp_set_num_threads(1)
         return cls(index, meta)
 
     def candidates(self, query: npt.NDArray[np.float32], n: int) -> npt.NDArray[np.int64]:

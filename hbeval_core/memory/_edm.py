@@ -43,8 +43,10 @@ from ._index import VectorIndex
 from ._sqlite import MEMORY_DB, EDMTables, connect, migrate, resolve_db
 
 DEFAULT_TOP_K = 3
-APPROX_CANDIDATES = 64
-"""How many candidates the approximate index proposes for exact ranking (at least 8 x k)."""
+APPROX_CANDIDATES = 16
+"""How many candidates the approximate index proposes for exact ranking (at least 4 x k). Its
+scores are exact for the vectors it scans, so the margin over k only covers candidates SQLite
+no longer holds."""
 
 
 @dataclass
@@ -431,7 +433,7 @@ class EDM:
         name, dim = self.embedder.name, self.embedder.dim
         if approx.delta is None:
             approx.delta = self._tables.vector_rows(agent, name, dim, approx.index.max_rowid)
-        rowids = approx.index.candidates(vector, max(APPROX_CANDIDATES, 8 * k))
+        rowids = approx.index.candidates(vector, max(APPROX_CANDIDATES, 4 * k))
         c_rowids, c_ids, c_matrix = self._tables.candidate_vectors(
             agent, name, dim, rowids.tolist()
         )
