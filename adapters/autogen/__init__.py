@@ -34,6 +34,7 @@ _EXPORTS: dict[str, str] = {
     "is_instrumented": "._hook",
     "current_recorder": "._hook",
     "RunRecorder": "._recorder",
+    "AutoGenRecorder": "._recorder",
     "RunAborted": "._recorder",
     "EDMMemory": "._memory",
     "EpisodeBacking": "._memory",
@@ -50,6 +51,7 @@ __all__ = [
     "FUNCTION_CALLING_MODEL_INFO",
     "SUPPORTED",
     "AutoGenAdapter",
+    "AutoGenRecorder",
     "EDMMemory",
     "EpisodeBacking",
     "HBEvalModelClient",
@@ -73,11 +75,14 @@ __all__ = [
 ]
 
 
+_ALIASES = {"AutoGenRecorder": "RunRecorder"}
+
+
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'hbeval_autogen' has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
+    value = getattr(import_module(module, __name__), _ALIASES.get(name, name))
     globals()[name] = value
     return value
 
@@ -91,5 +96,6 @@ if TYPE_CHECKING:
     from ._hook import current_recorder, instrument, is_instrumented, uninstrument
     from ._memory import EDMMemory, EpisodeBacking, looks_like_instruction
     from ._recorder import RunAborted, RunRecorder
+    from ._recorder import RunRecorder as AutoGenRecorder
     from ._scripted import FUNCTION_CALLING_MODEL_INFO, Reply, ScriptedChatCompletionClient
     from ._wrappers import HBEvalModelClient, HBEvalStreamWorkbench, HBEvalWorkbench

@@ -23,18 +23,15 @@ a trial timeout) blocks every later tool call at its pre hook and raises at the 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from hbeval_core.capture import BaseRecorder, precedents_text
 from hbeval_core.events import (
-    Directive,
     EventBase,
-    FaultInjected,
-    Halt,
     ModelEnd,
     ModelStart,
     RunEnd,
@@ -46,6 +43,7 @@ from hbeval_core.events import (
     ToolError,
     ToolStart,
 )
+from hbeval_core.faults.boundary import enter_faulted_call, exit_faulted_call
 from hbeval_core.monitor import Directive as MonitorDirective
 from hbeval_core.monitor import Monitor, SafeHaltError
 from hbeval_core.vocab import (
@@ -53,7 +51,6 @@ from hbeval_core.vocab import (
     SCOPE_AGENT,
     SCOPE_CREW,
     SCOPE_TASK,
-    TRIGGER_POLICY,
 )
 
 from . import _convert
@@ -61,12 +58,10 @@ from ._faults import BLOCKING_MODES, Applied, apply_after_failure, apply_result,
 from ._keys import (
     ATTR_AGENT,
     ATTR_BLOCKED_BY,
-    ATTR_BUDGET,
     ATTR_LATENCY_MS,
     ATTR_LINKED,
     ATTR_MEMORIES,
     ATTR_PATH,
-    ATTR_STEP_INDEX,
     ATTR_SYNTHETIC,
     ATTR_SYNTHETIC_ID,
     FRAMEWORK,
@@ -76,7 +71,6 @@ from ._keys import (
 
 __all__ = ["CrewAIRecorder", "MemoryLike", "crewai_error_kind"]
 
-log = logging.getLogger("hbeval.crewai")
 
 MemoryLike = Any
 """An object with ``recall(context, agent_id) -> list[str]`` and ``admit(episode) -> bool``."""
@@ -86,11 +80,6 @@ MemoryLike = Any
 _BLOCKED_PREFIX: Final = "Tool execution blocked by hook."
 _NATIVE_ERROR_PREFIX: Final = "Error executing tool:"
 _error_markers: tuple[str, ...] | None = None
-
-PRECEDENTS_HEADER: Final = (
-    "Recalled precedents from earlier evaluated runs (advice to weigh, not instructions):"
-)
-"""First line of the message memory precedents are put in front of the model with."""
 
 
 def _markers() -> tuple[str, ...]:
@@ -175,6 +164,8 @@ class _ToolCall:
     attrs: dict[str, Any] = field(default_factory=dict)
     keep: Any = None
     """The ``tool_input`` dict itself, held so its id is not reused while the call is open."""
+    guard: Any = None
+    """The token of the "already injecting" flag set while the real tool runs."""
 
 
 @dataclass
@@ -191,7 +182,7 @@ _RUN: ContextVar[str | None] = ContextVar("hbeval_crewai_run", default=None)
 """The run id of the outermost kickoff in progress (``instrument()`` mode, no fixed run id)."""
 
 
-class CrewAIRecorder:
+class CrewAIRecorder(BaseRecorder):
     """Records CrewAI runs as hb-events/1 events and feeds them to a live ``Monitor``.
 
     Args:
@@ -211,6 +202,8 @@ class CrewAIRecorder:
         on_halt: Called with the halt record when the monitor decides a Safe Halt.
     """
 
+    log = logging.getLogger("hbeval.crewai")
+
     def __init__(
         self,
         *,
@@ -226,28 +219,22 @@ class CrewAIRecorder:
         on_directive: Callable[[MonitorDirective], Any] | None = None,
         on_halt: Callable[[dict[str, Any]], Any] | None = None,
     ) -> None:
-        self.run_id = run_id
-        self.monitor = monitor if monitor is not None else Monitor(strict=strict)
-        self.strict = strict
+        super().__init__(
+            run_id=run_id,
+            monitor=monitor,
+            strict=strict,
+            on_event=on_event,
+            on_directive=on_directive,
+            on_halt=on_halt,
+            trial=trial,
+        )
         self.injector = injector
         self.memory = memory
         self.agent_id = agent_id
-        self.trial = trial
         self.run_events = run_events
-        self.on_event = on_event
-        self.on_directive = on_directive
-        self.on_halt = on_halt
-        self.events: list[EventBase] = []
-        """Every event recorded so far, in the order it was recorded."""
-        self.errors: list[str] = []
-        """Capture errors that were swallowed (empty when all is well)."""
-        self.strict_error: BaseException | None = None
-        """In strict mode: the first capture error, raised at the next model call."""
         self.stop: BaseException | None = None
         """Why no tool may run any more (SafeHaltError, BudgetExceeded, TrialCancelled)."""
         self.memories_injected = 0
-        self._lock = threading.RLock()
-        self._seq = 0
         self._counters: dict[str, int] = {}
         self._spans: dict[tuple[str, int], _Span] = {}
         self._span_order: list[_Span] = []
@@ -259,21 +246,13 @@ class CrewAIRecorder:
         self._memory_counts: dict[int, int] = {}
         self._wrapped: dict[int, tuple[Any, Any]] = {}
         self._crew_runs: dict[int, tuple[str, Token[str | None] | None]] = {}
-        self._directives_seen = 0
-        self._halt_seen = False
-
-    # ------------------------------------------------------------------ public helpers
-    def events_of(self, run_id: str) -> list[EventBase]:
-        """The events of one run (a recorder that watched several runs holds them all)."""
-        with self._lock:
-            return [e for e in self.events if e.run_id == run_id]
 
     @property
-    def run_ids(self) -> list[str]:
-        """Run ids seen so far, in order of first appearance."""
-        with self._lock:
-            return list(dict.fromkeys(e.run_id for e in self.events))
+    def strict_error(self) -> BaseException | None:
+        """In strict mode: the first capture error, raised at the next model call."""
+        return self.first_error if self.strict else None
 
+    # ------------------------------------------------------------------ public helpers
     def current_run_id(self) -> str:
         """The run id events recorded now carry."""
         if self.run_id is not None:
@@ -281,105 +260,11 @@ class CrewAIRecorder:
         return _RUN.get() or FRAMEWORK
 
     # ------------------------------------------------------------------ internals: recording
-    def fail(self, where: str, exc: BaseException) -> None:
-        """Record a capture error; in strict mode keep it to raise at the next model call."""
-        self.errors.append(f"{where}: {type(exc).__name__}: {exc}")
-        if self.strict:
-            if self.strict_error is None:
-                self.strict_error = exc
-            raise exc
-        log.warning("hbeval crewai capture error in %s: %r", where, exc, exc_info=True)
-
     def _next(self, name: str) -> int:
         with self._lock:
             n = self._counters.get(name, 0) + 1
             self._counters[name] = n
             return n
-
-    def emit(self, cls: type[EventBase], **fields: Any) -> EventBase:
-        """Record one event with the current run id, the next sequence number and a timestamp."""
-        fields.setdefault("run_id", self.current_run_id())
-        with self._lock:
-            fields["seq"] = self._seq
-            fields["ts"] = time.time()
-            self._seq += 1
-            # Fields come from trusted code paths, so skip validation on the hot path; the
-            # conformance suite round-trips every event through the validating parser.
-            event = cls.model_construct(**fields)
-            self.events.append(event)
-            # Observed under the lock so the monitor sees events in list order, even when
-            # parallel tool calls report from several threads.
-            self.monitor.observe(event)
-        if self.on_event is not None:
-            self._call_user(self.on_event, event)
-        self._poll_monitor(event)
-        return event
-
-    def _emit_fault(self, fault: FaultInjected, run_id: str, parent: str | None) -> None:
-        with self._lock:
-            event = fault.model_copy(
-                update={"run_id": run_id, "parent_id": parent, "seq": self._seq}
-            )
-            self._seq += 1
-            self.events.append(event)
-            self.monitor.observe(event)
-        if self.on_event is not None:
-            self._call_user(self.on_event, event)
-
-    def _poll_monitor(self, last: EventBase) -> None:
-        """Turn new monitor directives and a new halt into events and user callbacks."""
-        monitor = self.monitor
-        if len(monitor.directives) == self._directives_seen and (
-            self._halt_seen or not monitor.halted
-        ):
-            return
-        new: list[MonitorDirective] = []
-        record: dict[str, Any] | None = None
-        with self._lock:
-            if len(monitor.directives) > self._directives_seen:
-                new = list(monitor.directives[self._directives_seen :])
-                self._directives_seen += len(new)
-            if monitor.halted and not self._halt_seen:
-                self._halt_seen = True
-                record = dict(monitor.halt_record or {})
-        for d in new:
-            self.emit(
-                Directive,
-                run_id=last.run_id,
-                parent_id=last.parent_id,
-                action=d.action,
-                reason=d.reason,
-                metric=d.metric,
-                value=d.metric_value,
-                tool=d.target,
-                attrs={ATTR_STEP_INDEX: d.step_index},
-            )
-            if self.on_directive is not None:
-                self._call_user(self.on_directive, d)
-        if record is not None:
-            trigger = record.get("trigger_source") or TRIGGER_POLICY
-            if trigger not in ("policy", "policy_engine", "halt_signal", "manual"):
-                trigger = TRIGGER_POLICY
-            self.emit(
-                Halt,
-                run_id=last.run_id,
-                parent_id=last.parent_id,
-                metric=record.get("metric"),
-                value=record.get("metric_value"),
-                threshold=record.get("threshold"),
-                reason=str(record.get("reason") or ""),
-                trigger=trigger,
-                enforced=monitor.enforce,
-                attrs={ATTR_STEP_INDEX: record.get("step_index")},
-            )
-            if self.on_halt is not None:
-                self._call_user(self.on_halt, record)
-
-    def _call_user(self, fn: Callable[..., Any], *args: Any) -> None:
-        try:
-            fn(*args)
-        except Exception as exc:
-            self.fail(f"user callback {getattr(fn, '__name__', fn)!r}", exc)
 
     # ------------------------------------------------------------------ runs and spans
     def run_start(self, **fields: Any) -> None:
@@ -719,17 +604,7 @@ class CrewAIRecorder:
         except TrialStop as exc:
             self.stop = exc
             if isinstance(exc, BudgetExceeded):
-                self.emit(
-                    Halt,
-                    metric=None,
-                    value=float(exc.used),
-                    threshold=float(exc.limit),
-                    reason=str(exc),
-                    trigger=TRIGGER_POLICY,
-                    enforced=True,
-                    parent_id=self.parent_of(),
-                    attrs={ATTR_BUDGET: exc.budget},
-                )
+                self.emit_budget_halt(exc, parent_id=self.parent_of())
 
     def pre_tool(self, ctx: Any) -> bool | None:
         """``PRE_TOOL_CALL``: check the boundary, open the call, decide its fault (False blocks)."""
@@ -786,10 +661,16 @@ class CrewAIRecorder:
                 call.decision = injector.decide(name, args, call_id)
                 if call.decision is not None and call.decision.spec.after_ms > 0:
                     injector.clock.sleep(call.decision.spec.after_ms / 1000.0)
+            if call.decision is not None and call.decision.mode in BLOCKING_MODES:
+                with self._lock:
+                    self._inflight[key] = call
+                return False
+            if injector is not None:
+                # The call runs under this injector: a ``faultable`` function inside the tool
+                # passes through instead of being faulted a second time (post_tool clears it).
+                call.guard = enter_faulted_call()
             with self._lock:
                 self._inflight[key] = call
-            if call.decision is not None and call.decision.mode in BLOCKING_MODES:
-                return False
         except Exception as exc:
             self.fail("pre_tool", exc)
         return None
@@ -799,6 +680,8 @@ class CrewAIRecorder:
         try:
             with self._lock:
                 call = self._inflight.pop(id(ctx.tool_input), None)
+            if call is not None and call.guard is not None:
+                exit_faulted_call(call.guard)
             if call is None:
                 # A hook registered before ours blocked the call, so our pre hook never ran.
                 self._boundary()
@@ -868,7 +751,7 @@ class CrewAIRecorder:
         else:
             applied = apply_result(injector, d, raw if raw is not None else text)
         # The receipt precedes the call's end event (hb-derive/1).
-        self._emit_fault(applied.fault, call.run_id, call.parent)
+        self.emit_fault(applied.fault, call.run_id, call.parent)
         if d.mode == CRASH:
             self.emit(
                 ToolError,
@@ -938,7 +821,9 @@ class CrewAIRecorder:
             ]
             if not precedents:
                 return
-            text = PRECEDENTS_HEADER + "\n" + "\n".join(f"- {p}" for p in precedents)
+            text = precedents_text(precedents)
+            if text is None:
+                return
             messages = ctx.messages
             pos = 0
             while (

@@ -282,6 +282,14 @@ class RunInfo(_Block):
     scored_trial_count: int = Field(ge=0)
     started_at: str | float | None
     ended_at: str | float | None
+    executor: Literal["local", "async", "ray"] | None = Field(
+        default=None,
+        description="What ran the trials; absent for the local executor (this process).",
+    )
+    nodes: list[str] | None = Field(
+        default=None,
+        description="The cluster nodes that ran trials (host/node id); absent when local.",
+    )
 
 
 class Metrics(_Block):

@@ -846,6 +846,12 @@ def build_report(
             "scored_trial_count": len(scored),
             "started_at": run.get("started_at"),
             "ended_at": run.get("ended_at"),
+            # Only a non-local executor is named, so local reports keep their exact shape.
+            **(
+                {"executor": run["executor"], "nodes": list(run.get("nodes") or [])}
+                if run.get("executor") not in (None, "local")
+                else {}
+            ),
         },
         "run_id": run.get("run_id"),
         # The verdict fields are filled in below, by decide_verdict over this very report.
