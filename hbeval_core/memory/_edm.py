@@ -3,7 +3,9 @@
 ``EDM`` keeps admitted episodes in SQLite (its own ``edm_*`` tables in the store's file) and
 one in-memory vector index per agent, loaded on first use. Retrieval is exact: every stored
 vector of the agent is compared with the query (cosine = dot product of unit vectors), and
-only episodes at or above the threshold are returned. One agent never sees another's
+only episodes at or above the threshold are returned. For agents with many episodes,
+``build_index`` saves an approximate index beside the database that proposes candidates,
+which are then ranked exactly from the vectors SQLite holds (see ``_ann.py``). One agent never sees another's
 episodes, and unsafe episodes are quarantined, never indexed.
 
 ``EDM()`` is in memory (nothing persisted); ``EDM(path)`` or :func:`open_edm` persist to a
