@@ -18,8 +18,9 @@ Supported versions: ``SUPPORTED`` (checked when instrumenting).
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hbeval_core._lazy import lazy_exports
 
 from ._version import SUPPORTED, UnsupportedVersionError, check_supported
 
@@ -78,17 +79,7 @@ __all__ = [
 _ALIASES = {"AutoGenRecorder": "RunRecorder"}
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hbeval_autogen' has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), _ALIASES.get(name, name))
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__, _ALIASES)
 
 
 if TYPE_CHECKING:

@@ -17,8 +17,9 @@ first used.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hbeval_core._lazy import lazy_exports
 
 from ._version import SUPPORTED, SUPPORTED_VERSIONS, UnsupportedVersionError, check_supported
 
@@ -69,17 +70,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hbeval_langgraph' has no attribute {name!r}")
-    value = getattr(import_module(module), _ALIASES.get(name, name))
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__, _ALIASES)
 
 
 if TYPE_CHECKING:

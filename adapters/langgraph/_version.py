@@ -7,11 +7,10 @@ tags and on ``BaseTool``'s run methods; the supported ranges are pinned here (th
 
 from __future__ import annotations
 
-import functools
-from importlib import metadata
 from typing import Final
 
 from hbeval_core.versions import UnsupportedVersionError, version_in_range
+from hbeval_core.versions import installed_versions as _installed_versions
 
 __all__ = [
     "SUPPORTED",
@@ -32,21 +31,9 @@ SUPPORTED_VERSIONS: Final = {
 """The range of each distribution this adapter is tested against (mirrors the extra)."""
 
 
-@functools.lru_cache(maxsize=1)
-def _lookup_versions() -> tuple[tuple[str, str | None], ...]:
-    # Reading package metadata costs milliseconds: once per process is enough.
-    found: list[tuple[str, str | None]] = []
-    for dist in SUPPORTED_VERSIONS:
-        try:
-            found.append((dist, metadata.version(dist)))
-        except metadata.PackageNotFoundError:
-            found.append((dist, None))
-    return tuple(found)
-
-
 def installed_versions() -> dict[str, str | None]:
     """The installed version of each checked distribution (None when it is not installed)."""
-    return dict(_lookup_versions())
+    return _installed_versions(tuple(SUPPORTED_VERSIONS))
 
 
 def check_supported(versions: dict[str, str | None] | None = None) -> dict[str, str]:

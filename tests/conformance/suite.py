@@ -187,6 +187,17 @@ class AdapterConformance:
         assert len(numbered) == len(seqs) and numbered == sorted(numbered)
         assert len(set(numbered)) == len(numbered)
 
+    def test_events_equal_their_validated_copies(self) -> None:
+        """Events the adapter builds on the fast path are exactly what validation builds."""
+        clean = self.run()
+        faulted = self.run(injector=self.injector(_plan("prompt_injection", 0)))
+        for event in [*clean.events, *faulted.events]:
+            given = {name: getattr(event, name) for name in event.model_fields_set}
+            validated = type(event)(**given)
+            assert validated == event, type(event).__name__
+            assert list(vars(validated)) == list(vars(event)), type(event).__name__
+            assert validated.model_fields_set == event.model_fields_set, type(event).__name__
+
     def test_parent_ids_point_at_earlier_spans(self) -> None:
         result = self.run()
         spans: set[str] = set()
