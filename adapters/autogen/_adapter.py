@@ -25,12 +25,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final
 
+from hbeval_core.contract import InfraError, Task, TrialContext, TrialResult, current_trial
 from hbeval_core.events import EventBase
 from hbeval_core.faults.boundary import reporting_to
 from hbeval_core.monitor import Monitor
-from hbeval_core.runner.context import InfraError, TrialContext, current_trial
-from hbeval_core.runner.protocol import TrialResult
-from hbeval_core.runner.task import Task
 from hbeval_core.vocab import FAULT_INJECTED, SCOPE_TEAM, TOOL_END, TOOL_ERROR, TOOL_START
 
 from . import _convert, _hook
@@ -94,7 +92,7 @@ def _chat_messages(messages: Sequence[Any]) -> tuple[Any, ...]:
     """A run's chat messages (not its inner events) as ``Message`` records."""
     from autogen_agentchat.messages import BaseChatMessage
 
-    from hbeval_core.runner.outcome import Message
+    from hbeval_core.contract import Message
 
     out = []
     for m in messages:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from hbeval_core.contract import BudgetExceeded, TrialCancelled, TrialContext
 from hbeval_core.events import (
     ChatMessage,
     Directive,
@@ -31,7 +32,6 @@ from hbeval_core.events import (
     SpanStart,
 )
 from hbeval_core.monitor import Monitor, SafeHaltError
-from hbeval_core.runner.context import BudgetExceeded, TrialCancelled, TrialContext
 from hbeval_core.vocab import TRIGGER_POLICY
 
 from . import _convert

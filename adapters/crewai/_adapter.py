@@ -15,11 +15,11 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from hbeval_core.contract import Task, TrialResult, token_usage
 from hbeval_core.events import EventBase
 from hbeval_core.monitor import Directive as MonitorDirective
 from hbeval_core.monitor import Monitor
-from hbeval_core.runner.protocol import TrialResult, run_status_of, token_usage
-from hbeval_core.runner.task import Task
+from hbeval_core.runner.protocol import run_status_of
 
 from ._keys import FRAMEWORK, INPUT_KEY
 from ._recorder import CrewAIRecorder, MemoryLike
@@ -186,7 +186,7 @@ class CrewAIAdapter:
         The crew's own failures become the result's ``status`` ("error", "halted" for an
         enforced Safe Halt or an exhausted budget, "timeout" when the trial was cut).
         """
-        from hbeval_core.runner.context import current_trial
+        from hbeval_core.contract import current_trial
 
         from ._hooks import capture, ensure_supported
 
@@ -271,7 +271,7 @@ class CrewAIAdapter:
 
 def _messages_of(question: str, output: Any) -> tuple[Any, ...]:
     """The question, then each task's output under its agent's role, as ``Message`` records."""
-    from hbeval_core.runner.outcome import Message
+    from hbeval_core.contract import Message
 
     out = [Message(role="user", content=question)]
     for task_output in getattr(output, "tasks_output", None) or ():

@@ -23,11 +23,11 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from hbeval_core.contract import Task, TrialResult, token_usage
 from hbeval_core.events import EventBase, RunStart
 from hbeval_core.monitor import Directive as MonitorDirective
 from hbeval_core.monitor import Monitor
-from hbeval_core.runner.protocol import TrialResult, is_infra_error, run_status_of, token_usage
-from hbeval_core.runner.task import Task
+from hbeval_core.runner.protocol import is_infra_error, run_status_of
 
 from . import _convert
 from ._keys import FRAMEWORK
@@ -206,8 +206,8 @@ class LangGraphAdapter:
         The agent's own failures become the result's ``status`` ("error", "halted" for an
         enforced Safe Halt or an exhausted budget, "timeout", "cancelled" for a crash fault).
         """
+        from hbeval_core.contract import current_trial
         from hbeval_core.faults.boundary import reporting_to
-        from hbeval_core.runner.context import current_trial
 
         from ._faults import tool_faults
         from ._handler import HBEvalCallbackHandler
@@ -310,7 +310,7 @@ _ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"
 
 def _messages_of(state: Any) -> tuple[Any, ...]:
     """A graph state's ``messages`` as ``Message`` records (empty when it has none)."""
-    from hbeval_core.runner.outcome import Message
+    from hbeval_core.contract import Message
 
     messages = state.get("messages") if isinstance(state, Mapping) else None
     out = []

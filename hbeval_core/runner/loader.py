@@ -20,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
-from .task import ExpectedCall, Task
+from ..contract import ExpectedCall, Task
 
 __all__ = [
     "TASK_FIELDS",

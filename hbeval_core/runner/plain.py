@@ -45,6 +45,15 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Final, NoReturn, TypeVar, overload
 
+from ..contract import (
+    BudgetExceeded,
+    InfraError,
+    Task,
+    TrialCancelled,
+    TrialContext,
+    TrialResult,
+    current_trial,
+)
 from ..events import (
     ChatMessage,
     Claim,
@@ -66,9 +75,6 @@ from ..faults.boundary import ToolCallError, faulted_call
 from ..faults.runtime import InjectedCrash
 from ..monitor import SafeHaltError
 from ..vocab import TRIGGER_POLICY
-from .context import BudgetExceeded, InfraError, TrialCancelled, TrialContext, current_trial
-from .protocol import TrialResult
-from .task import Task
 
 __all__ = [
     "BEHAVIOURAL_FIELDS",
@@ -817,7 +823,7 @@ class PlainAdapter:
 
 
 def _messages_of(question: str, answer: str | None) -> tuple[Any, ...]:
-    from .outcome import Message
+    from ..contract import Message
 
     asked = Message(role="user", content=question)
     return (asked,) if answer is None else (asked, Message(role="assistant", content=answer))

@@ -47,10 +47,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..contract import verifier_input
 from ..derive import StepRecord
 from ..metrics import rule_violations, trajectory_match
 from ..monitor import score_events
-from ..runner.outcome import verifier_input
 from ..vocab import (
     DEFAULT_THRESHOLDS,
     DERIVE_VERSION,
@@ -105,7 +105,7 @@ from ._trace import (
 )
 
 if TYPE_CHECKING:
-    from ..runner.protocol import TrialResult
+    from ..contract import TrialResult
 
 METHODOLOGIES = (METHODOLOGY_A, METHODOLOGY_B, METHODOLOGY_C)
 """The three scoring paths."""
