@@ -107,8 +107,10 @@ app = typer.Typer(
 )
 schema_app = typer.Typer(help="Print JSON Schemas of hbeval's formats.", no_args_is_help=True)
 runs_app = typer.Typer(help="Runs recorded in the store.", no_args_is_help=True)
+store_app = typer.Typer(help="Stores themselves: copy runs between them.", no_args_is_help=True)
 app.add_typer(schema_app, name="schema")
 app.add_typer(runs_app, name="runs")
+app.add_typer(store_app, name="store")
 
 
 def _mount_optional(module: str, attr: str, name: str) -> None:
@@ -334,7 +336,9 @@ def schema_report() -> None:
 def runs_list(
     db: Annotated[
         str | None,
-        typer.Option(help="Store: a path or sqlite:///path (default ./.hbeval/hbeval.db)."),
+        typer.Option(
+            help="Store: a path, sqlite:///path or postgresql://... (default ./.hbeval/hbeval.db)."
+        ),
     ] = None,
     agent_id: Annotated[
         str | None, typer.Option("--agent-id", help="Only runs of this agent.")
@@ -342,11 +346,10 @@ def runs_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
 ) -> None:
     """List recorded runs, newest first."""
-    from .store import open_store, resolve_path
+    from .store import open_store, store_exists
 
     try:
-        path = resolve_path(db)
-        if path != ":memory:" and not Path(path).exists():
+        if not store_exists(db):
             runs: list[dict[str, Any]] = []
         else:
             store = open_store(db, read_only=True)
@@ -371,6 +374,34 @@ def runs_list(
     for r in runs:
         table.add_row(*(_cell(c, r.get(c)) for c in columns))
     console().print(table)
+
+
+@store_app.command("copy")
+def store_copy(
+    src: Annotated[
+        str, typer.Argument(help="Source store: a path, sqlite:///path or postgresql://...")
+    ],
+    dst: Annotated[str, typer.Argument(help="Destination store (created when missing).")],
+    run_ids: Annotated[
+        list[str] | None, typer.Option("--run", help="Copy only this run (repeatable).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Copy runs between stores (SQLite <-> PostgreSQL) without loss; copying again is safe."""
+    from .store import copy_between
+
+    try:
+        summary = copy_between(src, dst, run_ids or None)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        typer.echo(json.dumps(summary.as_dict()))
+        return
+    typer.echo(
+        f"copied {summary.runs} run(s): {summary.trials_copied} trial(s) and "
+        f"{summary.events_copied} event(s) written, {summary.trials_present} trial(s) already "
+        f"there, {summary.reports_copied} report(s)"
+    )
 
 
 def runs_document(store: Any, agent_id: str | None = None) -> dict[str, Any]:

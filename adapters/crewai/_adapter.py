@@ -15,11 +15,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from hbeval_core.contract import Task, TrialResult, token_usage
+from hbeval_core.contract import Task, TrialResult, run_status_of, token_usage
 from hbeval_core.events import EventBase
 from hbeval_core.monitor import Directive as MonitorDirective
 from hbeval_core.monitor import Monitor
-from hbeval_core.runner.protocol import run_status_of
 
 from ._keys import FRAMEWORK, INPUT_KEY
 from ._recorder import CrewAIRecorder, MemoryLike

@@ -10,7 +10,9 @@ imports only this package to take part in a battery run:
   budgets, cancellation) and the exceptions that stop a trial on purpose (``TrialStop``,
   ``BudgetExceeded``, ``TrialCancelled``) or blame the environment (``InfraError``);
 - ``Memory``, the recall/admit protocol every memory implements;
-- clocks: ``Clock``, ``AsyncClock``, ``SystemClock``, ``FakeClock`` and ``VirtualClock``.
+- clocks: ``Clock``, ``AsyncClock``, ``SystemClock``, ``FakeClock`` and ``VirtualClock``;
+- how a run ended, decided once from the exception that stopped it: ``run_status_of``,
+  ``ended_by`` / ``Ended``, ``describe_error``, ``is_infra_error``.
 
 Everything here is light (standard library and ``hbeval_core.vocab``), so importing the contract
 costs an adapter nothing.
@@ -30,6 +32,14 @@ from ._outcome import (
     verifier_input,
     wants_outcome,
 )
+from ._status import (
+    RUN_STATUS_FOR_EXCEPTION,
+    Ended,
+    describe_error,
+    ended_by,
+    is_infra_error,
+    run_status_of,
+)
 from ._task import ExpectedCall, Task, Verifier
 from ._trial import (
     BUDGET_FIELDS,
@@ -46,11 +56,13 @@ from ._trial import (
 
 __all__ = [
     "BUDGET_FIELDS",
+    "RUN_STATUS_FOR_EXCEPTION",
     "Adapter",
     "AsyncClock",
     "BudgetExceeded",
     "Budgets",
     "Clock",
+    "Ended",
     "ExpectedCall",
     "FakeClock",
     "InfraError",
@@ -67,7 +79,11 @@ __all__ = [
     "Verifier",
     "VirtualClock",
     "current_trial",
+    "describe_error",
+    "ended_by",
+    "is_infra_error",
     "outcome_of",
+    "run_status_of",
     "token_usage",
     "tool_calls_of",
     "trace_kinds",
