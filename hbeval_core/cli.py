@@ -470,6 +470,7 @@ def init(
 _mount_optional("hbeval_core.runner.cli_battery", "battery_app", "battery")
 _mount_optional("hbeval_core.memory.cli", "memory_app", "memory")
 _mount_optional("hbeval_core.report.cli", "passport_app", "passport")
+_mount_optional("hbeval_core.export.cli", "export_app", "export")
 
 
 def _mount_report_commands() -> None:
@@ -492,6 +493,16 @@ def _mount_import_command() -> None:
 
 
 _mount_import_command()
+
+
+def _mount_replay_command() -> None:
+    """``replay`` lives beside the replay it runs."""
+    from .replay.cli import replay_cmd
+
+    app.command("replay")(replay_cmd)
+
+
+_mount_replay_command()
 
 
 def _mount_mcp_command() -> None:

@@ -257,6 +257,16 @@ def _how_sure(report: Mapping[str, Any]) -> list[str]:
     iso = _block(report, "isolation")
     if iso and iso.get("isolated") is False:
         items.append(f"{_e(iso.get('note'))}.")
+    inferred = _block(_block(report, "source"), "inferred_figures")
+    if inferred:
+        why: dict[str, list[str]] = {}
+        for figure, reason in sorted(inferred.items()):
+            why.setdefault(str(reason), []).append(str(figure))
+        items.append(
+            "Rests on inferred fields (read from text, not flagged by the recording): "
+            + "; ".join(f"{_e(', '.join(f))} — {_e(r)}" for r, f in why.items())
+            + "."
+        )
     return items
 
 

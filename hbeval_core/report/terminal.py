@@ -310,6 +310,17 @@ def print_summary(report: Mapping[str, Any], console: Console | None = None) -> 
     console.print(summary_table(report))
     for line in verdict_lines(report):
         console.print(line, markup=False)
+    source = report.get("source")
+    inferred = source.get("inferred_figures") if isinstance(source, Mapping) else None
+    if isinstance(inferred, Mapping) and inferred:
+        why: dict[str, list[str]] = {}
+        for figure, reason in sorted(inferred.items()):
+            why.setdefault(str(reason), []).append(str(figure))
+        console.print(
+            "  rests on inferred fields: "
+            + "; ".join(f"{', '.join(f)} ({r})" for r, f in why.items()),
+            markup=False,
+        )
     fps = report.get("fingerprints") or {}
     console.print(
         f"  measurement fingerprint {fps.get('measurement')}  manifest {report.get('manifest_hash')}",
