@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hbeval_core.capture import BaseRecorder
+from hbeval_core.capture import BaseRecorder, SpanRecord
 from hbeval_core.contract import (
     BudgetExceeded,
     TrialContext,
@@ -31,8 +31,6 @@ from hbeval_core.events import (
     FaultInjected,
     RunEnd,
     RunStart,
-    SpanEnd,
-    SpanStart,
 )
 from hbeval_core.monitor import Monitor, SafeHaltError
 
@@ -214,7 +212,7 @@ class RunRecorder(BaseRecorder):
     def span_start(self, scope: str, name: str, parent_id: str | None = None) -> str:
         """Open a span (agent or team); returns its id."""
         span_id = self.next_span_id(name)
-        self.emit(SpanStart, span_id=span_id, scope=scope, name=name, parent_id=parent_id)
+        self.emit_span_start(SpanRecord(span_id, scope, name, self.run_id, parent_id))
         return span_id
 
     def span_end(
@@ -228,16 +226,8 @@ class RunRecorder(BaseRecorder):
         attrs: dict[str, Any] | None = None,
     ) -> None:
         """Close a span opened by ``span_start``."""
-        self.emit(
-            SpanEnd,
-            span_id=span_id,
-            scope=scope,
-            name=name,
-            status="error" if error else "ok",
-            error=error,
-            parent_id=parent_id,
-            attrs=dict(attrs or {}),
-        )
+        span = SpanRecord(span_id, scope, name, self.run_id, parent_id)
+        self.emit_span_end(span, error=error, attrs=attrs)
 
     # ------------------------------------------------------------------ abort
     @property
