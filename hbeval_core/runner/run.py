@@ -158,9 +158,11 @@ DEFAULT_TIMEOUT: Final = 300.0
 """Seconds an attempt may run before it is cut and recorded as ``timeout`` (0 or None: no limit)."""
 EXECUTOR_LOCAL: Final = "local"
 """Trials run in this process: serially, or on ``concurrency`` threads."""
+EXECUTOR_ASYNC: Final = "async"
+"""``await arun_battery(...)``: trials on ``concurrency`` threads, off the caller's event loop."""
 EXECUTOR_RAY: Final = "ray"
 """Each trial is a Ray task on a cluster (``runner._ray``)."""
-EXECUTORS: Final = (EXECUTOR_LOCAL, EXECUTOR_RAY)
+EXECUTORS: Final = (EXECUTOR_LOCAL, EXECUTOR_ASYNC, EXECUTOR_RAY)
 DEFAULT_RAY_CPUS: Final = 0.25
 """CPUs a Ray trial reserves: trials wait on models, so one CPU runs several at once."""
 _METHODOLOGIES: Final = (METHODOLOGY_A, METHODOLOGY_B, METHODOLOGY_C)
@@ -1077,7 +1079,8 @@ def run_battery(
 
     ``executor`` is ``local`` (threads, ``concurrency``) or ``ray``: each trial is a Ray task on
     the cluster at ``ray_address`` (``auto``, ``host:port``; None starts a local Ray), taking
-    ``ray_cpus_per_trial`` CPUs (``runner._ray``).
+    ``ray_cpus_per_trial`` CPUs (``runner._ray``). ``async`` is what ``arun_battery`` passes:
+    trials run as with ``local``, and the report names the executor.
     """
     _check_args(
         tasks, trials, seed, concurrency, timeout, methodology, judge, max_infra_retries, agent_id
