@@ -25,12 +25,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hbeval_core.capture import Trial, TrialTemplate, capture_metadata, result_of
-from hbeval_core.contract import Ended
+from hbeval_core.contract import Ended, Task, TrialResult, token_usage
 from hbeval_core.events import EventBase, RunStart
 from hbeval_core.monitor import Directive as MonitorDirective
 from hbeval_core.monitor import Monitor
-from hbeval_core.runner.protocol import TrialResult, token_usage
-from hbeval_core.runner.task import Task
 
 from . import _convert
 from ._keys import FRAMEWORK
@@ -285,7 +283,7 @@ _ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"
 
 def _messages_of(state: Any) -> tuple[Any, ...]:
     """A graph state's ``messages`` as ``Message`` records (empty when it has none)."""
-    from hbeval_core.runner.outcome import Message
+    from hbeval_core.contract import Message
 
     messages = state.get("messages") if isinstance(state, Mapping) else None
     out = []
