@@ -268,7 +268,7 @@ class EDM:
         ``score_trial`` and the episode carries the run's events, so EDM admits on figures it
         computed itself, as for battery trials.
         """
-        from ..runner.protocol import TrialResult
+        from ..contract import TrialResult
         from ..scoring import score_trial
         from ..vocab import OUTCOME_FAIL, OUTCOME_PASS
         from ._adapters import episode_from_trial
