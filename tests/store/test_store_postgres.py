@@ -119,3 +119,14 @@ def test_writers_on_many_connections_store_each_key_once(postgres_url: str) -> N
         assert [t.trial_key for t in check.list_trials(RUN)] == ["s000-t0", "s001-t0"]
         assert len(list(check.iter_events(RUN, "s000-t0"))) == len(events)
         assert len(check.list_attempts(RUN)) == 2
+
+
+def test_without_a_server_the_tests_skip_but_fail_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ..postgres_server import _unavailable
+
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="no PostgreSQL server: initdb missing"):
+        _unavailable("initdb missing")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="cannot run under CI: initdb missing"):
+        _unavailable("initdb missing")
