@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import threading
 import time
 from typing import Any
@@ -44,7 +43,9 @@ def test_arun_battery_gives_run_batterys_report_without_blocking_the_loop() -> N
                 await asyncio.sleep(0.01)
 
         beat = asyncio.create_task(heartbeat())
+        await asyncio.sleep(0)
         try:
+            began = time.perf_counter()
             report = await arun_battery(
                 LangGraphAdapter(),
                 careful,
@@ -56,16 +57,18 @@ def test_arun_battery_gives_run_batterys_report_without_blocking_the_loop() -> N
                 concurrency=4,
                 progress=on_progress,
             )
+            ended = time.perf_counter()
             await asyncio.sleep(0.05)  # let the last progress call land
         finally:
             beat.cancel()
-        return report, ticks, updates
+        during = [t for t in ticks if began < t < ended]
+        return report, during, updates
 
-    report, ticks, updates = asyncio.run(main())
+    report, during, updates = asyncio.run(main())
     assert report["run"]["executor"] == "async" and report["run"]["nodes"] == []
     assert without_timings(report) == without_timings(expected)
-    gaps = [b - a for a, b in itertools.pairwise(ticks)]
-    assert len(ticks) > 20 and max(gaps) < 1.0  # the loop kept running during the battery
+    # The loop kept running while the battery ran (a blocking call would allow no tick at all).
+    assert len(during) >= 3, len(during)
     assert updates and updates[-1].done == updates[-1].total == 12
 
 
