@@ -34,4 +34,5 @@ def run_to_end(awaitable: Awaitable[T]) -> T:
         return result
     ctx = contextvars.copy_context()
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="hbeval-async") as pool:
-        return pool.submit(ctx.run, asyncio.run, coro).result()  # type: ignore[arg-type]
+        done: T = pool.submit(ctx.run, asyncio.run, coro).result()
+        return done
