@@ -136,11 +136,39 @@ def _load(name: str) -> Any:
     """The click command of subcommand ``name``, built from its module on first use."""
     entry = COMMANDS[name]
     target = getattr(import_module(f"{__package__}.{entry.module}"), entry.attr)
+    command: Any
     if isinstance(target, typer.Typer):  # a group, even of one command (``runs list``)
-        return typer.main.get_group(target)
-    single = typer.Typer(add_completion=False, rich_markup_mode=None)
-    single.command(name)(target)
-    return typer.main.get_command(single)
+        command = typer.main.get_group(target)
+    else:
+        single = typer.Typer(add_completion=False, rich_markup_mode=None)
+        single.command(name)(target)
+        command = typer.main.get_command(single)
+    _settle_help_options(command)
+    return command
+
+
+def _settled(option: Any) -> Any:
+    """``--help`` that defaults to False rather than None.
+
+    typer (0.29) runs every option value that is not already a bool through pydantic, and its
+    ``--help`` flag has no default, so each level of ``hbeval battery run`` imported pydantic
+    (about 70 ms) just to read "not given". A False default skips that; the flag is unchanged.
+    """
+    if option is not None and getattr(option, "default", False) is None:
+        option.default = False
+    return option
+
+
+def _settle_help_options(command: Any) -> None:
+    """Give ``command`` and every command under it a ``--help`` that defaults to False."""
+    original = command.get_help_option
+
+    def get_help_option(ctx: Any) -> Any:
+        return _settled(original(ctx))
+
+    command.get_help_option = get_help_option
+    for sub in (getattr(command, "commands", None) or {}).values():
+        _settle_help_options(sub)
 
 
 class _RootGroup(TyperGroup):
@@ -165,6 +193,9 @@ class _RootGroup(TyperGroup):
         if cmd_name not in self._loaded:
             self._loaded[cmd_name] = _load(cmd_name)
         return self._loaded[cmd_name]
+
+    def get_help_option(self, ctx: Any) -> Any:
+        return _settled(super().get_help_option(ctx))
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         """The command list from ``COMMANDS``, shortened as click shortens a command's help."""

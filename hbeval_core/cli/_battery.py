@@ -9,7 +9,6 @@ when interrupted (completed trials are kept; rerun with the printed ``--run-id``
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -161,32 +160,6 @@ def build_command(
         runtime = s.get("runtime")
         plan = f"  [{runtime['kind']}]" if runtime else ""
         typer.echo(f"  {s['index']:>2}  {s['domain']:<19} {s['fault_type']}{plan}")
-
-
-class _Progress:
-    """A one-line progress report on stderr: trials done of total, failures so far."""
-
-    def __init__(self) -> None:
-        self.tty = sys.stderr.isatty()
-        self.run_id: str | None = None
-        self._last_tenth = -1
-
-    def __call__(self, update: Any) -> None:
-        self.run_id = update.run_id
-        line = (
-            f"[hbeval] run {update.run_id}: {update.done}/{update.total} trials, "
-            f"{update.failed} not passed"
-            + (f" ({update.resumed} resumed)" if update.resumed else "")
-        )
-        if self.tty:
-            end = "\n" if update.done >= update.total else ""
-            sys.stderr.write("\r" + line + end)
-            sys.stderr.flush()
-            return
-        tenth = (10 * update.done) // max(update.total, 1)
-        if tenth != self._last_tenth or update.done >= update.total:
-            self._last_tenth = tenth
-            sys.stderr.write(line + "\n")
 
 
 class _Admissions:
@@ -374,6 +347,7 @@ def run_command(
     from ..runner.registry import KIND_AGENT, KIND_FACTORY, TargetKindError, adapter_kinds
     from ..runner.run import DEFAULT_TIMEOUT, abandoned_threads, run_battery
     from ..store import StoreError, open_store
+    from ._progress import BatteryProgress
 
     if out is not None:  # checked before the first trial, not after the last
         problem = output_problem(out, make_parents=True)
@@ -468,7 +442,7 @@ def run_command(
     if memory:
         edm = _open_memory(db, store)
     admissions = _Admissions()
-    progress = _Progress()
+    progress = BatteryProgress()
     try:
         report = run_battery(
             None,
@@ -500,12 +474,14 @@ def run_command(
     except ValueError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
+        progress.close()
         again = f" --run-id {progress.run_id}" if progress.run_id else ""
         typer.echo(
             f"\ninterrupted: completed trials are kept; rerun with{again} to resume", err=True
         )
         raise typer.Exit(130) from None
     finally:
+        progress.close()
         store.close()
         if edm is not None:
             edm.close()

@@ -103,10 +103,16 @@ def run(*, db: str | None, out_dir: Path, as_json: bool) -> int:
         demo_runner = None  # type: ignore[assignment]
     run_demo = demo_runner
     if run_demo is not None:
-        from ..report.terminal import demo_progress
+        from ._progress import demo_progress
 
         out_dir.mkdir(parents=True, exist_ok=True)
-        reports = run_demo(out_dir, db, progress=demo_progress())
+        progress = demo_progress()
+        try:
+            reports = run_demo(out_dir, db, progress=progress)
+        finally:
+            close = getattr(progress, "close", None)
+            if close is not None:
+                close()
         result["reports"] = reports
         print_side_by_side(console, reports)
         out = out_dir / "hbeval-report.json"
