@@ -1,7 +1,7 @@
 """The AutoGen versions this adapter supports, in one place, and the check made at instrument time.
 
 The adapter touches private attributes of ``AssistantAgent`` (``_workbench``, ``_model_client``,
-``_memory``) and relies on a few internal behaviours (see tests/test_autogen_contract.py). Those
+``_memory``) and relies on a few internal behaviours (see tests/adapters/autogen/test_autogen_contract.py). Those
 can change in any release, so the supported range is pinned here (and mirrored by the
 ``[autogen]`` extra in pyproject.toml), checked before anything is patched, and every private
 attribute and behaviour has a contract test.

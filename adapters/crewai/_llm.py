@@ -6,7 +6,7 @@ agent's own LLM: it forwards ``call`` / ``acall`` (and the capability questions 
 it unchanged and tells the recorder what went in and what came out. ``wrap_agent`` swaps it in
 for the block of one capture and ``unwrap_agent`` puts the user's object back.
 
-Internals touched (contract-tested in tests/test_crewai_contract.py): ``BaseLLM``'s call
+Internals touched (contract-tested in tests/adapters/crewai/test_crewai_contract.py): ``BaseLLM``'s call
 signature; ``_crewai_rate_limit_wrapped`` (so CrewAI does not wrap our forwarding ``call`` in a
 second retry loop around the inner LLM's own); ``call_stop_override`` and ``stop_sequences``
 (the per-call stop words CrewAI sets on the LLM it calls, which we pass on to the inner LLM).

@@ -19,7 +19,7 @@ delays it, ``crash`` raises ``InjectedCrash``; modes that spoil a result also ra
 ``NodeFaultError`` (a node's output is a state update; a corrupted one is a failed node).
 
 Private LangGraph attributes touched, each with a named contract test in
-tests/test_langgraph_contract.py: ``ToolNode._wrap_tool_call``, ``ToolNode._awrap_tool_call``,
+tests/adapters/langgraph/test_langgraph_contract.py: ``ToolNode._wrap_tool_call``, ``ToolNode._awrap_tool_call``,
 ``ToolNode.tools_by_name`` (read only), ``graph.nodes[name].bound``.
 """
 

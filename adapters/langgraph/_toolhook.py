@@ -26,7 +26,7 @@ What the caller receives:
 Installed once per process (``install_tool_hook``) by the LangGraph adapter and
 ``instrument()``; ``uninstall_tool_hook`` restores the two original methods (tests).
 
-Private LangChain attribute touched (contract-tested in tests/test_langgraph_contract.py):
+Private LangChain attribute touched (contract-tested in tests/adapters/langgraph/test_langgraph_contract.py):
 ``BaseTool._filter_injected_args`` (read; the arguments the model chose, without injected ones).
 """
 

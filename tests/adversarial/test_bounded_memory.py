@@ -61,7 +61,7 @@ langgraph = pytest.importorskip("langgraph")
 
 
 def _runs(n: int) -> None:
-    from tests.test_langgraph_fixtures import inputs, scripted_agent
+    from tests.adapters.langgraph.test_langgraph_fixtures import inputs, scripted_agent
 
     graph = scripted_agent()
     for _ in range(n):
@@ -106,7 +106,7 @@ def test_instrument_keeps_a_bounded_window_of_the_newest_events() -> None:
 def test_an_explicit_handler_still_keeps_everything() -> None:
     from hbeval_langgraph import HBEvalCallbackHandler
 
-    from tests.test_langgraph_fixtures import inputs, scripted_agent
+    from tests.adapters.langgraph.test_langgraph_fixtures import inputs, scripted_agent
 
     handler = HBEvalCallbackHandler()
     graph = scripted_agent()

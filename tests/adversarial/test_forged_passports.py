@@ -19,7 +19,7 @@ from hbeval_core.report.passport import (
     render_passport,
     sign_passport,
 )
-from tests.test_report_fixtures import demo, hb
+from tests.report.test_report_fixtures import demo, hb
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_report_fixtures import demo, hb, write_json
+from tests.report.test_report_fixtures import demo, hb, write_json
 
 FORGERIES = [
     ("metrics", "frr", 1e308),

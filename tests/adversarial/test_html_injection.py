@@ -28,8 +28,8 @@ from hbeval_core.events import parse_event
 from hbeval_core.report.html import render_html, store_traces
 from hbeval_core.report.model import Report
 from hbeval_core.store import open_store
-from tests.test_report_chromium import CHROMIUM, chromium, with_script
-from tests.test_report_fixtures import demo
+from tests.report.test_report_chromium import CHROMIUM, chromium, with_script
+from tests.report.test_report_fixtures import demo
 
 MARK = "__pwned"
 PAYLOAD = (

@@ -1,6 +1,6 @@
 """The adapter conformance suite: one set of checks every framework adapter passes.
 
-Subclass ``AdapterConformance`` in ``tests/test_<framework>_conformance.py``, implement its hooks
+Subclass ``AdapterConformance`` in ``tests/adapters/<framework>/test_<framework>_conformance.py``, implement its hooks
 (a scripted two-tool agent, how to break capture, what the adapter patches) and pytest runs the
 whole suite against that adapter. See ``suite.py``.
 """
