@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: set up ./.venv with every extra, then lint and run the whole suite.
+# The test command: set up ./.venv with every extra, start a throwaway PostgreSQL server for the
+# store tests, then lint and run the whole suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CREWAI_DISABLE_TELEMETRY=true OTEL_SDK_DISABLED=true CREWAI_TRACING_ENABLED=false \
@@ -7,4 +8,15 @@ export CREWAI_DISABLE_TELEMETRY=true OTEL_SDK_DISABLED=true CREWAI_TRACING_ENABL
 scripts/setup-venv.sh all,test
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+if [ -z "${HBEVAL_TEST_POSTGRES_URL:-}" ]; then
+  # Installs Debian's postgresql when no server binaries are found. Without a server the
+  # PostgreSQL tests skip, saying why (under CI=true they fail instead).
+  pgdir="$(mktemp -d -u "${TMPDIR:-/tmp}/hbeval-pg.XXXXXX")"
+  trap 'scripts/postgres-server.sh stop "$pgdir"' EXIT
+  if url="$(HBEVAL_INSTALL_POSTGRES=1 scripts/postgres-server.sh start "$pgdir")"; then
+    export HBEVAL_TEST_POSTGRES_URL="$url"
+  else
+    echo "warning: could not start PostgreSQL; the PostgreSQL tests will skip (fail under CI)" >&2
+  fi
+fi
 .venv/bin/python -m pytest "$@"

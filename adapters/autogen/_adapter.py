@@ -25,10 +25,18 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final
 
+from hbeval_core.capture import (
+    Trial,
+    TrialTemplate,
+    capture_metadata,
+    injector_for,
+    result_of,
+)
+from hbeval_core.contract import Ended, describe_error, is_infra_error
 from hbeval_core.events import EventBase
 from hbeval_core.faults.boundary import reporting_to
 from hbeval_core.monitor import Monitor
-from hbeval_core.runner.context import InfraError, TrialContext, current_trial
+from hbeval_core.runner.context import TrialContext, current_trial
 from hbeval_core.runner.protocol import TrialResult
 from hbeval_core.runner.task import Task
 from hbeval_core.vocab import FAULT_INJECTED, SCOPE_TEAM, TOOL_END, TOOL_ERROR, TOOL_START
@@ -38,7 +46,6 @@ from ._keys import (
     ATTR_STOP_REASON,
     FRAMEWORK,
     META_AGENT_ID,
-    META_CAPTURE_ERRORS,
     META_EPISODE,
     META_EVENT_LOOP,
     META_USAGE,
@@ -50,12 +57,10 @@ from ._toolhook import recorder_reporter
 __all__ = ["AutoGenAdapter", "build_episode", "capture", "is_autogen_target", "response_text"]
 
 _INJECTOR: ContextVar[Any] = ContextVar("hbeval_autogen_injector", default=None)
+_MEMORY: ContextVar[Any] = ContextVar("hbeval_autogen_memory", default=None)
 _POLL_SECONDS: Final = 0.02
 _TERMINATE: Final = "TERMINATE"
 _SUMMARY_ANSWER: Final = 200
-
-# Error types by the prefix of an abort reason (the text the agent's error result carries).
-_ABORT_TYPES: Final = ("InjectedCrash", "SafeHaltError", "BudgetExceeded", "TrialCancelled")
 
 
 def is_autogen_target(obj: Any) -> bool:
@@ -170,7 +175,7 @@ class _Outcome:
     cancelled: bool = False
 
 
-class AutoGenAdapter:
+class AutoGenAdapter(TrialTemplate):
     """Runs AutoGen agents and teams as battery trials, with capture, faults and memory.
 
     Args:
@@ -186,6 +191,8 @@ class AutoGenAdapter:
     """
 
     name = FRAMEWORK
+    _injector_var = _INJECTOR
+    _memory_var = _MEMORY
 
     def __init__(
         self,
@@ -215,10 +222,6 @@ class AutoGenAdapter:
     def uninstrument(self) -> None:
         """Restore ``AssistantAgent`` exactly as it was. Idempotent."""
         _hook.uninstrument()
-
-    def fault_hook(self, injector: Any) -> None:
-        """Use ``injector`` for tool calls of runs started from this context (None removes it)."""
-        _INJECTOR.set(injector)
 
     def memory_hook(self, memory: Any) -> None:
         """Attach ``memory`` to every AssistantAgent of later runs (None detaches).
@@ -251,61 +254,81 @@ class AutoGenAdapter:
         ):
             yield rec
 
+    # ------------------------------------------------------------------ run_trial (template)
+    def prepare_trial(self, target: Any, trial: Trial) -> tuple[Any, bool]:
+        """Open the trial's recorder and run, and build the agent (calling a factory)."""
+        rec = trial.recorder = self._recorder(trial.run_id, trial.ctx, injector=trial.injector)
+        rec.start_run(**trial.run_info())
+        agent, fresh = target, False
+        if not is_autogen_target(target) and callable(target):
+            agent, fresh = target(), True
+        if not is_autogen_target(agent):
+            raise TypeError(
+                f"an AutoGen target must be an agentchat agent or team, or a factory "
+                f"returning one (got {type(agent).__name__})"
+            )
+        return agent, fresh
+
+    def execute_trial(self, prepared: tuple[Any, bool], trial: Trial) -> None:
+        """Drive the agent on its event loop; its own errors come back in the ``_Outcome``."""
+        agent, fresh = prepared
+        with _hook.hold(check_version=self.check_version):
+            trial.final = self._execute(agent, trial.task, trial.question, trial.recorder, fresh)
+
+    def infra_result(self, trial: Trial, exc: BaseException) -> TrialResult:
+        """Building or hooking the agent failed, or (strict mode) capture did: the harness's
+        failure, not the agent's. The run is closed with the error."""
+        rec: RunRecorder | None = trial.recorder
+        if rec is None:
+            return super().infra_result(trial, exc)  # type: ignore[no-any-return]
+        text = describe_error(exc)
+        try:
+            rec.end_run("error", error=text)
+        except Exception as end_exc:
+            rec.note("run_end", end_exc)
+        return TrialResult(
+            final_state=None,
+            events=rec.events,
+            status="error",
+            error=text,
+            error_type=type(exc).__name__,
+            infra=True,
+            metadata=capture_metadata(rec.errors),
+        )
+
+    def ended_by(self, exc: BaseException) -> Ended:
+        """Driving the agent raised: hbeval's own failure (agent errors come in the outcome)."""
+        raise exc
+
+    def settle(self, prepared: Any, trial: Trial, ended: Ended) -> Ended:
+        """An abort decides over what the run returned; strict mode fails on a capture error."""
+        rec: RunRecorder = trial.recorder
+        outcome: _Outcome = trial.final
+        exc = outcome.error
+        if rec.abort_status is not None:
+            ended = Ended(rec.abort_status, rec.abort_reason, rec.abort_type or "RunAborted")
+        elif exc is not None:
+            ended = Ended("error", describe_error(exc), type(exc).__name__, is_infra_error(exc))
+        elif outcome.cancelled:
+            ended = Ended("cancelled", "the run was cancelled", "CancelledError")
+        if self.strict and rec.first_error is not None:
+            # Strict mode: a capture error the workbench could not raise (raising hangs
+            # AutoGen) fails the trial now that the run is over.
+            first = rec.first_error
+            ended = Ended("error", describe_error(first), type(first).__name__, True)
+        return super().settle(prepared, trial, ended)
+
     def run_trial(self, target: Any, task: Task, scenario: Any, plan: Any) -> TrialResult:
         """Run ``task`` once on ``target`` under ``scenario``; never raises for agent errors.
 
         Outside a battery run (no ``TrialContext``) a ``plan`` is injected only when
         ``HBEVAL_ALLOW_FAULT_INJECTION`` allows it: plain capture never injects on its own.
         """
-        ctx = current_trial()
-        run_id = ctx.trial_run_id if ctx is not None else task.id
-        injector = _INJECTOR.get()
-        if injector is None and ctx is not None:
-            injector = ctx.injector
-        if injector is None and plan is not None and ctx is None:
-            from hbeval_core.faults import FaultInjector
-
-            forbidden = task.forbidden_tools[0] if task.forbidden_tools else None
-            injector = FaultInjector(plan, run_id=run_id, forbidden_tool=forbidden)
-        question = scenario.question(task.question) if scenario is not None else task.question
-        rec = self._recorder(run_id, ctx, injector=injector)
-        fresh = False
+        trial = self.open_trial(task, scenario, plan)
         try:
-            rec.start_run(
-                agent_id=ctx.agent_id if ctx is not None else None,
-                task_id=task.id,
-                scenario=getattr(scenario, "index", None),
-                trial=ctx.trial_index if ctx is not None else None,
-                input=question,
-            )
-            agent = target
-            if not is_autogen_target(target) and callable(target):
-                agent, fresh = target(), True
-            if not is_autogen_target(agent):
-                raise TypeError(
-                    f"an AutoGen target must be an agentchat agent or team, or a factory "
-                    f"returning one (got {type(agent).__name__})"
-                )
-            with _hook.hold(check_version=self.check_version):
-                outcome = self._execute(agent, task, question, rec, fresh)
-            return self._result(task, question, rec, outcome, ctx, fresh=fresh)
+            return self.run_trial_as(trial, target)  # type: ignore[no-any-return]
         except Exception as exc:
-            # Building or hooking the agent failed, or (strict mode) capture did: the harness's
-            # failure, not the agent's.
-            text = f"{type(exc).__name__}: {exc}"
-            try:
-                rec.end_run("error", error=text)
-            except Exception as end_exc:
-                rec.note("run_end", end_exc)
-            return TrialResult(
-                final_state=None,
-                events=rec.events,
-                status="error",
-                error=text,
-                error_type=type(exc).__name__,
-                infra=True,
-                metadata={META_CAPTURE_ERRORS: list(rec.errors)},
-            )
+            return self.infra_result(trial, exc)
 
     # ------------------------------------------------------------------ memory admission
     def memory_for(self, agent_id: str) -> Any:
@@ -372,9 +395,7 @@ class AutoGenAdapter:
         self, run_id: str, ctx: TrialContext | None, *, injector: Any = None
     ) -> RunRecorder:
         if injector is None:
-            injector = _INJECTOR.get()
-            if injector is None and ctx is not None:
-                injector = ctx.injector
+            injector = injector_for(self._injector_var.get(), ctx, None, run_id, None)
         agent_id = ctx.agent_id if ctx is not None else "default"
         return RunRecorder(
             run_id,
@@ -483,45 +504,17 @@ class AutoGenAdapter:
         assert ctx is not None
         while not ctx.cancelled.is_set():
             await asyncio.sleep(_POLL_SECONDS)
-        rec.abort(ABORT_TIMEOUT, f"TrialCancelled: trial {ctx.trial_key} was cut by its timeout")
+        text = f"TrialCancelled: trial {ctx.trial_key} was cut by its timeout"
+        rec.abort(ABORT_TIMEOUT, text, "TrialCancelled")
 
-    def _result(
-        self,
-        task: Task,
-        question: str,
-        rec: RunRecorder,
-        outcome: _Outcome,
-        ctx: TrialContext | None,
-        *,
-        fresh: bool,
-    ) -> TrialResult:
-        status, error, error_type, infra = "ok", None, None, False
-        exc = outcome.error
-        if rec.abort_status is not None:
-            status, error = rec.abort_status, rec.abort_reason
-            error_type = next(
-                (t for t in _ABORT_TYPES if (error or "").startswith(t)), "RunAborted"
-            )
-        elif exc is not None:
-            status, error, error_type = "error", f"{type(exc).__name__}: {exc}", type(exc).__name__
-            infra = isinstance(exc, InfraError)
-        elif outcome.cancelled:
-            status, error, error_type = "cancelled", "the run was cancelled", "CancelledError"
-        if self.strict and rec.first_error is not None:
-            # Strict mode: a capture error the workbench could not raise (raising hangs
-            # AutoGen) fails the trial now that the run is over.
-            first = rec.first_error
-            status, error, error_type = (
-                "error",
-                f"{type(first).__name__}: {first}",
-                type(first).__name__,
-            )
-            infra = True
-        if status == "ok" and ctx is not None and ctx.stop is not None:
-            status, error, error_type = "halted", str(ctx.stop), type(ctx.stop).__name__
+    def trial_result(self, prepared: tuple[Any, bool], trial: Trial, ended: Ended) -> TrialResult:
+        """Close the run and read the result: the answer, the messages, an episode draft."""
+        rec: RunRecorder = trial.recorder
+        outcome: _Outcome = trial.final
+        ctx = trial.ctx
         messages = list(getattr(outcome.result, "messages", None) or ())
         text = response_text(messages) if messages else None
-        if text is None and status == "ok":
+        if text is None and ended.status == "ok":
             text = rec.final_text
         stop_reason = getattr(outcome.result, "stop_reason", None)
         final_state = None
@@ -532,36 +525,36 @@ class AutoGenAdapter:
                 "messages": [_message_record(m) for m in messages],
             }
         rec.end_run(
-            status,
+            ended.status,
             output=text,
-            error=error,
+            error=ended.error,
             attrs={ATTR_STOP_REASON: stop_reason} if stop_reason else None,
             exact=True,
         )
-        return TrialResult(
+        return result_of(  # type: ignore[no-any-return]
+            trial,
+            ended,
+            rec.events,
             final_state=final_state,
-            events=rec.events,
-            status=status,
-            error=error,
-            error_type=error_type,
-            infra=infra,
             response_text=text,
             raw=outcome.result,
             messages=_chat_messages(messages),
-            metadata={
-                META_USAGE: {"input_tokens": rec.usage_in, "output_tokens": rec.usage_out},
-                META_AGENT_ID: ctx.agent_id if ctx is not None else "default",
-                META_EVENT_LOOP: "fresh" if fresh else "home",
-                META_EPISODE: build_episode(
-                    rec.events,
-                    task=task,
-                    question=question,
-                    response=text,
-                    status=status,
-                    trial_key=ctx.trial_key if ctx is not None else None,
-                ),
-                META_CAPTURE_ERRORS: list(rec.errors),
-            },
+            metadata=capture_metadata(
+                rec.errors,
+                **{
+                    META_USAGE: {"input_tokens": rec.usage_in, "output_tokens": rec.usage_out},
+                    META_AGENT_ID: ctx.agent_id if ctx is not None else "default",
+                    META_EVENT_LOOP: "fresh" if prepared[1] else "home",
+                    META_EPISODE: build_episode(
+                        rec.events,
+                        task=trial.task,
+                        question=trial.question,
+                        response=text,
+                        status=ended.status,
+                        trial_key=ctx.trial_key if ctx is not None else None,
+                    ),
+                },
+            ),
         )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from hbeval_core.capture import META_CAPTURE_ERRORS as META_CAPTURE_ERRORS
 from hbeval_core.vocab import ATTR_AGENT as ATTR_AGENT
 from hbeval_core.vocab import ATTR_BUDGET as ATTR_BUDGET
 from hbeval_core.vocab import ATTR_MEMORIES as ATTR_MEMORIES
@@ -38,5 +39,3 @@ META_AGENT_ID: Final = "agent_id"
 """Trial metadata: the agent id the trial ran under (scopes memory)."""
 META_EPISODE: Final = "episode"
 """Trial metadata: the episode draft ``AutoGenAdapter.admit`` offers to memory once scored."""
-META_CAPTURE_ERRORS: Final = "capture_errors"
-"""Trial metadata: capture errors that were swallowed (empty when all is well)."""

@@ -14,28 +14,25 @@ from __future__ import annotations
 
 import itertools
 import logging
-import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from hbeval_core.capture import BaseRecorder
+from hbeval_core.contract import describe_error, run_status_of
 from hbeval_core.events import (
     ChatMessage,
-    Directive,
     EventBase,
     FaultInjected,
-    Halt,
     RunEnd,
     RunStart,
     SpanEnd,
     SpanStart,
 )
 from hbeval_core.monitor import Monitor, SafeHaltError
-from hbeval_core.runner.context import BudgetExceeded, TrialCancelled, TrialContext
-from hbeval_core.vocab import TRIGGER_POLICY
+from hbeval_core.runner.context import BudgetExceeded, TrialContext, TrialStop
 
 from . import _convert
-from ._keys import ATTR_ABORT, ATTR_BUDGET, ATTR_STEP_INDEX, FRAMEWORK
+from ._keys import ATTR_ABORT, FRAMEWORK
 
 __all__ = [
     "ABORT_CANCELLED",
@@ -54,8 +51,6 @@ ABORT_HALTED = "halted"
 ABORT_TIMEOUT = "timeout"
 """Run status after the trial's timeout cut it."""
 
-_HALT_TRIGGERS = ("policy", "policy_engine", "halt_signal", "manual")
-
 
 class RunAborted(Exception):
     """Raised by the model-client wrapper when a model call is attempted after the run was aborted.
@@ -65,8 +60,12 @@ class RunAborted(Exception):
     """
 
 
-class RunRecorder:
+class RunRecorder(BaseRecorder):
     """Records one AutoGen run as hb-events/1 events and folds them into a live ``Monitor``.
+
+    Numbering, ordering, monitor signals and error keeping are the capture base's
+    (``hbeval_core.capture.BaseRecorder``); this class adds the run's abort switch, usage totals
+    and the ids AutoGen does not give.
 
     Args:
         run_id: Id every event carries.
@@ -78,6 +77,8 @@ class RunRecorder:
         strict: Re-raise the recorder's own errors instead of logging them.
         on_event: Called with every event as it is recorded (a streaming sink).
     """
+
+    log = logging.getLogger("hbeval.autogen")
 
     def __init__(
         self,
@@ -91,167 +92,59 @@ class RunRecorder:
         strict: bool = False,
         on_event: Callable[[EventBase], Any] | None = None,
     ) -> None:
-        self.run_id = run_id
+        super().__init__(
+            run_id=run_id,
+            monitor=monitor,
+            strict=strict,
+            on_event=on_event,
+            trial=context,
+            clock=clock,
+        )
+        self.run_id: str = run_id
         self.injector = injector
         self.memory = memory
-        self.monitor = monitor if monitor is not None else Monitor(strict=strict)
-        self.context = context
-        self.strict = strict
-        self.on_event = on_event
-        self.events: list[EventBase] = []
-        """Every event recorded so far, in order."""
-        self.errors: list[str] = []
-        """The recorder's own errors that were swallowed (empty when all is well)."""
-        self.first_error: BaseException | None = None
-        """The first of those errors, for strict mode."""
         self.abort_status: str | None = None
         """``cancelled``, ``halted`` or ``timeout`` once the run was aborted, else None."""
         self.abort_reason: str | None = None
+        self.abort_type: str | None = None
+        """The class name of the exception that aborted the run."""
         self.reported_calls: set[str] = set()
         """Tool call ids the workbench wrapper reported (the stream fallback skips them)."""
         self.usage_in: int | None = None
         self.usage_out: int | None = None
         self.final_text: str | None = None
         """Text of the last agent response seen in this run."""
-        self._now: Callable[[], float] = getattr(clock, "now", None) or time.time
-        self._lock = threading.RLock()
-        self._seq = 0
         self._model_ids = itertools.count(1)
         self._span_ids = itertools.count(1)
         self._call_ids = itertools.count(1)
-        self._directives_seen = 0
-        self._halt_seen = False
         self._abort_listeners: list[Callable[[], None]] = []
         self._converted: dict[int, tuple[Any, list[ChatMessage]]] = {}
         self._run_open = False
 
+    @property
+    def context(self) -> TrialContext | None:
+        """The battery's ``TrialContext``, if any."""
+        return self.trial  # type: ignore[no-any-return]
+
     # ------------------------------------------------------------------ recording
-    def emit(self, cls: type[EventBase], **fields: Any) -> EventBase | None:
-        """Record one event with this run's id, the next sequence number and a timestamp."""
+    def emit(self, cls: type[EventBase], **fields: Any) -> EventBase | None:  # type: ignore[override]
+        """Record one event with this run's id, the next sequence number and a timestamp.
+
+        Never raises (AutoGen must not see our errors); a failure is kept as a capture error.
+        """
         try:
-            with self._lock:
-                fields["run_id"] = self.run_id
-                fields["seq"] = self._seq
-                fields.setdefault("ts", self._now())
-                self._seq += 1
-                # Trusted code paths build the fields, so skip validation on the hot path; the
-                # tests round-trip every event through the validating parser.
-                event = cls.model_construct(**fields)
-                self._store(event)
-            self._after(event)
-            return event
+            fields["run_id"] = self.run_id
+            return super().emit(cls, **fields)
         except Exception as exc:
             self.fail(f"emit {cls.__name__}", exc)
             return None
 
-    def emit_fault(self, fault: FaultInjected | None) -> None:
+    def emit_fault(self, fault: FaultInjected | None, *args: Any, **kwargs: Any) -> None:
         """Record the injector's receipt, re-stamped with this run's id and order."""
-        if fault is None:
-            return
         try:
-            with self._lock:
-                event = fault.model_copy(update={"run_id": self.run_id, "seq": self._seq})
-                self._seq += 1
-                self._store(event)
-            self._after(event)
+            super().emit_fault(fault)
         except Exception as exc:
             self.fail("emit fault", exc)
-
-    def _store(self, event: EventBase) -> None:
-        """Keep one numbered event and fold it into the monitor; the caller holds the lock.
-
-        Inside a battery trial the event also goes to ``TrialContext.record``, which refuses
-        it once the runner cut the trial for its timeout: nothing after the cut is kept.
-        """
-        ctx = self.context
-        if ctx is not None and not ctx.record(event):
-            return
-        self.events.append(event)
-        self.monitor.observe(event)
-
-    def _after(self, event: EventBase) -> None:
-        if self.on_event is not None:
-            try:
-                self.on_event(event)
-            except Exception as exc:
-                self.fail("on_event", exc)
-        self._poll_monitor(event)
-
-    def _poll_monitor(self, last: EventBase) -> None:
-        """Turn new monitor directives and a new halt into events."""
-        monitor = self.monitor
-        if len(monitor.directives) == self._directives_seen and (
-            self._halt_seen or not monitor.halted
-        ):
-            return
-        with self._lock:
-            new = list(monitor.directives[self._directives_seen :])
-            self._directives_seen += len(new)
-            record: dict[str, Any] | None = None
-            if monitor.halted and not self._halt_seen:
-                self._halt_seen = True
-                record = dict(monitor.halt_record or {})
-            extra: list[EventBase] = []
-            for d in new:
-                extra.append(
-                    self._signal(
-                        Directive,
-                        last,
-                        action=d.action,
-                        reason=d.reason,
-                        metric=d.metric,
-                        value=d.metric_value,
-                        tool=d.target,
-                        attrs={ATTR_STEP_INDEX: d.step_index},
-                    )
-                )
-            if record is not None:
-                trigger = record.get("trigger_source") or TRIGGER_POLICY
-                extra.append(
-                    self._signal(
-                        Halt,
-                        last,
-                        metric=record.get("metric"),
-                        value=record.get("metric_value"),
-                        threshold=record.get("threshold"),
-                        reason=str(record.get("reason") or ""),
-                        trigger=trigger if trigger in _HALT_TRIGGERS else TRIGGER_POLICY,
-                        enforced=monitor.enforce,
-                        attrs={ATTR_STEP_INDEX: record.get("step_index")},
-                    )
-                )
-        if self.on_event is not None:
-            for event in extra:
-                try:
-                    self.on_event(event)
-                except Exception as exc:
-                    self.fail("on_event", exc)
-
-    def _signal(self, cls: type[EventBase], last: EventBase, **fields: Any) -> EventBase:
-        fields.update(run_id=self.run_id, parent_id=last.parent_id, seq=self._seq, ts=self._now())
-        self._seq += 1
-        event = cls.model_construct(**fields)
-        ctx = self.context
-        if ctx is None or ctx.record(event):
-            self.events.append(event)
-        return event
-
-    def fail(self, where: str, exc: BaseException) -> None:
-        """Log and swallow one of our own errors (re-raise it in strict mode)."""
-        self.note(where, exc)
-        if self.strict:
-            raise exc
-
-    def note(self, where: str, exc: BaseException) -> None:
-        """Record one of our own errors without raising (where raising would hang AutoGen).
-
-        In strict mode the adapter still fails the trial with it once the run is over.
-        """
-        self.errors.append(f"{where}: {type(exc).__name__}: {exc}")
-        if self.first_error is None:
-            self.first_error = exc
-        if not self.strict:
-            log.warning("hbeval autogen capture error in %s: %r", where, exc, exc_info=True)
 
     def convert_messages(self, messages: Sequence[Any]) -> list[ChatMessage]:
         """A model call's input as core messages, converting each AutoGen message only once.
@@ -355,19 +248,29 @@ class RunRecorder:
                 return
         listener()
 
-    def abort(self, status: str, reason: str) -> None:
-        """Abort the run: later tool calls get error results, later model calls raise."""
+    def abort(self, status: str, reason: str, error_type: str = "RunAborted") -> None:
+        """Abort the run: later tool calls get error results, later model calls raise.
+
+        ``error_type`` names the exception class that stopped the run (the trial's error type).
+        """
         with self._lock:
             if self.abort_status is not None:
                 return
             self.abort_status = status
             self.abort_reason = reason
+            self.abort_type = error_type
             listeners, self._abort_listeners = self._abort_listeners, []
         for listener in listeners:
             try:
                 listener()
             except Exception as exc:
                 self.fail("abort listener", exc)
+
+    def abort_by(self, exc: BaseException, reason: str | None = None) -> str:
+        """Abort the run because ``exc`` stopped it (its status by class); returns the reason."""
+        text = reason or describe_error(exc)
+        self.abort(run_status_of(exc), text, type(exc).__name__)
+        return text
 
     def count_turn(self) -> None:
         """Count one model call against the trial's budgets."""
@@ -395,28 +298,10 @@ class RunRecorder:
             self.monitor.check_tool_boundary(tool)
             if self.context is not None:
                 self.context.check_tool_boundary()
-        except SafeHaltError as exc:
-            text = f"SafeHaltError: {exc}"
-            self.abort(ABORT_HALTED, text)
-            return text
-        except BudgetExceeded as exc:
-            text = f"BudgetExceeded: {exc}"
-            self.emit(
-                Halt,
-                metric=None,
-                value=float(exc.used),
-                threshold=float(exc.limit),
-                reason=str(exc),
-                trigger=TRIGGER_POLICY,
-                enforced=True,
-                attrs={ATTR_BUDGET: exc.budget},
-            )
-            self.abort(ABORT_HALTED, text)
-            return text
-        except TrialCancelled as exc:
-            text = f"TrialCancelled: {exc}"
-            self.abort(ABORT_TIMEOUT, text)
-            return text
+        except (SafeHaltError, TrialStop) as exc:
+            if isinstance(exc, BudgetExceeded):
+                self.emit_budget_halt(exc)
+            return self.abort_by(exc)
         except Exception as exc:
             self.fail("tool boundary", exc)
         return None

@@ -33,7 +33,7 @@ from hbeval_core.faults.runtime import InjectedCrash
 
 from . import _convert
 from ._keys import ATTR_SYNTHETIC
-from ._recorder import ABORT_CANCELLED, RunRecorder
+from ._recorder import RunRecorder
 
 __all__ = [
     "install_tool_hook",
@@ -157,5 +157,5 @@ async def _hooked_run_json(
     except InjectedCrash as crash:
         if rec is not None:
             # The tool "raised out": the run is over, even if the agent's loop catches it.
-            rec.abort(ABORT_CANCELLED, str(crash) or f"InjectedCrash: tool {name!r} crashed")
+            rec.abort_by(crash, str(crash) or f"InjectedCrash: tool {name!r} crashed")
         raise

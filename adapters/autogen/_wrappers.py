@@ -49,7 +49,7 @@ from hbeval_core.faults.runtime import InjectedCrash, render_text
 
 from . import _convert
 from ._keys import ATTR_AGENT, ATTR_FINISH_REASON, ATTR_SYNTHETIC
-from ._recorder import ABORT_CANCELLED, RunAborted, RunRecorder
+from ._recorder import RunAborted, RunRecorder
 
 __all__ = ["HBEvalModelClient", "HBEvalStreamWorkbench", "HBEvalWorkbench", "error_result"]
 
@@ -461,7 +461,7 @@ class HBEvalWorkbench(Workbench):
                 attrs={ATTR_AGENT: self.agent, ATTR_SYNTHETIC: True},
             )
             # The tool "raised out": the run is over. Cancel it instead of raising here.
-            rec.abort(ABORT_CANCELLED, text)
+            rec.abort_by(crash, text)
             return error_result(name, text)
         except _ToolFailed as failed:
             mine = [e for e in list(injector.events) if e.call_id == cid]

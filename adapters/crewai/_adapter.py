@@ -32,19 +32,32 @@ _MEMORY: ContextVar[Any] = ContextVar("hbeval_crewai_memory", default=None)
 
 # Exception class names -> TrialResult.status, matched by name so this module need not import
 # the runner's or the monitor's exception classes just to classify.
+def _derives_from(cls: Any, name: str, module: str) -> bool:
+    """Whether class ``cls`` has a base called ``name`` from ``module`` (CrewAI is not imported)."""
+    return any(
+        c.__name__ == name and c.__module__.startswith(module) for c in getattr(cls, "__mro__", ())
+    )
+
+
 def _is_crew(obj: Any) -> bool:
-    for cls in type(obj).__mro__:
-        if cls.__name__ == "Crew" and cls.__module__.startswith("crewai"):
-            return True
-    return False
+    return _derives_from(type(obj), "Crew", "crewai")
+
+
+def _is_flow(obj: Any) -> bool:
+    """A ``crewai.flow.Flow`` instance."""
+    return _derives_from(type(obj), "Flow", "crewai.flow")
+
+
+def _is_runnable(obj: Any) -> bool:
+    return _is_crew(obj) or _is_flow(obj)
 
 
 def is_crewai_target(target: Any) -> bool:
-    """Whether ``target`` is a CrewAI ``Crew`` or a factory marked as returning one.
+    """Whether ``target`` is a CrewAI ``Crew`` or ``Flow``, or a factory marked as returning one.
 
     Looks only at type and module names, so it never imports CrewAI to answer "no".
     """
-    if _is_crew(target):
+    if _is_runnable(target):
         return True
     if callable(target):
         if getattr(target, "__hbeval_target_kind__", None) == FRAMEWORK:
@@ -53,26 +66,41 @@ def is_crewai_target(target: Any) -> bool:
             annotation = inspect.signature(target).return_annotation
         except (TypeError, ValueError):
             return False
+        if isinstance(annotation, str):  # postponed annotations: resolve when the name is known
+            try:
+                annotation = inspect.signature(target, eval_str=True).return_annotation
+            except Exception:
+                pass
+        if isinstance(annotation, type) and (
+            _derives_from(annotation, "Crew", "crewai")
+            or _derives_from(annotation, "Flow", "crewai.flow")
+        ):
+            return True
         text = annotation if isinstance(annotation, str) else getattr(annotation, "__module__", "")
         name = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
-        return isinstance(text, str) and (text.startswith("crewai") or name == "Crew")
+        return isinstance(text, str) and (text.startswith("crewai") or name in ("Crew", "Flow"))
     return False
 
 
 def resolve_crew(target: Any) -> Any:
-    """The crew to run: ``target`` itself, or what a no-argument factory returns."""
-    if _is_crew(target):
+    """The crew or flow to run: ``target`` itself, or what a no-argument factory returns.
+
+    A ``Flow`` is run whole: every crew it kicks off inside the trial is recorded under it. A flow
+    object keeps state between kickoffs, so a battery needs a factory that builds a fresh one.
+    """
+    if _is_runnable(target):
         return target
     if callable(target):
         crew = target()
-        if not _is_crew(crew):
+        if not _is_runnable(crew):
             raise TypeError(
                 f"target factory {getattr(target, '__name__', target)!r} returned "
-                f"{type(crew).__name__}; it must return a crewai.Crew"
+                f"{type(crew).__name__}; it must return a crewai.Crew or a crewai.flow.Flow"
             )
         return crew
     raise TypeError(
-        f"a CrewAI target must be a crewai.Crew or a factory returning one (got {type(target).__name__})"
+        "a CrewAI target must be a crewai.Crew, a crewai.flow.Flow or a factory returning one "
+        f"(got {type(target).__name__})"
     )
 
 
@@ -231,7 +259,8 @@ class CrewAIAdapter:
         output: Any = None
         with capture(recorder, check_version=False):
             try:
-                recorder.attach(crew)
+                if _is_crew(crew):  # a flow's crews are attached as each one starts
+                    recorder.attach(crew)
                 output = crew.kickoff(inputs=inputs)
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"

@@ -503,6 +503,8 @@ class CrewAIRecorder:
 
     def task_start(self, task: Any, agent: Any) -> None:
         """A task began: open its span and, inside it, the span of the agent doing it."""
+        if agent is not None:
+            self.attach_agents([agent])
         name = str(getattr(task, "name", None) or getattr(task, "description", "") or "task")
         parent = self.parent_of(crew=getattr(agent, "crew", None))
         span = self._open_span(("task", id(task)), SCOPE_TASK, name[:200], parent)
@@ -516,12 +518,17 @@ class CrewAIRecorder:
     # ------------------------------------------------------------------ LLM wrapping
     def attach(self, crew: Any) -> None:
         """Route the model calls of ``crew``'s agents (and its manager) through a recording proxy."""
-        from ._llm import wrap_agent
-
         agents = list(getattr(crew, "agents", None) or [])
         manager = getattr(crew, "manager_agent", None)
         if manager is not None:
             agents.append(manager)
+        self.attach_agents(agents)
+
+    def attach_agents(self, agents: list[Any]) -> None:
+        """Wrap each agent's LLM once. A hierarchical crew builds its manager from ``manager_llm``
+        only inside the kickoff, so the agent doing a task is wrapped again when the task starts."""
+        from ._llm import wrap_agent
+
         for agent in agents:
             with self._lock:
                 if id(agent) in self._wrapped:

@@ -21,16 +21,22 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from hbeval_core.capture import Trial, TrialTemplate, capture_metadata, result_of
+from hbeval_core.contract import Ended
 from hbeval_core.events import EventBase, RunStart
 from hbeval_core.monitor import Directive as MonitorDirective
 from hbeval_core.monitor import Monitor
-from hbeval_core.runner.protocol import TrialResult, is_infra_error, run_status_of, token_usage
+from hbeval_core.runner.protocol import TrialResult, token_usage
 from hbeval_core.runner.task import Task
 
 from . import _convert
 from ._keys import FRAMEWORK
+
+if TYPE_CHECKING:
+    from hbeval_core.faults.boundary import CallReport, CallReporter
 
 __all__ = ["LangGraphAdapter", "is_langgraph_target", "resolve_graph"]
 
@@ -82,7 +88,7 @@ def resolve_graph(target: Any) -> Any:
     )
 
 
-class LangGraphAdapter:
+class LangGraphAdapter(TrialTemplate):
     """The core ``Adapter`` for LangGraph: instrument, scope, run trials, inject faults.
 
     Args:
@@ -96,6 +102,8 @@ class LangGraphAdapter:
     """
 
     name = FRAMEWORK
+    _injector_var = _INJECTOR
+    _memory_var = _MEMORY
 
     def __init__(
         self,
@@ -136,10 +144,6 @@ class LangGraphAdapter:
         with capture(run_id=run_id, strict=self.strict) as handler:
             yield handler
 
-    def fault_hook(self, injector: Any) -> None:
-        """Use ``injector`` for this context's trials (None removes it)."""
-        _INJECTOR.set(injector)
-
     def memory_hook(self, memory: Any) -> None:
         """Recall this agent's precedents before each trial's first model call (None detaches).
 
@@ -149,13 +153,7 @@ class LangGraphAdapter:
         the adapter as well as in this context: the runner's worker threads do not inherit
         context variables.
         """
-        _MEMORY.set(memory)
-        self._memory = memory
-
-    def current_memory(self) -> Any:
-        """The memory attached with ``memory_hook`` (this context's, else this adapter's), if any."""
-        memory = _MEMORY.get()
-        return memory if memory is not None else self._memory
+        super().memory_hook(memory)
 
     # ------------------------------------------------------------------ protocol: trials
     def _inputs(self, task: Task, question: str) -> Any:
@@ -188,35 +186,11 @@ class LangGraphAdapter:
             return {"checkpointer": InMemorySaver()}
         return {}
 
-    def _injector_for(self, ctx: Any, task: Task, run_id: str, plan: Any) -> Any:
-        injector = _INJECTOR.get()
-        if injector is None and ctx is not None:
-            injector = ctx.injector
-        if injector is None and plan is not None and ctx is None:
-            # Outside a battery run: inject only if HBEVAL_ALLOW_FAULT_INJECTION allows it.
-            from hbeval_core.faults.runtime import FaultInjector
-
-            forbidden = task.forbidden_tools[0] if task.forbidden_tools else None
-            injector = FaultInjector(plan, run_id=run_id, forbidden_tool=forbidden)
-        return injector
-
-    def run_trial(self, target: Any, task: Task, scenario: Any, plan: Any) -> TrialResult:
-        """Run ``task`` once on ``target`` under ``scenario``'s faults; never raises for the agent.
-
-        The agent's own failures become the result's ``status`` ("error", "halted" for an
-        enforced Safe Halt or an exhausted budget, "timeout", "cancelled" for a crash fault).
-        """
-        from hbeval_core.faults.boundary import reporting_to
-        from hbeval_core.runner.context import current_trial
-
-        from ._faults import tool_faults
+    def prepare_trial(self, target: Any, trial: Trial) -> _Prepared:
+        """Recall memory, build the trial's handler and monitor, the graph and its input."""
         from ._handler import HBEvalCallbackHandler
-        from ._hook import capture
 
-        ctx = current_trial()
-        run_id = ctx.trial_run_id if ctx is not None else task.id
-        injector = self._injector_for(ctx, task, run_id, plan)
-        question = scenario.question(task.question) if scenario is not None else task.question
+        task, ctx = trial.task, trial.ctx
         memory = self.current_memory()
         recall: Any = None
         lookup: Callable[[Any], list[Any]] | None = None
@@ -224,85 +198,82 @@ class LangGraphAdapter:
             from hbeval_core.memory._adapters import precedent_lookup, recall_precedents
 
             agent_id = ctx.agent_id if ctx is not None else _DEFAULT_AGENT_ID
-            recall = recall_precedents(memory, question, agent_id, strict=self.strict)
+            recall = recall_precedents(memory, trial.question, agent_id, strict=self.strict)
             try:
-                lookup = precedent_lookup(memory, question, agent_id)
+                lookup = precedent_lookup(memory, trial.question, agent_id)
             except Exception as exc:  # memory never breaks the agent
                 if self.strict:
                     raise
                 log.warning("memory precedent lookup could not be built: %r", exc)
-        monitor = self._monitor(lookup)
-        handler = HBEvalCallbackHandler(
-            run_id=run_id,
-            monitor=monitor,
+        handler = trial.recorder = HBEvalCallbackHandler(
+            run_id=trial.run_id,
+            monitor=self._monitor(lookup),
             strict=self.strict,
             on_directive=self.on_directive,
-            run_info={
-                "agent_id": ctx.agent_id if ctx is not None else None,
-                "task_id": task.id,
-                "scenario": getattr(scenario, "index", None),
-                "trial": ctx.trial_index if ctx is not None else None,
-                "input": question,
-            },
+            run_info=trial.run_info(),
         )
         handler.trial = ctx
-        status, error, error_type, infra = "ok", None, None, False
-        final: Any = None
-        delivery = "none"
         resume = tuple(getattr(task, "resume", ()) or ())
-        try:
-            graph = resumable_graph(target, task) if resume else resolve_graph(target)
-            inputs = self._inputs(task, question)
-            if recall is not None and recall.message() is not None:
-                inputs, delivery = _with_precedents(inputs, recall.message())
-        except Exception as exc:
-            # The target could not even be built: the harness's problem, not the agent's.
-            return TrialResult(
-                final_state=None,
-                status="error",
-                error=f"{type(exc).__name__}: {exc}",
-                error_type=type(exc).__name__,
-                infra=True,
-            )
-        with capture(handler), tool_faults(graph, injector), reporting_to(_reporter(handler)):
-            try:
-                # stream(values) rather than invoke: a run that raises still leaves the last
-                # state it reached, which verifiers and scoring can read.
-                if resume or getattr(graph, "checkpointer", None) is not None:
-                    reached: list[Any] = [None]
-                    try:
-                        final = _run_across_interrupts(
-                            graph, inputs, dict(self.config), resume, run_id, reached
-                        )
-                    finally:
-                        final = reached[0] if final is None else final
-                else:
-                    for chunk in graph.stream(
-                        inputs, config=dict(self.config), stream_mode="values"
-                    ):
-                        final = chunk
-            except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"
-                error_type = type(exc).__name__
-                status = run_status_of(exc)
-                infra = is_infra_error(exc)
-        if status == "ok" and ctx is not None and getattr(ctx, "stop", None) is not None:
-            # The graph swallowed the budget stop and finished: still a halted trial.
-            status, error, error_type = "halted", str(ctx.stop), type(ctx.stop).__name__
+        graph = resumable_graph(target, task) if resume else resolve_graph(target)
+        inputs = self._inputs(task, trial.question)
+        delivery = "none"
+        if recall is not None and recall.message() is not None:
+            inputs, delivery = _with_precedents(inputs, recall.message())
+        return _Prepared(handler, graph, inputs, resume, recall, delivery)
+
+    def execute_trial(self, prepared: _Prepared, trial: Trial) -> None:
+        """Stream the graph with capture, tool faults and ``faultable`` reporting in place."""
+        from hbeval_core.faults.boundary import reporting_to
+
+        from ._faults import tool_faults
+        from ._hook import capture
+
+        graph, inputs, resume = prepared.graph, prepared.inputs, prepared.resume
+        with (
+            capture(prepared.handler),
+            tool_faults(graph, trial.injector),
+            reporting_to(_reporter(prepared.handler)),
+        ):
+            # stream(values) rather than invoke: a run that raises still leaves the last
+            # state it reached, which verifiers and scoring can read.
+            if resume or getattr(graph, "checkpointer", None) is not None:
+                reached: list[Any] = [None]
+                try:
+                    trial.final = _run_across_interrupts(
+                        graph, inputs, dict(self.config), resume, trial.run_id, reached
+                    )
+                finally:
+                    trial.final = reached[0] if trial.final is None else trial.final
+            else:
+                for chunk in graph.stream(inputs, config=dict(self.config), stream_mode="values"):
+                    trial.final = chunk
+
+    def trial_result(self, prepared: _Prepared, trial: Trial, ended: Ended) -> TrialResult:
+        """The trace (with the memory recall on its ``run_start``), the answer, the messages."""
+        handler = prepared.handler
         events: list[EventBase] = list(handler.events)
-        if recall is not None:
-            events = _record_recall(events, recall.record(delivery))
-        return TrialResult(
-            final_state=final,
-            events=events,
-            status=status,
-            error=error,
-            error_type=error_type,
-            infra=infra,
-            response_text=_convert.last_ai_text(final),
-            metadata={"usage": token_usage(events), "handler_errors": list(handler.errors)},
-            messages=_messages_of(final),
+        if prepared.recall is not None:
+            events = _record_recall(events, prepared.recall.record(prepared.delivery))
+        return result_of(  # type: ignore[no-any-return]
+            trial,
+            ended,
+            events,
+            response_text=_convert.last_ai_text(trial.final),
+            metadata=capture_metadata(handler.errors, usage=token_usage(events)),
+            messages=_messages_of(trial.final),
         )
+
+
+@dataclass
+class _Prepared:
+    """What ``prepare_trial`` built for one trial."""
+
+    handler: Any
+    graph: Any
+    inputs: Any
+    resume: tuple[Any, ...]
+    recall: Any
+    delivery: str
 
 
 _ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
@@ -407,22 +378,28 @@ def _run_across_interrupts(
             paused = tuple(getattr(snapshot, "interrupts", ()) or ())
             if not paused:
                 return snapshot.values
-            if not left:
-                used = len(resume)
+            if len(left) < len(paused):
+                used = len(resume) - len(left)
+                waiting = ", ".join(f"interrupt({p.value!r})" for p in paused)
                 raise GraphInterrupted(
-                    f"the graph paused at interrupt({paused[0].value!r}) after {used} resume "
-                    "value(s); add the value to resume it with to the task's 'resume' list"
+                    f"the graph paused at {waiting} after {used} resume value(s); add "
+                    f"{len(paused) - len(left)} more value(s) to resume it with to the task's "
+                    "'resume' list (one per pending interrupt, in the order they are listed)"
                 )
-            payload = Command(resume=left.pop(0))
+            if len(paused) == 1:
+                payload = Command(resume=left.pop(0))
+            else:
+                # Parallel branches paused together: LangGraph needs one value per interrupt id.
+                payload = Command(resume={p.id: left.pop(0) for p in paused})
 
     name = str(getattr(graph, "name", None) or "LangGraph")
     return RunnableLambda(drive, name=name).invoke(inputs, config=outer)  # type: ignore[arg-type]
 
 
-def _reporter(handler: Any) -> Callable[[Any], None]:
+def _reporter(handler: Any) -> CallReporter:
     """Records calls of ``faultable`` functions run from a node, under that node's span."""
 
-    def report(r: Any) -> None:
+    def record(report: CallReport) -> None:
         from langchain_core.runnables.config import var_child_runnable_config
 
         from ._faults import _handlers_of
@@ -430,19 +407,19 @@ def _reporter(handler: Any) -> Callable[[Any], None]:
         _, node_run = _handlers_of(var_child_runnable_config.get())
         handler.record_tool_call(
             node_run_id=node_run,
-            call_id=r.call_id,
-            tool=r.tool,
-            args=r.args,
-            fault=r.fault,
-            result=r.result,
-            status=r.status,
-            error=r.error,
-            error_type=r.error_type,
-            latency_ms=r.latency_ms,
-            synthetic=r.synthetic,
+            call_id=report.call_id,
+            tool=report.tool,
+            args=report.args,
+            fault=report.fault,
+            result=report.result,
+            status=report.status,
+            error=report.error,
+            error_type=report.error_type,
+            latency_ms=report.latency_ms,
+            synthetic=report.synthetic,
         )
 
-    return report
+    return record
 
 
 def _accepts_keyword(fn: Callable[..., Any], name: str) -> bool:

@@ -40,28 +40,22 @@ per tool call), so it does there only what the live monitor needs:
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import BaseMessage
 
+from hbeval_core.capture import BaseRecorder
+from hbeval_core.contract import run_status_of
 from hbeval_core.events import (
     ChatMessage,
-    Directive,
     EventBase,
     FaultInjected,
-    Halt,
     ModelEnd,
     ModelStart,
     RunEnd,
-    RunStart,
-    SpanEnd,
-    SpanStart,
     ToolEnd,
     ToolError,
     ToolStart,
@@ -73,110 +67,31 @@ from hbeval_core.vocab import SCOPE_GRAPH, SCOPE_NODE
 
 from . import _convert
 from ._convert import construct
-from ._keys import (
-    ATTR_FRAMEWORK_RUN_ID,
-    ATTR_LANGGRAPH_NODE,
-    ATTR_LANGGRAPH_STEP,
-    ATTR_LATENCY_MS,
-    ATTR_STEP_INDEX,
-    ATTR_SYNTHETIC,
-    FRAMEWORK,
+from ._keys import ATTR_FRAMEWORK_RUN_ID, ATTR_LANGGRAPH_NODE, ATTR_SYNTHETIC, FRAMEWORK
+from ._runs import (
+    NIL,
+    STR_ONLY,
+    Deferred,
+    Run,
+    key_of,
+    make,
+    model_name,
+    plain_messages,
+    run_start,
+    span_end,
+    span_start,
 )
 
 __all__ = ["HBEvalCallbackHandler"]
 
-log = logging.getLogger("hbeval.langgraph")
 
 _NODE_TAG = "graph:step:"
-_RUN_STATUS_FOR = {
-    "SafeHaltError": "halted",
-    "BudgetExceeded": "halted",
-    "TrialCancelled": "timeout",
-    "InjectedCrash": "cancelled",
-    "CancelledError": "cancelled",
-}
-
 _INF = float("inf")
-_STR_ONLY = frozenset({str})
 _now = time.time
 _clock = time.perf_counter
 
 
-@dataclass(slots=True)
-class _Run:
-    """What the handler remembers about one open LangChain run."""
-
-    parent: UUID | None
-    root: UUID
-    rkey: Any  # _key(root)
-    name: str
-    t0: float
-    sid: str  # str(run id), computed once: UUID.__str__ is surprisingly costly per event
-    rid: str  # str(root): the run_id of its events (unless the handler has a fixed one)
-    prec: _Run | None  # the parent's record, when the parent was known at start
-    open: bool = True  # still in the handler's table of runs
-    scope: str | None = None  # "graph" or "node" when the run is a span
-    call_id: str | None = None
-    managed: bool = False  # a fault wrapper reports this tool call itself
-    step: Any = None
-    top: bool = False  # the outermost run: it opens and closes a hbeval run
-
-
-def _span_start(rec: _Run, parent_id: str | None, run_id: Any, seq: int, ts: float) -> EventBase:
-    attrs: dict[str, Any] = {ATTR_FRAMEWORK_RUN_ID: rec.sid}
-    if rec.scope == SCOPE_NODE:
-        attrs[ATTR_LANGGRAPH_NODE] = rec.name
-        if rec.step is not None:
-            attrs[ATTR_LANGGRAPH_STEP] = rec.step
-    fields = {
-        "span_id": rec.sid,
-        "scope": rec.scope,
-        "name": rec.name,
-        "parent_id": parent_id,
-        "attrs": attrs,
-        "run_id": run_id,
-        "seq": seq,
-        "ts": ts,
-    }
-    return construct(SpanStart, fields) if type(run_id) is str else _make(SpanStart, fields)
-
-
-def _span_end(
-    rec: _Run,
-    parent_id: str | None,
-    run_id: Any,
-    latency: float,
-    error: str | None,
-    seq: int,
-    ts: float,
-) -> EventBase:
-    fields: dict[str, Any] = {
-        "span_id": rec.sid,
-        "scope": rec.scope,
-        "name": rec.name,
-        "parent_id": parent_id,
-        "attrs": {ATTR_FRAMEWORK_RUN_ID: rec.sid, ATTR_LATENCY_MS: latency},
-        "run_id": run_id,
-        "seq": seq,
-        "ts": ts,
-    }
-    if error is not None:
-        fields["status"] = "error"
-        fields["error"] = error
-    return construct(SpanEnd, fields) if type(run_id) is str else _make(SpanEnd, fields)
-
-
-def _run_start(fields: dict[str, Any], seq: int, ts: float) -> EventBase:
-    fields["seq"] = seq
-    fields["ts"] = ts
-    return _make(RunStart, fields)  # validated: run_info comes from the user
-
-
-# An event not built yet: (builder, *its arguments). See HBEvalCallbackHandler.events.
-_Deferred = tuple[Any, ...]
-
-
-class HBEvalCallbackHandler(BaseCallbackHandler):
+class HBEvalCallbackHandler(BaseRecorder, BaseCallbackHandler):
     """Records a LangGraph run as hbeval events and feeds them to a live ``Monitor``.
 
     Thread-safe: parallel tool calls and concurrent runs may share one handler (events are
@@ -199,6 +114,8 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
             ``DEFAULT_EVENT_WINDOW`` events, or 0 (keep none) when an ``on_event`` sink
             receives them.
     """
+
+    log = logging.getLogger("hbeval.langgraph")
 
     # Our own guard decides what escapes a callback (see _guard); LangChain must let it through.
     raise_error: bool = True
@@ -234,42 +151,44 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         run_info: Mapping[str, Any] | None = None,
         max_events: int | None = None,
     ) -> None:
-        super().__init__()
         if max_events is not None and (
             isinstance(max_events, bool) or not isinstance(max_events, int) or max_events < 0
         ):
             raise ValueError(f"max_events must be an int >= 0 or None (got {max_events!r})")
         self.max_events = max_events
-        self.run_id = run_id
-        self.monitor = monitor if monitor is not None else Monitor(strict=strict)
-        self.strict = strict
-        self.on_directive = on_directive
-        self.on_halt = on_halt
-        self.on_event = on_event
+        BaseRecorder.__init__(
+            self,
+            run_id=run_id,
+            monitor=monitor,
+            strict=strict,
+            on_event=on_event,
+            on_directive=on_directive,
+            on_halt=on_halt,
+        )
         self.run_info: dict[str, Any] = dict(run_info or {})
-        self._events: list[EventBase] = []
-        # Recorded since ``events`` was last read, in order: events, or span events and run
-        # starts not built yet (nothing reads them during a run; see ``events``).
-        self._pending: list[EventBase | _Deferred] = []
-        # Model inputs to convert before ``events`` is read: (the ModelStart's messages list,
-        # the messages, their contents as the model read them, the run's MessageCache).
-        self._fills: list[tuple[list[Any], list[Any], list[Any], _convert.MessageCache]] = []
-        self.errors: list[str] = []
-        """The handler's own errors that were swallowed (empty when all is well)."""
-        # Re-entrant: a Monitor callback the user registered runs under it and may read us.
-        self._lock = threading.RLock()
-        self._runs: dict[Any, _Run] = {}  # by _key(LangChain run id)
+        self._runs: dict[Any, Run] = {}  # by key_of(LangChain run id)
         self._managed: set[tuple[UUID | None, str]] = set()
         self._managed_runs: set[Any] = set()
-        self._seq = 0
-        self._directives_seen = 0
-        self._halt_seen = False
         self._halt_raised: set[UUID] = set()
         self._root_ids: dict[UUID, str] = {}
         # Per run: the messages its model calls converted so far; see chat_messages.
-        self._messages: dict[Any, _convert.MessageCache] = {}  # by _key(root)
-        self.trial: Any = None
-        """The battery trial this handler records (a runner ``TrialContext``), if any."""
+        self._messages: dict[Any, _convert.MessageCache] = {}  # by key_of(root)
+
+    def _init_events(self) -> None:
+        self._events: list[EventBase] = []
+        # Recorded since ``events`` was last read, in order: events, or span events and run
+        # starts not built yet (nothing reads them during a run; see ``events``).
+        self._pending: list[EventBase | Deferred] = []
+        # Model inputs to convert before ``events`` is read: (the ModelStart's messages list,
+        # the messages, their contents as the model read them, the run's MessageCache).
+        self._fills: list[tuple[list[Any], list[Any], list[Any], _convert.MessageCache]] = []
+
+    def _append_locked(self, event: EventBase) -> None:
+        self._pending.append(event)
+
+    def build(self, cls: type[EventBase], fields: dict[str, Any]) -> EventBase:
+        """Monitor signals and wrapper reports are validated (their values are not ours)."""
+        return make(cls, fields)
 
     # ------------------------------------------------------------------ public helpers
     @property
@@ -296,17 +215,6 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
             self._fills.clear()
             self._events = value
 
-    def events_of(self, run_id: str) -> list[EventBase]:
-        """The events of one run (a handler that watched several runs holds them all)."""
-        with self._lock:
-            return [e for e in self.events if e.run_id == run_id]
-
-    @property
-    def run_ids(self) -> list[str]:
-        """Run ids seen so far, in order of first appearance."""
-        with self._lock:
-            return list(dict.fromkeys(e.run_id for e in self.events))
-
     def check_tool_boundary(self, node_run_id: UUID | None = None) -> None:
         """Raise ``SafeHaltError`` when an enforced halt was decided: no tool may run after it.
 
@@ -317,18 +225,11 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         monitor = self.monitor
         if monitor.halted and monitor.enforce and monitor.halt_record is not None:
             with self._lock:
-                rec = self._runs.get(_key(node_run_id)) if node_run_id is not None else None
-                self._halt_raised.add(rec.root if rec is not None else (node_run_id or _NIL))
+                rec = self._runs.get(key_of(node_run_id)) if node_run_id is not None else None
+                self._halt_raised.add(rec.root if rec is not None else (node_run_id or NIL))
             raise SafeHaltError(monitor.halt_record)
 
     # ------------------------------------------------------------------ internals
-    def _fail(self, where: str, exc: BaseException) -> None:
-        # Capture never breaks the user's agent: our own errors are logged and swallowed.
-        if self.strict:
-            raise exc
-        self.errors.append(f"{where}: {type(exc).__name__}: {exc}")
-        log.warning("hbeval handler error in %s: %r", where, exc, exc_info=True)
-
     def _trim_locked(self, limit: int) -> None:
         """Keep only the newest ``limit`` events (called as a run ends, under the lock)."""
         if len(self._pending) + len(self._events) <= limit:
@@ -345,7 +246,7 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
                 try:
                     target.extend(_convert.chat_messages(messages, cache, contents))
                 except Exception as exc:
-                    self._fail("events: model_start messages", exc)
+                    self.fail("events: model_start messages", exc)
             self._fills.clear()
         pending, self._pending = self._pending, []
         out = self._events
@@ -367,7 +268,7 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         """The nearest enclosing span of ``run`` (itself included), as a parent id."""
         runs = self._runs
         while run is not None:
-            rec = runs.get(_key(run))
+            rec = runs.get(key_of(run))
             if rec is None:
                 # An ancestor we never saw (the handler joined mid-run): name it as it is.
                 return str(run)
@@ -376,7 +277,7 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
             run = rec.parent
         return None
 
-    def _parent_span(self, rec: _Run) -> str | None:
+    def _parent_span(self, rec: Run) -> str | None:
         """``_span_of(rec.parent)``, read off the parent's record while it is open."""
         p = rec.prec
         if p is not None and p.open and p.scope is not None:
@@ -385,20 +286,20 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
 
     def _new_run(
         self, run_id: UUID, key: Any, parent_run_id: UUID | None, name: str, sid: str
-    ) -> _Run:
+    ) -> Run:
         """A record for a run that starts now, tied to its parent's; the caller holds the lock.
 
         Its root is the parent's root; a parent we never saw roots the run itself, and a run
         with no parent is its own root.
         """
         if parent_run_id is None:
-            return _Run(None, run_id, key, name, _clock(), sid, sid, None)
-        prec = self._runs.get(_key(parent_run_id))
+            return Run(None, run_id, key, name, _clock(), sid, sid, None)
+        prec = self._runs.get(key_of(parent_run_id))
         if prec is None:
-            pkey = _key(parent_run_id)
+            pkey = key_of(parent_run_id)
             rid = str(parent_run_id)
-            return _Run(parent_run_id, parent_run_id, pkey, name, _clock(), sid, rid, None)
-        return _Run(parent_run_id, prec.root, prec.rkey, name, _clock(), sid, prec.rid, prec)
+            return Run(parent_run_id, parent_run_id, pkey, name, _clock(), sid, rid, None)
+        return Run(parent_run_id, prec.root, prec.rkey, name, _clock(), sid, prec.rid, prec)
 
     def _observed_locked(
         self, cls: type[EventBase], fields: dict[str, Any], checked: bool
@@ -415,7 +316,7 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         event = (
             construct(cls, fields)
             if checked and type(fields["run_id"]) is str
-            else _make(cls, fields)
+            else make(cls, fields)
         )
         if self.trial is not None and not self._keep(event):
             return event
@@ -443,86 +344,13 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         fields["run_id"] = self._run_id_for(root)
         return self._observed_locked(cls, fields, False)
 
-    def _keep(self, event: EventBase) -> bool:
-        """Whether the battery trial (if any) still accepts events: a timeout cuts the trace."""
-        trial = self.trial
-        if trial is None:
-            return True
-        record = getattr(trial, "record", None)
-        return True if record is None else bool(record(event))
-
-    def _after_emit(self, events: Sequence[EventBase]) -> None:
-        """Fan out to user callbacks and surface monitor signals, outside the lock."""
-        if self.on_event is not None:
-            for event in events:
-                self._call_user(self.on_event, event)
-        if events:
-            self._poll_monitor(events[-1].run_id, events[-1].parent_id)
-        else:
-            self._poll_monitor(self.run_id or "", None)
-
     def _after(self, event: EventBase | None, run_id: Any, parent_id: str | None) -> None:
         """After recording (outside the lock): the sink gets ``event`` (None: given already, or
         deferred), then new monitor signals become events carrying ``run_id``/``parent_id``."""
         if event is not None and self.on_event is not None:
-            self._call_user(self.on_event, event)
-        monitor = self.monitor
-        if len(monitor.directives) != self._directives_seen or (
-            monitor.halted and not self._halt_seen
-        ):
-            self._poll_monitor(run_id, parent_id)
-
-    def _poll_monitor(self, run_id: str, parent: str | None) -> None:
-        """Turn new monitor directives and a new halt into events and user callbacks.
-
-        The signal events carry ``run_id`` and ``parent`` of the event that preceded them.
-        """
-        monitor = self.monitor
-        if len(monitor.directives) == self._directives_seen and (
-            self._halt_seen or not monitor.halted
-        ):
-            return  # the common case, checked without the lock
-        new_directives: list[MonitorDirective] = []
-        halt_record: dict[str, Any] | None = None
-        extra: list[EventBase] = []
-        with self._lock:
-            if len(monitor.directives) > self._directives_seen:
-                new_directives = list(monitor.directives[self._directives_seen :])
-                self._directives_seen += len(new_directives)
-            if monitor.halted and not self._halt_seen:
-                self._halt_seen = True
-                halt_record = dict(monitor.halt_record or {})
-            if not new_directives and halt_record is None:
-                return
-            for d in new_directives:
-                extra.append(self._signal_locked(Directive, run_id, parent, _directive_fields(d)))
-            if halt_record is not None:
-                fields = _halt_fields(halt_record, enforced=monitor.enforce)
-                extra.append(self._signal_locked(Halt, run_id, parent, fields))
-        for event in extra:
-            if self.on_event is not None:
-                self._call_user(self.on_event, event)
-        for d in new_directives:
-            if self.on_directive is not None:
-                self._call_user(self.on_directive, d)
-        if halt_record is not None and self.on_halt is not None:
-            self._call_user(self.on_halt, halt_record)
-
-    def _signal_locked(
-        self, cls: type[EventBase], run_id: str, parent: str | None, fields: dict[str, Any]
-    ) -> EventBase:
-        fields.update(run_id=run_id, parent_id=parent, seq=self._seq, ts=_now())
-        self._seq += 1
-        event = _make(cls, fields)
-        if self._keep(event):
-            self._pending.append(event)
-        return event
-
-    def _call_user(self, fn: Callable[..., Any], *args: Any) -> None:
-        try:
-            fn(*args)
-        except Exception as exc:
-            self._fail(f"user callback {getattr(fn, '__name__', fn)!r}", exc)
+            self.call_user(self.on_event, event)
+        if self.monitor_pending():
+            self.drain_monitor(run_id, parent_id)
 
     def _halt_now(self, root: UUID) -> None:
         """Raise ``SafeHaltError`` at a tool boundary when an enforced halt is pending."""
@@ -566,7 +394,7 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
                 if parent is None:
                     # The outermost run we see roots a run of its own, even when LangChain names
                     # a parent we never saw (a tracing context, or a handler added mid-run).
-                    rec = _Run(parent_run_id, run_id, key, str(name), _clock(), sid, sid, None)
+                    rec = Run(parent_run_id, run_id, key, str(name), _clock(), sid, sid, None)
                     rec.scope = SCOPE_GRAPH
                     rec.top = True
                     runs[key] = rec
@@ -586,11 +414,11 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
                     for field in ("agent_id", "task_id", "scenario", "trial"):
                         if field in run_info:
                             fields[field] = run_info[field]
-                    first = self._unobserved_locked(_run_start, fields)
+                    first = self._unobserved_locked(run_start, fields)
                     parent_id = fields["parent_id"]  # == _span_of(parent_run_id): never seen
-                    last = self._unobserved_locked(_span_start, rec, parent_id, rid)
+                    last = self._unobserved_locked(span_start, rec, parent_id, rid)
                 elif is_node:
-                    rec = _Run(
+                    rec = Run(
                         parent_run_id, parent.root, parent.rkey, str(name), _clock(), sid,
                         parent.rid, parent,
                     )  # fmt: skip
@@ -600,27 +428,27 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
                         # A node whose parent is no span: that parent is a nested graph.
                         parent.scope = SCOPE_GRAPH
                         first = self._unobserved_locked(
-                            _span_start, parent, self._parent_span(parent), rid
+                            span_start, parent, self._parent_span(parent), rid
                         )
                     rec.scope = SCOPE_NODE
                     rec.step = metadata.get("langgraph_step")  # type: ignore[union-attr]
                     runs[key] = rec
                     parent_id = parent.sid
-                    last = self._unobserved_locked(_span_start, rec, parent_id, rid)
+                    last = self._unobserved_locked(span_start, rec, parent_id, rid)
                 else:
-                    runs[key] = _Run(
+                    runs[key] = Run(
                         parent_run_id, parent.root, parent.rkey, str(name), _clock(), sid,
                         parent.rid, parent,
                     )  # fmt: skip
                     return
             if self.on_event is not None:
                 if first is not None:
-                    self._call_user(self.on_event, first)
+                    self.call_user(self.on_event, first)
                 if last is not None:
-                    self._call_user(self.on_event, last)
+                    self.call_user(self.on_event, last)
             self._after(None, rid, parent_id)
         except Exception as exc:
-            self._fail("on_chain_start", exc)
+            self.fail("on_chain_start", exc)
 
     def _chain_done(self, run_id: UUID, error: BaseException | None, output: Any) -> None:
         with self._lock:
@@ -634,7 +462,7 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
             parent_id = self._parent_span(rec)
             latency = (_clock() - rec.t0) * 1000.0
             message = None if error is None else f"{type(error).__name__}: {error}"
-            span = self._unobserved_locked(_span_end, rec, parent_id, rid, latency, message)
+            span = self._unobserved_locked(span_end, rec, parent_id, rid, latency, message)
             end = None
             if rec.top:
                 fields: dict[str, Any] = {
@@ -643,7 +471,7 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
                     "run_id": rid,
                 }
                 if error is not None:
-                    fields["status"] = _RUN_STATUS_FOR.get(type(error).__name__, "error")
+                    fields["status"] = run_status_of(error)
                     fields["error"] = message
                 else:
                     fields["output"] = _convert.last_ai_text(output)
@@ -656,9 +484,9 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
                     self._trim_locked(self.max_events)
         if self.on_event is not None:
             if span is not None:
-                self._call_user(self.on_event, span)
+                self.call_user(self.on_event, span)
             if end is not None:
-                self._call_user(self.on_event, end)
+                self.call_user(self.on_event, end)
         self._after(None, rid, parent_id)
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
@@ -666,14 +494,14 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         try:
             self._chain_done(run_id, None, outputs)
         except Exception as exc:
-            self._fail("on_chain_end", exc)
+            self.fail("on_chain_end", exc)
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """A chain raised; the span (and, at the top, the run) ends with status error."""
         try:
             self._chain_done(run_id, error, None)
         except Exception as exc:
-            self._fail("on_chain_error", exc)
+            self.fail("on_chain_error", exc)
 
     # ------------------------------------------------------------------ model calls
     def _model_start(
@@ -755,7 +583,7 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
                 and type(self.monitor) is Monitor
                 else None
             )
-            if contents is not None and _plain_messages(inputs, contents):
+            if contents is not None and plain_messages(inputs, contents):
                 # Only the monitor sees the event during the run, and it never reads the
                 # messages: note what the model read now, convert it when events are read
                 # (plain LangChain messages with text content: that conversion can't fail).
@@ -763,16 +591,16 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
                 fill = (converted, list(inputs), contents, cache)
             else:
                 converted = _convert.chat_messages(inputs, cache, contents)
-            model = _model_name(serialized, kwargs)
+            model = model_name(serialized, kwargs)
         except Exception as exc:
-            self._fail("on_chat_model_start", exc)
+            self.fail("on_chat_model_start", exc)
             return
         try:
             self._model_start(run_id, parent_run_id, model, converted, metadata, fill)
         except SafeHaltError:
             raise
         except Exception as exc:
-            self._fail("on_chat_model_start", exc)
+            self.fail("on_chat_model_start", exc)
 
     def on_llm_start(
         self,
@@ -787,16 +615,16 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         """A completion-style model call began; each prompt counts as a user message."""
         try:
             converted = [ChatMessage(role="user", content=str(p)) for p in prompts]
-            model = _model_name(serialized, kwargs)
+            model = model_name(serialized, kwargs)
         except Exception as exc:
-            self._fail("on_llm_start", exc)
+            self.fail("on_llm_start", exc)
             return
         try:
             self._model_start(run_id, parent_run_id, model, converted, metadata)
         except SafeHaltError:
             raise
         except Exception as exc:
-            self._fail("on_llm_start", exc)
+            self.fail("on_llm_start", exc)
 
     def _model_end(self, run_id: UUID, fields: dict[str, Any], checked: bool) -> None:
         with self._lock:
@@ -849,14 +677,14 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
             )
             self._model_end(run_id, fields, checked)
         except Exception as exc:
-            self._fail("on_llm_end", exc)
+            self.fail("on_llm_end", exc)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """A model call raised."""
         try:
             self._model_end(run_id, {"error": f"{type(error).__name__}: {error}"}, True)
         except Exception as exc:
-            self._fail("on_llm_error", exc)
+            self.fail("on_llm_error", exc)
 
     # ------------------------------------------------------------------ tool calls
     def on_tool_start(
@@ -901,12 +729,12 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
                         "attrs": attrs,
                         "run_id": self.run_id if self.run_id is not None else rec.rid,
                     }
-                    checked = type(args) is dict and set(map(type, args)) <= _STR_ONLY
+                    checked = type(args) is dict and set(map(type, args)) <= STR_ONLY
                     event = self._observed_locked(ToolStart, fields, checked)
             if fields is not None:
                 self._after(event, fields["run_id"], fields["parent_id"])
         except Exception as exc:
-            self._fail("on_tool_start", exc)
+            self.fail("on_tool_start", exc)
         if root is not None and self.monitor.halted:
             self._halt_now(root)
 
@@ -936,7 +764,7 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
                 event = self._observed_locked(ToolEnd, fields, checked)
             self._after(event, fields["run_id"], fields["parent_id"])
         except Exception as exc:
-            self._fail("on_tool_end", exc)
+            self.fail("on_tool_end", exc)
 
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """A tool raised."""
@@ -962,7 +790,7 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
                 event = self._observed_locked(ToolError, fields, 0.0 <= latency < _INF)
             self._after(event, fields["run_id"], fields["parent_id"])
         except Exception as exc:
-            self._fail("on_tool_error", exc)
+            self.fail("on_tool_error", exc)
 
     # ------------------------------------------------------------------ fault wrappers report here
     def begin_managed_call(self, node_run_id: UUID | None, call_id: str) -> None:
@@ -978,12 +806,12 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
     def begin_managed_run(self, run_id: UUID) -> None:
         """A tool hook reports the tool run ``run_id`` itself (its callbacks stay silent)."""
         with self._lock:
-            self._managed_runs.add(_key(run_id))
+            self._managed_runs.add(key_of(run_id))
 
     def end_managed_run(self, run_id: UUID) -> None:
         """The tool hook is done with the tool run ``run_id``."""
         with self._lock:
-            self._managed_runs.discard(_key(run_id))
+            self._managed_runs.discard(key_of(run_id))
 
     def record_tool_call(
         self,
@@ -1008,8 +836,8 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
         """
         try:
             with self._lock:
-                node_rec = self._runs.get(_key(node_run_id)) if node_run_id is not None else None
-                root = node_rec.root if node_rec is not None else (node_run_id or _NIL)
+                node_rec = self._runs.get(key_of(node_run_id)) if node_run_id is not None else None
+                root = node_rec.root if node_rec is not None else (node_run_id or NIL)
                 parent = self._span_of(node_run_id)
                 attrs: dict[str, Any] = {}
                 if synthetic:
@@ -1057,16 +885,16 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
                 else:
                     end_fields.update(result=_convert.jsonable(result), status=status)
                     emitted.append(self._emit_locked(ToolEnd, root, end_fields))
-            self._after_emit(emitted)
+            self.after(emitted)
         except Exception as exc:
-            self._fail("record_tool_call", exc)
+            self.fail("record_tool_call", exc)
 
     def record_fault(self, *, node_run_id: UUID | None, fault: FaultInjected) -> None:
         """Record a fault that hit something other than a tool call (a node-level fault)."""
         try:
             with self._lock:
-                node_rec = self._runs.get(_key(node_run_id)) if node_run_id is not None else None
-                root = node_rec.root if node_rec is not None else (node_run_id or _NIL)
+                node_rec = self._runs.get(key_of(node_run_id)) if node_run_id is not None else None
+                root = node_rec.root if node_rec is not None else (node_run_id or NIL)
                 fields = {
                     k: getattr(fault, k)
                     for k in type(fault).model_fields
@@ -1074,86 +902,6 @@ class HBEvalCallbackHandler(BaseCallbackHandler):
                 }
                 fields["parent_id"] = self._span_of(node_run_id)
                 event = self._emit_locked(FaultInjected, root, fields)
-            self._after_emit([event])
+            self.after([event])
         except Exception as exc:
-            self._fail("record_fault", exc)
-
-
-_NIL = UUID(int=0)
-
-
-def _key(run_id: Any) -> Any:
-    """The key of a LangChain run id in the handler's tables: its 128-bit integer.
-
-    ``UUID.__hash__`` is Python code, run for every lookup; an int hashes in C. (Anything that
-    is not a UUID is its own key.)
-    """
-    return getattr(run_id, "int", run_id)
-
-
-# Message classes seen so far that are LangChain messages (see _plain_messages).
-_MESSAGE_TYPES: set[type] = set()
-
-
-def _plain_messages(messages: Sequence[Any], contents: list[Any]) -> bool:
-    """Whether every message is a LangChain message with text content (checked at C speed)."""
-    if not set(map(type, contents)) <= _STR_ONLY:
-        return False
-    types = set(map(type, messages))
-    if types <= _MESSAGE_TYPES:
-        return True
-    if all(issubclass(t, BaseMessage) for t in types):
-        _MESSAGE_TYPES.update(types)
-        return True
-    return False
-
-
-def _make(cls: type[EventBase], fields: dict[str, Any]) -> EventBase:
-    """Build an event, validated (pydantic-core is faster at this than ``model_construct``).
-
-    A value that fails validation (an odd provider field) must not cost the whole event: it is
-    kept unvalidated instead, and the conformance suite checks that normal events round-trip.
-    """
-    try:
-        return cls(**fields)
-    except ValueError:
-        return cls.model_construct(**fields)
-
-
-def _model_name(serialized: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> str | None:
-    params = kwargs.get("invocation_params") or {}
-    for key in ("model", "model_name", "model_id"):
-        value = params.get(key)
-        if isinstance(value, str) and value:
-            return value
-    name = kwargs.get("name") or (serialized or {}).get("name")
-    if name:
-        return str(name)
-    kind = params.get("_type")
-    return str(kind) if kind else None
-
-
-def _directive_fields(d: MonitorDirective) -> dict[str, Any]:
-    return {
-        "action": d.action,
-        "reason": d.reason,
-        "metric": d.metric,
-        "value": d.metric_value,
-        "tool": d.target,
-        "attrs": {ATTR_STEP_INDEX: d.step_index},
-    }
-
-
-def _halt_fields(record: Mapping[str, Any], *, enforced: bool) -> dict[str, Any]:
-    trigger = record.get("trigger_source") or "policy"
-    if trigger not in ("policy", "policy_engine", "halt_signal", "manual"):
-        trigger = "policy"
-    return {
-        "metric": record.get("metric"),
-        "value": record.get("metric_value"),
-        "threshold": record.get("threshold"),
-        "reason": str(record.get("reason") or ""),
-        "trigger": trigger,
-        "enforced": enforced,
-        "attrs": {ATTR_STEP_INDEX: record.get("step_index")},
-    }
+            self.fail("record_fault", exc)

@@ -70,6 +70,7 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "schema": LazyCommand("_schema", "schema_app", "Print JSON Schemas of hbeval's formats."),
     "runs": LazyCommand("_runs", "runs_app", "Runs recorded in the store."),
+    "store": LazyCommand("_store", "store_app", "Stores themselves: copy runs between them."),
     "battery": LazyCommand(
         "_battery", "battery_app", "Build, inspect and run fingerprinted fault batteries."
     ),

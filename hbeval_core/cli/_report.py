@@ -36,12 +36,13 @@ def _emit_json(data: Any) -> None:
 # --------------------------------------------------------------------------- loading
 def _open_store(db: str | None, *, required: bool) -> Any:
     """The store at ``db`` (or the default), or None when it does not exist and is optional."""
-    from ..store import open_store, resolve_path
+    from ..store import open_store, resolve_path, store_exists
 
-    path = resolve_path(db)
-    if path != ":memory:" and not Path(path).exists():
+    if not store_exists(db):
         if required or db is not None:
-            raise _InputError(f"no store at {path}; pass --db with the store the run was saved in")
+            raise _InputError(
+                f"no store at {resolve_path(db)}; pass --db with the store the run was saved in"
+            )
         return None
     return open_store(db, read_only=True)
 

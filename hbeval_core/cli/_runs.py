@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -19,7 +18,9 @@ runs_app = plain_app("runs", "Runs recorded in the store.")
 def runs_list(
     db: Annotated[
         str | None,
-        typer.Option(help="Store: a path or sqlite:///path (default ./.hbeval/hbeval.db)."),
+        typer.Option(
+            help="Store: a path, sqlite:///path or postgresql://... (default ./.hbeval/hbeval.db)."
+        ),
     ] = None,
     agent_id: Annotated[
         str | None, typer.Option("--agent-id", help="Only runs of this agent.")
@@ -27,11 +28,10 @@ def runs_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
 ) -> None:
     """List recorded runs, newest first."""
-    from ..store import open_store, resolve_path
+    from ..store import open_store, store_exists
 
     try:
-        path = resolve_path(db)
-        if path != ":memory:" and not Path(path).exists():
+        if not store_exists(db):
             runs: list[dict[str, Any]] = []
         else:
             store = open_store(db, read_only=True)

@@ -67,13 +67,17 @@ def _label(report: Mapping[str, Any]) -> str:
 class StoreTools:
     """The read-only questions an MCP client may ask of one hbeval store.
 
-    ``db`` is a path or ``sqlite:///path``; it must exist (a query never creates a store). The
+    ``db`` is a path, ``sqlite:///path`` or ``postgresql://...``; it must exist (a query never creates a store). The
     store is opened per question, so runs that land while the server is up are seen.
     """
 
     def __init__(self, db: str | Path | None = None) -> None:
         from ..store import resolve_path
+        from ..store.postgres import is_postgres_url
 
+        if is_postgres_url(str(db)):
+            self.db = str(db)
+            return
         path = resolve_path(None if db is None else str(db))
         if path == ":memory:" or not Path(path).is_file():
             raise ToolInputError(

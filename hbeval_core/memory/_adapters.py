@@ -24,7 +24,7 @@ memory gives no precedents and its error) and give the trial's Monitor
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +47,7 @@ __all__ = [
     "Recall",
     "episode_from_trial",
     "precedent_lookup",
+    "precedents_text",
     "recall_precedents",
     "trajectory_summary",
 ]
@@ -252,6 +253,17 @@ def episode_from_trial(
 # ------------------------------------------------------------------------------------------
 PRECEDENTS_HEADER = "Precedents from evaluated episodes of this agent:"
 """First line of the system message that carries recalled precedents."""
+
+
+def precedents_text(precedents: Iterable[str], header: str = PRECEDENTS_HEADER) -> str | None:
+    """The message listing ``precedents`` under ``header``, as every adapter puts it before the
+    model (one header, one format on every framework); None when there are none."""
+    listed = [str(p) for p in precedents if str(p).strip()]
+    if not listed:
+        return None
+    return header + "\n" + "\n".join(f"- {p}" for p in listed)
+
+
 ATTR_MEMORY_RECALL = "memory_recall"
 """``run_start.attrs`` key recording what memory recall returned for the run."""
 
@@ -266,9 +278,7 @@ class Recall:
 
     def message(self) -> str | None:
         """The system-message text listing the precedents, or None when there are none."""
-        if not self.precedents:
-            return None
-        return PRECEDENTS_HEADER + "\n" + "\n".join(f"- {p}" for p in self.precedents)
+        return precedents_text(self.precedents)
 
     def record(self, delivery: str) -> dict[str, Any]:
         """JSON-ready record for ``run_start.attrs``; ``delivery`` says how the agent got them."""

@@ -45,6 +45,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Final, NoReturn, TypeVar, overload
 
+from ..capture import Trial, TrialTemplate, budget_halt_fields, result_of
+from ..contract import Ended, ended_by
 from ..events import (
     ChatMessage,
     Claim,
@@ -63,12 +65,8 @@ from ..events import (
     Usage,
 )
 from ..faults.boundary import ToolCallError, faulted_call
-from ..faults.runtime import InjectedCrash
-from ..monitor import SafeHaltError
-from ..vocab import TRIGGER_POLICY
-from .context import BudgetExceeded, InfraError, TrialCancelled, TrialContext, current_trial
+from .context import BudgetExceeded, TrialCancelled, TrialContext, current_trial
 from .protocol import TrialResult
-from .task import Task
 
 __all__ = [
     "BEHAVIOURAL_FIELDS",
@@ -437,16 +435,7 @@ class TrialScope:
             if self._halted:
                 return
             self._halted = True
-        self.emit(
-            Halt,
-            metric=None,
-            value=float(exc.used),
-            threshold=float(exc.limit),
-            reason=str(exc),
-            trigger=TRIGGER_POLICY,
-            enforced=True,
-            attrs={"budget": exc.budget},
-        )
+        self.emit(Halt, **budget_halt_fields(exc))
 
     # ------------------------------------------------------------------ model turns
     def model_input(self, messages: Iterable[Any]) -> str:
@@ -669,16 +658,19 @@ def _invoke(agent: Any, system: str, question: str) -> Any:
     return agent(question)
 
 
-class PlainAdapter:
+class PlainAdapter(TrialTemplate):
     """The Adapter for plain callables: no framework, tools opt in with ``@tool``.
 
-    ``run_trial`` calls the agent once inside a ``TrialScope`` and never raises for the agent's
-    own errors: they become the result's status. Within a battery run the scope takes the run
-    id, fault injector and budgets from the runner's ``TrialContext``.
+    ``run_trial`` (the capture base's template) calls the agent once inside a ``TrialScope``
+    and never raises for the agent's own errors: they become the result's status. Within a
+    battery run the scope takes the run id, fault injector and budgets from the runner's
+    ``TrialContext``. Outside one a ``plan`` is injected only when
+    ``HBEVAL_ALLOW_FAULT_INJECTION`` allows it: plain capture never injects on its own.
     """
 
     name = "plain"
-    _memory: Any = None
+    _injector_var = _INJECTOR
+    _memory_var = _MEMORY
 
     def instrument(self) -> None:
         """Nothing to patch: plain agents opt in with ``@tool``. Idempotent."""
@@ -702,87 +694,44 @@ class PlainAdapter:
         finally:
             _SCOPE.reset(token)
 
-    def fault_hook(self, injector: Any) -> None:
-        """Use ``injector`` for tool calls in this context (None removes it)."""
-        _INJECTOR.set(injector)
-
-    def memory_hook(self, memory: Any) -> None:
-        """Recall precedents from ``memory`` for each trial, read with ``precedents()`` (None detaches).
-
-        Kept on the adapter as well as in this context: the runner's worker threads do not
-        inherit context variables.
-        """
-        _MEMORY.set(memory)
-        self._memory = memory
-
-    def current_memory(self) -> Any:
-        """The memory attached with ``memory_hook`` (this context's, else this adapter's)."""
-        memory = _MEMORY.get()
-        return memory if memory is not None else self._memory
-
-    def run_trial(self, target: Any, task: Task, scenario: Any, plan: Any) -> TrialResult:
-        """Run ``task`` once on the agent ``target`` under ``scenario``; errors become the status.
-
-        Outside a battery run (no ``TrialContext``) a ``plan`` is injected only when
-        ``HBEVAL_ALLOW_FAULT_INJECTION`` allows it: plain capture never injects on its own.
-        """
-        ctx = current_trial()
-        run_id = ctx.trial_run_id if ctx is not None else task.id
-        injector = _INJECTOR.get()
-        if injector is None and ctx is not None:
-            injector = ctx.injector
-        if injector is None and plan is not None and ctx is None:
-            from ..faults import FaultInjector
-
-            forbidden = task.forbidden_tools[0] if task.forbidden_tools else None
-            injector = FaultInjector(plan, run_id=run_id, forbidden_tool=forbidden)
-        question = scenario.question(task.question) if scenario is not None else task.question
-        scope = TrialScope(
-            run_id, injector=injector, context=ctx, clock=ctx.clock if ctx is not None else None
+    def prepare_trial(self, target: Any, trial: Trial) -> TrialScope:
+        """Open the trial's scope, recall memory precedents and record the run's start."""
+        ctx = trial.ctx
+        scope = trial.recorder = TrialScope(
+            trial.run_id,
+            injector=trial.injector,
+            context=ctx,
+            clock=ctx.clock if ctx is not None else None,
         )
         attrs: dict[str, Any] = {}
         memory = self.current_memory()
         if memory is not None:
             from ..memory._adapters import ATTR_MEMORY_RECALL, recall_precedents
 
-            recall = recall_precedents(
-                memory, question, ctx.agent_id if ctx is not None else DEFAULT_AGENT_ID
-            )
+            recall = recall_precedents(memory, trial.question, trial.agent_id or DEFAULT_AGENT_ID)
             scope.precedents = list(recall.precedents)
             attrs[ATTR_MEMORY_RECALL] = recall.record("precedents()")
-        scope.emit(
-            RunStart,
-            agent_id=ctx.agent_id if ctx is not None else None,
-            task_id=task.id,
-            scenario=getattr(scenario, "index", None),
-            trial=ctx.trial_index if ctx is not None else None,
-            framework="plain",
-            input=question,
-            attrs=attrs,
-        )
-        status, error, error_type, infra = "ok", None, None, False
-        value: Any = None
-        token = _SCOPE.set(scope)
+        scope.emit(RunStart, framework="plain", attrs=attrs, **trial.run_info())
+        return scope
+
+    def execute_trial(self, prepared: TrialScope, trial: Trial) -> None:
+        """Call the agent once with the scope active."""
+        token = _SCOPE.set(prepared)
         try:
-            value = _invoke(target, task.system, question)
-        except BudgetExceeded as exc:
-            status, error, error_type = "halted", str(exc), type(exc).__name__
-        except TrialCancelled as exc:
-            status, error, error_type = "timeout", str(exc), type(exc).__name__
-        except InfraError as exc:
-            status, error, error_type, infra = "error", str(exc), type(exc).__name__, True
-        except InjectedCrash as exc:
-            # A crash fault aborted the agent, as a real crash would.
-            status, error, error_type = "cancelled", f"InjectedCrash: {exc}", type(exc).__name__
-        except SafeHaltError as exc:
-            status, error, error_type = "halted", str(exc), type(exc).__name__
-        except Exception as exc:
-            status, error, error_type = "error", f"{type(exc).__name__}: {exc}", type(exc).__name__
+            trial.final = _invoke(trial.target, trial.task.system, trial.question)
         finally:
             _SCOPE.reset(token)
-        if status == "ok" and ctx is not None and ctx.stop is not None:
-            # The agent swallowed the budget stop and returned: still a halted trial.
-            status, error, error_type = "halted", str(ctx.stop), type(ctx.stop).__name__
+
+    def ended_by(self, exc: BaseException) -> Ended:
+        """The status by class; hbeval's own stops keep their bare message as the error text."""
+        ended = ended_by(exc)
+        if ended.status in ("halted", "timeout") or ended.infra:
+            return Ended(ended.status, str(exc), ended.error_type, ended.infra)
+        return ended
+
+    def trial_result(self, prepared: TrialScope, trial: Trial, ended: Ended) -> TrialResult:
+        """Claims from a dict's behavioural fields, the run's end, and the result."""
+        scope, value = prepared, trial.final
         if isinstance(value, Mapping):
             for key in BEHAVIOURAL_FIELDS:
                 if key in value:
@@ -797,22 +746,19 @@ class PlainAdapter:
         text = response_text_of(value)
         scope.emit(
             RunEnd,
-            status=status,
+            status=ended.status,
             output=text if text is not None else _jsonable(value),
-            error=error,
+            error=ended.error,
         )
-        judge = getattr(target, "judge", None)
-        return TrialResult(
-            final_state=value,
-            events=list(scope.events),
-            status=status,
-            error=error,
-            error_type=error_type,
-            infra=infra,
+        judge = getattr(trial.target, "judge", None)
+        return result_of(  # type: ignore[no-any-return]
+            trial,
+            ended,
+            list(scope.events),
             response_text=text,
             # Methodology B asks the agent's own judge: a plain agent offers one as ``.judge``.
             metadata={"judge": judge} if callable(judge) else {},
-            messages=_messages_of(question, text),
+            messages=_messages_of(trial.question, text),
         )
 
 

@@ -1,14 +1,18 @@
-"""Where runs, trials, attempts, events, metrics and reports are kept: SQLite or memory.
+"""Where runs, trials, attempts, events, metrics and reports are kept: SQLite, PostgreSQL, memory.
 
-``open_store()`` opens the embedded default (SQLite at ``./.hbeval/hbeval.db``); ``MemoryStore()``
-keeps everything in memory. Both implement :class:`Recorder`, refuse the same bad input, and never
-drop or overwrite what they have stored.
+``open_store()`` opens the embedded default (SQLite at ``./.hbeval/hbeval.db``), a SQLite path, or
+a shared PostgreSQL database (``postgresql://user@host:port/db``, extra ``[postgres]``);
+``MemoryStore()`` keeps everything in memory. All implement :class:`StoreWriter` (formerly
+``Recorder``), refuse the same bad input, and never drop or overwrite what they have stored.
+``copy_store`` moves runs between any two of them.
 """
 
 from __future__ import annotations
 
+from ._open import open_store, store_exists
 from ._redact import DEFAULT_MAX_RESULT_BYTES, REDACTED, Redactor, parse_redact_rules
 from ._sanitise import sanitise_value, storable_events, storable_text
+from .copy import CopySummary, copy_between, copy_store
 from .errors import (
     DuplicateRecordError,
     StoreDamagedError,
@@ -17,7 +21,8 @@ from .errors import (
     UnknownRunError,
 )
 from .memory import MemoryStore
-from .protocol import Recorder
+from .postgres import PostgresStore
+from .protocol import Recorder, StoreWriter
 from .records import (
     RUN_COMPLETED,
     RUN_FAILED,
@@ -32,7 +37,7 @@ from .records import (
     TrialRecord,
     make_trial_key,
 )
-from .sqlite import DEFAULT_PATH, MIGRATIONS, SQLiteStore, open_store, resolve_path
+from .sqlite import DEFAULT_PATH, MIGRATIONS, SQLiteStore, resolve_path
 
 __all__ = [
     "DEFAULT_MAX_RESULT_BYTES",
@@ -46,9 +51,11 @@ __all__ = [
     "RUN_RUNNING",
     "RUN_STATUSES",
     "AttemptRecord",
+    "CopySummary",
     "DuplicateRecordError",
     "MemoryStore",
     "MetricSet",
+    "PostgresStore",
     "Recorder",
     "Redactor",
     "ReportRecord",
@@ -57,8 +64,11 @@ __all__ = [
     "StoreDamagedError",
     "StoreError",
     "StoreVersionError",
+    "StoreWriter",
     "TrialRecord",
     "UnknownRunError",
+    "copy_between",
+    "copy_store",
     "make_trial_key",
     "open_store",
     "parse_redact_rules",
@@ -66,4 +76,5 @@ __all__ = [
     "sanitise_value",
     "storable_events",
     "storable_text",
+    "store_exists",
 ]

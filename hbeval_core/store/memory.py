@@ -1,4 +1,4 @@
-"""An in-memory :class:`Recorder` for tests and fast scoring: same rules as SQLite, no file.
+"""An in-memory :class:`StoreWriter` for tests and fast scoring: same rules as SQLite, no file.
 
 It validates exactly what :class:`~hbeval_core.store.SQLiteStore` validates (the same checks, the
 same errors) and keeps JSON fields as encoded text, so what you read back is a fresh copy, never
@@ -18,6 +18,7 @@ from typing import Any
 from ..events import EventBase
 from ._bundle import prepare_bundle
 from ._codec import encode_events
+from ._replay import attempt_stored_as, bundle_stored_as, trial_stored_as
 from ._validate import (
     check_attempt,
     check_final_status,
@@ -63,7 +64,7 @@ class _Report:
 
 
 class MemoryStore:
-    """A :class:`Recorder` held in dicts, guarded by one lock; gone when the object is."""
+    """A :class:`StoreWriter` held in dicts, guarded by one lock; gone when the object is."""
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
@@ -124,11 +125,16 @@ class MemoryStore:
             stored.record = replace(stored.record, status=status, finished_at=when)
 
     def record_trial(self, trial: TrialRecord) -> None:
-        """Store a trial's final result. A trial is recorded once: a second record is refused."""
+        """Store a trial's final result once: again as stored is a no-op, different is refused."""
         verdict = check_trial(trial)
         with self._lock:
             stored = self._run(trial.run_id)
-            _refuse_stored_trial(stored, trial)
+            try:
+                _refuse_stored_trial(stored, trial)
+            except DuplicateRecordError:
+                if trial_stored_as(self, trial):
+                    return
+                raise
             stored.trials[trial.trial_key] = (trial, verdict)
 
     def record_attempt(self, attempt: AttemptRecord) -> None:
@@ -136,7 +142,12 @@ class MemoryStore:
         check_attempt(attempt)
         with self._lock:
             stored = self._run(attempt.run_id)
-            _refuse_stored_attempt(stored, attempt)
+            try:
+                _refuse_stored_attempt(stored, attempt)
+            except DuplicateRecordError:
+                if attempt_stored_as(self, attempt):
+                    return
+                raise
             stored.attempts[attempt.trial_key, attempt.attempt] = attempt
 
     def record_events(
@@ -190,16 +201,22 @@ class MemoryStore:
 
         The same checks and refusals as SQLite's: everything is checked (and every duplicate
         looked for) before anything is stored, so a refused bundle stores nothing of itself.
+        A bundle already stored exactly as given stores nothing and returns 0.
         """
         bundle = prepare_bundle(trial, attempts, events_by_attempt, metrics, undefined)
         run_id, trial_key = trial.run_id, trial.trial_key
         with self._lock:
             stored = self._run(run_id)
-            for attempt in bundle.attempts:  # refused in SQLite's write order
-                _refuse_stored_attempt(stored, attempt)
-            _refuse_stored_trial(stored, trial)
-            if bundle.metrics:
-                _refuse_stored_metrics(stored, run_id, trial_key, bundle.metrics)
+            try:
+                for attempt in bundle.attempts:  # refused in SQLite's write order
+                    _refuse_stored_attempt(stored, attempt)
+                _refuse_stored_trial(stored, trial)
+                if bundle.metrics:
+                    _refuse_stored_metrics(stored, run_id, trial_key, bundle.metrics)
+            except DuplicateRecordError:
+                if bundle_stored_as(self, bundle):
+                    return 0
+                raise
             for attempt in bundle.attempts:
                 stored.attempts[trial_key, attempt.attempt] = attempt
             if bundle.batches:
@@ -219,11 +236,39 @@ class MemoryStore:
         with self._lock:
             return self._insert_report(self._run(run_id).record, checked, body)
 
-    def _insert_report(self, run: RunRecord, report: Mapping[str, Any], body: str) -> int:
+    def _insert_report(
+        self, run: RunRecord, report: Mapping[str, Any], body: str, saved_at: float | None = None
+    ) -> int:
         check_report_labels(report, run)
         report_id = len(self._reports) + 1
-        self._reports.append(_Report(report_id, run.run_id, time.time(), body))
+        when = time.time() if saved_at is None else float(saved_at)
+        self._reports.append(_Report(report_id, run.run_id, when, body))
         return report_id
+
+    # ------------------------------------------------------------------ export (store copy)
+    def export_reports(self, run_id: str) -> list[tuple[float, dict[str, Any]]]:
+        """Every report saved for a run, oldest first, with when it was saved."""
+        with self._lock:
+            return [(r.saved_at, json.loads(r.body)) for r in self._reports if r.run_id == run_id]
+
+    def import_report(self, run_id: str, report: Mapping[str, Any], saved_at: float) -> int:
+        """Save a report with the time it was first saved (``save_report`` uses now)."""
+        check_text("run_id", run_id)
+        checked = report_dict(report)
+        body = encode_json("report", checked)
+        with self._lock:
+            return self._insert_report(self._run(run_id).record, checked, body, saved_at)
+
+    def export_events(
+        self, run_id: str, trial_key: str | None = None
+    ) -> Iterator[tuple[str, int | None, EventBase]]:
+        """Every event of a run (or trial) as (trial key, attempt label, event), in order."""
+        with self._lock:
+            stored = self._runs.get(run_id)
+            streams = {} if stored is None else stored.events
+            keys = sorted(streams) if trial_key is None else [trial_key]
+            rows = [(key, a, ev) for key in keys for a, ev in streams.get(key, ())]
+        return iter(rows)
 
     # ------------------------------------------------------------------ reads
     def get_run(self, run_id: str) -> RunRecord | None:

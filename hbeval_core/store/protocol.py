@@ -1,8 +1,10 @@
-"""The ``Recorder`` protocol: what the runner, the adapters and the CLI write through and read from.
+"""The ``StoreWriter`` protocol: what the runner, the adapters and the CLI write and read through.
 
-Two implementations ship: :class:`~hbeval_core.store.SQLiteStore` (the embedded default) and
-:class:`~hbeval_core.store.MemoryStore` (tests, fast scoring). Both refuse the same input with the
-same errors, and neither drops or overwrites anything it has stored.
+Three implementations ship: :class:`~hbeval_core.store.SQLiteStore` (the embedded default),
+:class:`~hbeval_core.store.PostgresStore` (a shared server for many machines) and
+:class:`~hbeval_core.store.MemoryStore` (tests, fast scoring). All refuse the same input with the
+same errors, and none drops or overwrites anything it has stored. ``Recorder`` is the protocol's
+former name, kept as an alias.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from .records import AttemptRecord, MetricSet, ReportRecord, RunRecord, TrialRec
 
 
 @runtime_checkable
-class Recorder(Protocol):
+class StoreWriter(Protocol):
     """Where a battery run's runs, trials, attempts, events, metrics and reports are kept.
 
     Every write is all-or-nothing: a call that raises has stored nothing, and what was stored
@@ -44,11 +46,20 @@ class Recorder(Protocol):
         ...
 
     def record_trial(self, trial: TrialRecord) -> None:
-        """Store a trial's final result. A trial is recorded once: a second record is refused."""
+        """Store a trial's final result, once.
+
+        Trials are keyed on (run, trial key), the key naming the scenario and trial index. The
+        same trial again, with every value equal, is a no-op (a retried delivery); a trial with
+        the key and any other value is refused with ``DuplicateRecordError``.
+        """
         ...
 
     def record_attempt(self, attempt: AttemptRecord) -> None:
-        """Store one attempt of a trial; attempt numbers are never reused or overwritten."""
+        """Store one attempt of a trial; attempt numbers are never reused or overwritten.
+
+        Keyed on (run, trial key, attempt): an identical second insert is a no-op, a different
+        one is refused.
+        """
         ...
 
     def record_events(
@@ -91,15 +102,16 @@ class Recorder(Protocol):
     ) -> int:
         """Store a finished trial at once: its attempts, their events, the trial, its metrics.
 
-        One write (one SQLite transaction) instead of one per record, with the checks and
+        One write (one database transaction) instead of one per record, with the checks and
         refusals of ``record_attempt``, ``record_events``, ``record_trial`` and
         ``record_metrics``; besides, every attempt must belong to ``trial`` and no attempt
         number may appear twice. ``events_by_attempt`` maps an attempt number (or None, for
         unlabelled events) to that attempt's events, appended in the mapping's order after any
         events of the trial already stored. ``metrics``/``undefined`` are ``record_metrics``'s
         (None: no metrics). A refused bundle stores nothing of itself (a duplicate attempt,
-        trial or metric anywhere refuses all of it) and leaves what was stored untouched.
-        Returns how many events were stored.
+        trial or metric anywhere refuses all of it) and leaves what was stored untouched; a
+        bundle already stored exactly as given (trial, attempts, events and metrics all equal)
+        is a no-op. Returns how many events were stored (0 for such a replay).
         """
         ...
 
@@ -151,3 +163,7 @@ class Recorder(Protocol):
     def close(self) -> None:
         """Release the store's resources. Idempotent."""
         ...
+
+
+Recorder = StoreWriter
+"""The former name of :class:`StoreWriter`."""

@@ -219,6 +219,7 @@ def assert_reliable(
     from ..runner.manifest import RunManifest
     from ..runner.run import run_battery
     from ..store import open_store, resolve_path
+    from ..store.postgres import is_postgres_url
 
     skip = resolve_skip_security(skip_security, require_security, "assert_reliable")
     if on_insufficient not in INSUFFICIENT_MODES:
@@ -265,7 +266,7 @@ def assert_reliable(
             target_kind=target_kind,
             reuse=reuse_run,
         )
-        store_path = resolve_path(db)
+        store_path = ":memory:" if is_postgres_url(db) else resolve_path(db)
     finally:
         store.close()
     run = report.get("run")

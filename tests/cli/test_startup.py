@@ -116,6 +116,7 @@ C = "hbeval_core.cli."
         (("mcp", "--help"), {C + "_mcp"}),
         (("demo", "--help"), {C + "_demo", "hbeval_core.vocab"}),
         (("runs", "list", "--help"), {C + "_runs"}),
+        (("store", "copy", "--help"), {C + "_store"}),
         (("init", "--help"), {C + "_init"}),
         (("schema", "events", "--help"), {C + "_schema"}),
     ],

@@ -19,6 +19,7 @@ from hbeval_core.store import (
     AttemptRecord,
     DuplicateRecordError,
     MemoryStore,
+    PostgresStore,
     Recorder,
     SQLiteStore,
     UnknownRunError,
@@ -26,14 +27,14 @@ from hbeval_core.store import (
 )
 from hbeval_core.vocab import NO_FAULT_OBSERVED
 
-from .test_store_recorder import RUN, reopen, run_record, trace, trial
+from .test_store_recorder import BACKENDS, RUN, make_store, reopen, run_record, trace, trial
 
 KEY = make_trial_key(0, 0)
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Recorder]:
-    made: Recorder = SQLiteStore(tmp_path / "hb.db") if request.param == "sqlite" else MemoryStore()
+    made = make_store(request, tmp_path)
     made.start_run(run_record())
     yield made
     made.close()
@@ -108,10 +109,9 @@ def test_a_bundle_without_events_or_attempts_is_just_the_trial(store: Recorder) 
     assert store.record_trial_bundle(trial(0, 0), [], {0: []}) == 0
     assert store.completed_trial_keys(RUN) == frozenset({KEY})
     assert list(store.iter_events(RUN, KEY)) == []
-    if isinstance(store, SQLiteStore):  # an empty batch creates no event stream, as record_events
-        conn = sqlite3.connect(store.path)
-        assert conn.execute("SELECT COUNT(*) FROM event_streams").fetchone() == (0,)
-        conn.close()
+    if isinstance(store, (SQLiteStore, PostgresStore)):  # an empty batch makes no event stream
+        count = store._live().execute("SELECT COUNT(*) FROM event_streams").fetchone()
+        assert tuple(count) == (0,)
 
 
 @pytest.mark.parametrize(
@@ -142,21 +142,66 @@ def test_a_duplicate_anywhere_refuses_the_whole_bundle(store: Recorder, clash: s
     assert snapshot(store) == before
 
 
-def test_a_stored_bundle_is_not_recorded_twice(store: Recorder) -> None:
+def test_a_stored_bundle_delivered_again_is_a_no_op(store: Recorder) -> None:
     args: tuple[Any, ...] = (trial(0, 0), [attempt(0)], {0: trace(f"{RUN}/{KEY}", 1)})
-    store.record_trial_bundle(*args, metrics={"pei": 1.0})
+    assert store.record_trial_bundle(*args, metrics={"pei": 1.0}) == len(args[2][0])
     before = snapshot(store)
-    with pytest.raises(DuplicateRecordError, match="attempt 0 of trial 's000-t0'"):
-        store.record_trial_bundle(*args, metrics={"pei": 1.0})
+    assert store.record_trial_bundle(*args, metrics={"pei": 1.0}) == 0  # a retried delivery
     assert snapshot(store) == before
 
 
-def test_the_first_refusal_is_the_same_in_both_stores(store: Recorder) -> None:
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"trial": trial(0, 0, outcome="fail")}, "attempt 0 of trial 's000-t0'"),
+        ({"attempts": [attempt(0, "fail")]}, "attempt 0 of trial 's000-t0'"),
+        ({"events_by_attempt": {0: trace(f"{RUN}/{KEY}", 2)}}, "attempt 0 of trial 's000-t0'"),
+        ({"events_by_attempt": {None: trace(f"{RUN}/{KEY}", 1)}}, "attempt 0 of trial"),
+        ({"metrics": {"pei": 0.5}}, "attempt 0 of trial 's000-t0'"),
+        ({"metrics": None}, "attempt 0 of trial 's000-t0'"),
+        ({"attempts": [attempt(0), attempt(1)]}, "attempt 0 of trial 's000-t0'"),
+    ],
+)
+def test_a_different_bundle_under_a_stored_key_is_refused(
+    store: Recorder, change: dict[str, Any], message: str
+) -> None:
+    """Keyed on (run, scenario, trial, attempt): anything different under the key is refused."""
+    events = trace(f"{RUN}/{KEY}", 1)
+    store.record_trial_bundle(trial(0, 0), [attempt(0)], {0: events}, metrics={"pei": 1.0})
+    before = snapshot(store)
+    bundle: dict[str, Any] = {
+        "trial": trial(0, 0),
+        "attempts": [attempt(0)],
+        "events_by_attempt": {0: events},
+        "metrics": {"pei": 1.0},
+    }
+    bundle.update(change)
+    with pytest.raises(DuplicateRecordError, match=message):
+        store.record_trial_bundle(
+            bundle.pop("trial"), bundle.pop("attempts"), bundle.pop("events_by_attempt"), **bundle
+        )
+    assert snapshot(store) == before
+
+
+def test_single_records_delivered_again_are_no_ops(store: Recorder) -> None:
+    store.record_attempt(attempt(0))
+    store.record_attempt(attempt(0))
+    store.record_trial(trial(0, 0))
+    store.record_trial(trial(0, 0))
+    assert store.list_attempts(RUN) == [attempt(0)]
+    assert store.list_trials(RUN) == [trial(0, 0)]
+    with pytest.raises(DuplicateRecordError, match="attempt 0"):
+        store.record_attempt(attempt(0, "fail"))
+    with pytest.raises(DuplicateRecordError, match="s000-t0"):
+        store.record_trial(trial(0, 0, latency_ms=1.0))
+
+
+def test_the_first_refusal_is_the_same_in_every_store(store: Recorder) -> None:
     """Attempts are written (and refused) before the trial, the trial before its metrics."""
     store.record_attempt(attempt(0))
     store.record_trial(trial(0, 0))
     with pytest.raises(DuplicateRecordError, match=r"attempt 0 of trial 's000-t0' \(run"):
-        store.record_trial_bundle(trial(0, 0), [attempt(0)])
+        store.record_trial_bundle(trial(0, 0), [attempt(0, "fail")])
     with pytest.raises(DuplicateRecordError, match=r"trial 's000-t0' of run 'run-1'"):
         store.record_trial_bundle(trial(0, 0), [attempt(1)])
 

@@ -1,4 +1,4 @@
-"""The Recorder contract, run once on SQLite (a real file) and once in memory."""
+"""The StoreWriter contract, run on SQLite (a real file), PostgreSQL (a real server) and memory."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ from hbeval_core.store import (
     AttemptRecord,
     DuplicateRecordError,
     MemoryStore,
+    PostgresStore,
     Recorder,
     RunRecord,
     SQLiteStore,
@@ -44,18 +45,33 @@ from hbeval_core.vocab import NO_FAULT_OBSERVED, NO_JUDGED_TRIAL
 RUN = "run-1"
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+BACKENDS = ["sqlite", "postgres", "memory"]
+
+
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Recorder:
+    """A new, empty store of the backend named by ``request.param``."""
+    if request.param == "sqlite":
+        return SQLiteStore(tmp_path / "hb.db")
+    if request.param == "postgres":
+        return PostgresStore(request.getfixturevalue("postgres_url"))
+    return MemoryStore()
+
+
+@pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Recorder]:
-    made: Recorder = SQLiteStore(tmp_path / "hb.db") if request.param == "sqlite" else MemoryStore()
+    made = make_store(request, tmp_path)
     yield made
     made.close()
 
 
 def reopen(store: Recorder) -> Recorder:
-    """The same store as a fresh process would see it (SQLite: a new connection to the file)."""
+    """The same store as a fresh process would see it (a new connection to the database)."""
     if isinstance(store, SQLiteStore):
         store.close()
         return SQLiteStore(store.path)
+    if isinstance(store, PostgresStore):
+        store.close()
+        return PostgresStore(store.url)
     return store
 
 
@@ -291,7 +307,7 @@ def test_odd_values_are_stored_as_dump_event_writes_them(store: Recorder) -> Non
     odd = ToolStart(run_id="r", call_id="c", tool="t", args={"when": datetime(2026, 1, 2)})
     store.record_events(RUN, "s000-t0", [odd])
     got = list(store.iter_events(RUN, "s000-t0"))
-    if isinstance(store, SQLiteStore):  # memory keeps the objects themselves
+    if not isinstance(store, MemoryStore):  # memory keeps the objects themselves
         assert got == list(iter_event_lines([dump_event(odd)]))
     else:
         assert got == [odd]
@@ -336,7 +352,7 @@ def test_a_bad_event_stores_none_of_its_batch(store: Recorder) -> None:
     # The next good batch continues right after the stored events, with no gap.
     store.record_events(RUN, "s000-t0", good[:1])
     assert list(store.iter_events(RUN)) == [*good, good[0]]
-    if isinstance(store, SQLiteStore):
+    if isinstance(store, (SQLiteStore, PostgresStore)):
         seqs = [r[0] for r in store._live().execute("SELECT seq FROM events ORDER BY seq")]
         assert seqs == list(range(len(good) + 1))
 

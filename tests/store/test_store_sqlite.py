@@ -157,8 +157,10 @@ def test_paths_and_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert resolve_path(tmp_path / "x.db") == str(tmp_path / "x.db")
     for memory in (":memory:", "sqlite://", "sqlite:///:memory:"):
         assert resolve_path(memory) == ":memory:"
-    with pytest.raises(StoreError, match="only SQLite"):
+    with pytest.raises(StoreError, match="PostgreSQL URL, not an SQLite path"):
         resolve_path("postgresql://db/hbeval")
+    with pytest.raises(StoreError, match="unsupported store URL 'mysql://db/hb'"):
+        resolve_path("mysql://db/hb")
 
     monkeypatch.chdir(tmp_path)
     with open_store(None) as store:

@@ -62,7 +62,7 @@ class TestAutoGenConformance(AdapterConformance):
             raise CaptureBoom("capture failed")
 
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(RunRecorder, "_store", boom)
+            mp.setattr(RunRecorder, "_store_locked", boom)
             yield
 
     def patched_attributes(self, target: Any) -> dict[str, Callable[[], Any]]:

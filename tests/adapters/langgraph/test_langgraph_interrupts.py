@@ -8,8 +8,9 @@ that pauses with ``interrupt()`` before a refund runs, and a ``ToolNode``.
 from __future__ import annotations
 
 import json
+import operator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 
@@ -239,3 +240,89 @@ def test_a_bad_resume_field_is_refused_with_its_name(tmp_path: Path) -> None:
     (tmp_path / "t.yaml").write_text("- {id: a, question: q, resume: approve}\n", encoding="utf-8")
     with pytest.raises(TaskFileError, match=r"field 'resume'.*must be a list"):
         load_tasks(tmp_path / "t.yaml")
+
+
+def make_nested_graph(checkpointer: Any = None) -> Any:
+    """The refund graph as a subgraph: the pause happens one level down."""
+    outer = StateGraph(MessagesState)
+    outer.add_node("desk", build())
+    outer.add_edge(START, "desk")
+    outer.add_edge("desk", END)
+    return outer.compile(checkpointer=checkpointer)
+
+
+def test_a_pause_inside_a_subgraph_resumes_as_one_trial() -> None:
+    result = run(make_nested_graph, task("approve"))
+    assert result.status == "ok", result.error
+    assert REFUNDS == [{"order_id": "A1"}]
+    assert len({e.run_id for e in result.events}) == 1
+    assert outcome_of(result).final_text == "Refunded order A1: refund A1 done"
+
+
+SHIPPED: list[str] = []
+
+
+@tool
+def ship(parcel: str) -> str:
+    """Ship a parcel."""
+    SHIPPED.append(parcel)
+    return f"shipped {parcel}"
+
+
+class Parcels(MessagesState):
+    done: Annotated[list[str], operator.add]
+
+
+def make_parallel_graph(checkpointer: Any = None) -> Any:
+    """Two branches pause at once, then each calls its tool from its own node (no ToolNode)."""
+
+    def branch(parcel: str) -> Any:
+        def node(state: Any) -> dict[str, Any]:
+            answer = interrupt({"ship": parcel})
+            if answer != "ship":
+                return {"done": [f"{parcel}: held ({answer})"]}
+            try:
+                return {"done": [ship.invoke({"parcel": parcel})]}
+            except Exception as exc:  # a faulted tool raises into the node, as a real one would
+                return {"done": [f"{parcel}: failed ({type(exc).__name__})"]}
+
+        return node
+
+    g = StateGraph(Parcels)
+    g.add_node("left", branch("P1"))
+    g.add_node("right", branch("P2"))
+    g.add_edge(START, "left")
+    g.add_edge(START, "right")
+    g.add_edge("left", END)
+    g.add_edge("right", END)
+    return g.compile(checkpointer=checkpointer)
+
+
+def test_parallel_pauses_take_one_resume_value_each_in_order() -> None:
+    SHIPPED.clear()
+    result = run(make_parallel_graph, task("ship", "no, wait"))
+    assert result.status == "ok", result.error
+    assert SHIPPED == ["P1"]  # left got the first value, right the second
+    assert sorted(outcome_of(result).state["done"]) == ["P2: held (no, wait)", "shipped P1"]
+    assert len({e.run_id for e in result.events}) == 1
+
+
+def test_parallel_pauses_with_too_few_values_say_how_many_are_missing() -> None:
+    result = run(make_parallel_graph, task("ship"))
+    assert result.status == "error" and result.error_type == "GraphInterrupted"
+    assert "1 more value(s)" in (result.error or "") and "'P2'" in (result.error or "")
+
+
+def test_a_fault_reaches_a_tool_called_from_a_resumed_parallel_branch() -> None:
+    SHIPPED.clear()
+    spec = FaultSpec(id="e", target="ship", mode="error_5xx", on_calls=(0,))
+    plan = FaultPlan(id="interrupt/parallel", seed=3, faults=(spec,))
+    injector = FaultInjector(plan, run_id="parcels", enabled=True)
+    result = run(make_parallel_graph, task("ship", "ship"), injector)
+    assert result.status == "ok", result.error
+    (fault,) = [e for e in result.events if isinstance(e, FaultInjected)]
+    assert fault.tool == "ship"
+    assert len(SHIPPED) == 1  # the faulted call never reached the tool
+    # No model reads the tool's answer in this graph, so delivery is unknown, never assumed.
+    (record,) = analyse_trace(result.events).faults
+    assert record.delivered is None and record.receipt == "no_model_events"

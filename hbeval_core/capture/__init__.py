@@ -1,0 +1,65 @@
+"""What every adapter's capture shares, written once.
+
+* ``BaseRecorder``: event numbering and order under one lock, the live ``Monitor``, a streaming
+  sink, monitor directives and halts drained into events, the budget halt, capture errors kept
+  without breaking the agent;
+* ``TrialTemplate``: the ``run_trial`` skeleton (run id, question, fault injector, infra errors,
+  status by exception class, one metadata key for capture errors) and the fault and memory hooks;
+* ``Instrumentor``: idempotent ``instrument()`` / ``uninstrument()`` with the version check;
+* ``precedents_text``: memory precedents under one header, the same text on every framework.
+
+An adapter only translates its framework's callbacks into these calls.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._instrument import Instrumentor
+from ._recorder import (
+    HALT_TRIGGERS,
+    BaseRecorder,
+    budget_halt_fields,
+    directive_fields,
+    halt_fields,
+)
+from ._trial import (
+    META_CAPTURE_ERRORS,
+    Trial,
+    TrialTemplate,
+    capture_metadata,
+    injector_for,
+    open_trial,
+    result_of,
+)
+
+__all__ = [
+    "HALT_TRIGGERS",
+    "META_CAPTURE_ERRORS",
+    "PRECEDENTS_HEADER",
+    "BaseRecorder",
+    "Instrumentor",
+    "Trial",
+    "TrialTemplate",
+    "budget_halt_fields",
+    "capture_metadata",
+    "directive_fields",
+    "halt_fields",
+    "injector_for",
+    "open_trial",
+    "precedents_text",
+    "result_of",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Loaded on first use: the memory package brings numpy, which capture alone never needs.
+    if name in ("PRECEDENTS_HEADER", "precedents_text"):
+        from ..memory import _adapters
+
+        return getattr(_adapters, name)
+    raise AttributeError(f"module 'hbeval_core.capture' has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    from ..memory._adapters import PRECEDENTS_HEADER, precedents_text

@@ -1,0 +1,290 @@
+"""``BaseRecorder``: what every adapter's capture object does the same way.
+
+An adapter turns its framework's callbacks into events; the recorder numbers them, keeps them in
+order under one lock, folds them into a live ``Monitor``, hands them to a streaming sink, turns
+new monitor directives and a new halt into events (once each), records a spent budget as a halt,
+and keeps its own errors without breaking the agent (``strict=True`` re-raises them, for tests).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+from ..events import Directive, EventBase, FaultInjected, Halt
+from ..monitor import Directive as MonitorDirective
+from ..monitor import Monitor
+from ..vocab import ATTR_BUDGET, ATTR_STEP_INDEX, TRIGGER_POLICY
+
+__all__ = ["HALT_TRIGGERS", "BaseRecorder", "budget_halt_fields", "directive_fields", "halt_fields"]
+
+HALT_TRIGGERS = ("policy", "policy_engine", "halt_signal", "manual")
+"""Values a ``halt`` event's ``trigger`` may take; a monitor's other sources read as policy."""
+
+
+def directive_fields(d: MonitorDirective) -> dict[str, Any]:
+    """The fields of the ``directive`` event recording the monitor's directive ``d``."""
+    return {
+        "action": d.action,
+        "reason": d.reason,
+        "metric": d.metric,
+        "value": d.metric_value,
+        "tool": d.target,
+        "attrs": {ATTR_STEP_INDEX: d.step_index},
+    }
+
+
+def halt_fields(record: Mapping[str, Any], *, enforced: bool) -> dict[str, Any]:
+    """The fields of the ``halt`` event recording the monitor's halt ``record``."""
+    trigger = record.get("trigger_source") or TRIGGER_POLICY
+    if trigger not in HALT_TRIGGERS:
+        trigger = TRIGGER_POLICY
+    return {
+        "metric": record.get("metric"),
+        "value": record.get("metric_value"),
+        "threshold": record.get("threshold"),
+        "reason": str(record.get("reason") or ""),
+        "trigger": trigger,
+        "enforced": enforced,
+        "attrs": {ATTR_STEP_INDEX: record.get("step_index")},
+    }
+
+
+def budget_halt_fields(exc: Any) -> dict[str, Any]:
+    """The fields of the ``halt`` event recording a spent budget (a ``BudgetExceeded``)."""
+    return {
+        "metric": None,
+        "value": float(exc.used),
+        "threshold": float(exc.limit),
+        "reason": str(exc),
+        "trigger": TRIGGER_POLICY,
+        "enforced": True,
+        "attrs": {ATTR_BUDGET: exc.budget},
+    }
+
+
+class BaseRecorder:
+    """Numbering, ordering, live monitoring and error keeping for one adapter's capture.
+
+    Args:
+        run_id: Run id every event carries (None: the subclass decides per event,
+            ``current_run_id``).
+        monitor: Where events become live metrics; a fresh ``Monitor()`` by default.
+        strict: Re-raise the recorder's own errors instead of logging them (tests).
+        on_event: Called with every event as it is recorded (a streaming sink).
+        on_directive: Called with each monitor ``Directive`` (Adapt-Plan re-plan, retry, ...).
+        on_halt: Called with the halt record when the monitor decides a Safe Halt.
+        trial: The runner's ``TrialContext``, if any: events then go through its ``record``,
+            which refuses them once a timeout cut the trial.
+        clock: Timestamps come from ``clock.now()`` when given (a fake clock in battery runs).
+    """
+
+    log: ClassVar[logging.Logger] = logging.getLogger("hbeval.capture")
+    """Where swallowed capture errors are logged (each adapter names its own)."""
+
+    def __init__(
+        self,
+        *,
+        run_id: str | None = None,
+        monitor: Monitor | None = None,
+        strict: bool = False,
+        on_event: Callable[[EventBase], Any] | None = None,
+        on_directive: Callable[[MonitorDirective], Any] | None = None,
+        on_halt: Callable[[dict[str, Any]], Any] | None = None,
+        trial: Any = None,
+        clock: Any = None,
+    ) -> None:
+        # Re-entrant: a monitor callback the user registered runs under it and may read us.
+        self._lock = threading.RLock()
+        self.run_id = run_id
+        self.monitor = monitor if monitor is not None else Monitor(strict=strict)
+        self.strict = strict
+        self.on_event = on_event
+        self.on_directive = on_directive
+        self.on_halt = on_halt
+        self.trial: Any = trial
+        """The battery trial this recorder records (a runner ``TrialContext``), if any."""
+        self.errors: list[str] = []
+        """The recorder's own errors that were swallowed (empty when all is well)."""
+        self.first_error: BaseException | None = None
+        """The first of those errors (strict mode fails the trial with it)."""
+        self._now: Callable[[], float] = getattr(clock, "now", None) or time.time
+        self._seq = 0
+        self._directives_seen = 0
+        self._halt_seen = False
+        self._init_events()
+
+    # ------------------------------------------------------------------ storage
+    def _init_events(self) -> None:
+        """Create the event list (a subclass that stores events differently overrides this)."""
+        self.events: list[EventBase] = []
+
+    def _append_locked(self, event: EventBase) -> None:
+        """Keep one event, in order; the caller holds the lock."""
+        self.events.append(event)
+
+    def _keep(self, event: EventBase) -> bool:
+        """Whether the battery trial (if any) still accepts events: a timeout cuts the trace."""
+        trial = self.trial
+        if trial is None:
+            return True
+        record = getattr(trial, "record", None)
+        return True if record is None else bool(record(event))
+
+    def _store_locked(self, event: EventBase) -> bool:
+        """Keep ``event`` and fold it into the monitor; the caller holds the lock.
+
+        Observed under the lock, so the monitor sees events in list order even when parallel
+        tool calls report from several threads. Returns whether the event was kept.
+        """
+        if not self._keep(event):
+            return False
+        self._append_locked(event)
+        self.monitor.observe(event)
+        return True
+
+    def events_of(self, run_id: str) -> list[EventBase]:
+        """The events of one run (a recorder that watched several runs holds them all)."""
+        with self._lock:
+            return [e for e in self.events if e.run_id == run_id]
+
+    @property
+    def run_ids(self) -> list[str]:
+        """Run ids seen so far, in order of first appearance."""
+        with self._lock:
+            return list(dict.fromkeys(e.run_id for e in self.events))
+
+    # ------------------------------------------------------------------ recording
+    def current_run_id(self) -> str:
+        """The run id events recorded now carry."""
+        return self.run_id or ""
+
+    def build(self, cls: type[EventBase], fields: dict[str, Any]) -> EventBase:
+        """Build an event from fields the recorder's own code paths produced (not validated:
+        the conformance suite round-trips every event through the validating parser)."""
+        return cls.model_construct(**fields)
+
+    def emit(self, cls: type[EventBase], **fields: Any) -> EventBase:
+        """Record one event with the current run id, the next sequence number and a timestamp."""
+        fields.setdefault("run_id", self.current_run_id())
+        with self._lock:
+            fields["seq"] = self._seq
+            fields.setdefault("ts", self._now())
+            self._seq += 1
+            event = self.build(cls, fields)
+            self._store_locked(event)
+        self.after([event])
+        return event
+
+    def emit_fault(
+        self, fault: FaultInjected | None, run_id: str | None = None, parent_id: Any = ...
+    ) -> EventBase | None:
+        """Record an injector's receipt, re-stamped with the run id and this recorder's order.
+
+        The receipt keeps its own timestamp (the injector's clock) and, unless ``parent_id``
+        is given, its own parent.
+        """
+        if fault is None:
+            return None
+        update: dict[str, Any] = {"run_id": run_id or self.current_run_id()}
+        if parent_id is not ...:
+            update["parent_id"] = parent_id
+        with self._lock:
+            update["seq"] = self._seq
+            self._seq += 1
+            event = fault.model_copy(update=update)
+            self._store_locked(event)
+        self.after([event])
+        return event
+
+    def emit_budget_halt(self, exc: Any, **fields: Any) -> EventBase:
+        """Record a spent budget (``BudgetExceeded``) as an enforced ``halt`` event."""
+        return self.emit(Halt, **budget_halt_fields(exc), **fields)
+
+    def after(self, events: list[EventBase]) -> None:
+        """After recording, outside the lock: the sink gets ``events``, then new monitor
+        signals become events carrying the last one's run and parent ids."""
+        if self.on_event is not None:
+            for event in events:
+                self.call_user(self.on_event, event)
+        if events:
+            last = events[-1]
+            self.drain_monitor(last.run_id, getattr(last, "parent_id", None))
+        else:
+            self.drain_monitor(self.current_run_id(), None)
+
+    # ------------------------------------------------------------------ monitor signals
+    def monitor_pending(self) -> bool:
+        """Whether the monitor decided something not yet recorded (checked without the lock)."""
+        monitor = self.monitor
+        return len(monitor.directives) != self._directives_seen or (
+            monitor.halted and not self._halt_seen
+        )
+
+    def drain_monitor(self, run_id: str, parent_id: str | None) -> None:
+        """Turn new monitor directives and a new halt into events and user callbacks, once each.
+
+        The signal events carry ``run_id`` and ``parent_id`` (those of the event before them);
+        the monitor does not fold them.
+        """
+        if not self.monitor_pending():
+            return  # the common case
+        monitor = self.monitor
+        new: list[MonitorDirective] = []
+        record: dict[str, Any] | None = None
+        extra: list[EventBase] = []
+        with self._lock:
+            if len(monitor.directives) > self._directives_seen:
+                new = list(monitor.directives[self._directives_seen :])
+                self._directives_seen += len(new)
+            if monitor.halted and not self._halt_seen:
+                self._halt_seen = True
+                record = dict(monitor.halt_record or {})
+            for d in new:
+                extra.append(self._signal_locked(Directive, run_id, parent_id, directive_fields(d)))
+            if record is not None:
+                fields = halt_fields(record, enforced=monitor.enforce)
+                extra.append(self._signal_locked(Halt, run_id, parent_id, fields))
+        if self.on_event is not None:
+            for event in extra:
+                self.call_user(self.on_event, event)
+        if self.on_directive is not None:
+            for d in new:
+                self.call_user(self.on_directive, d)
+        if record is not None and self.on_halt is not None:
+            self.call_user(self.on_halt, record)
+
+    def _signal_locked(
+        self, cls: type[EventBase], run_id: str, parent_id: str | None, fields: dict[str, Any]
+    ) -> EventBase:
+        fields.update(run_id=run_id, parent_id=parent_id, seq=self._seq, ts=self._now())
+        self._seq += 1
+        event = self.build(cls, fields)
+        if self._keep(event):
+            self._append_locked(event)
+        return event
+
+    # ------------------------------------------------------------------ errors
+    def note(self, where: str, exc: BaseException) -> None:
+        """Keep one of our own errors without raising (where raising would break the framework)."""
+        self.errors.append(f"{where}: {type(exc).__name__}: {exc}")
+        if self.first_error is None:
+            self.first_error = exc
+        if not self.strict:
+            self.log.warning("hbeval capture error in %s: %r", where, exc, exc_info=True)
+
+    def fail(self, where: str, exc: BaseException) -> None:
+        """Keep and log one of our own errors: capture never breaks the agent (strict re-raises)."""
+        self.note(where, exc)
+        if self.strict:
+            raise exc
+
+    def call_user(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Call a user callback; its error is kept as a capture error, never raised at the agent."""
+        try:
+            fn(*args)
+        except Exception as exc:
+            self.fail(f"user callback {getattr(fn, '__name__', fn)!r}", exc)
