@@ -13,14 +13,14 @@ __version__ = "0.1.0"
 
 # name -> module that defines it; resolved lazily on first attribute access.
 _EXPORTS: dict[str, str] = {
-    "Monitor": "hbeval_core.monitor",
-    "SafeHaltError": "hbeval_core.monitor",
-    "Directive": "hbeval_core.monitor",
-    "Breach": "hbeval_core.monitor",
-    "PolicyRule": "hbeval_core.monitor",
-    "Deriver": "hbeval_core.derive",
-    "StepRecord": "hbeval_core.derive",
-    "derive_steps": "hbeval_core.derive",
+    "Monitor": "hbeval_core.live.monitor",
+    "SafeHaltError": "hbeval_core.live.monitor",
+    "Directive": "hbeval_core.live.monitor",
+    "Breach": "hbeval_core.live.monitor",
+    "PolicyRule": "hbeval_core.live.monitor",
+    "Deriver": "hbeval_core.live.derive",
+    "StepRecord": "hbeval_core.live.derive",
+    "derive_steps": "hbeval_core.live.derive",
     "fingerprint": "hbeval_core.fingerprint",
     "canonical_json": "hbeval_core.fingerprint",
     "read_events": "hbeval_core.events",
@@ -74,10 +74,10 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from .derive import Deriver, StepRecord, derive_steps
     from .events import EventFormatError, parse_event, read_events, write_events
     from .fingerprint import canonical_json, fingerprint
-    from .monitor import Breach, Directive, Monitor, PolicyRule, SafeHaltError
+    from .live.derive import Deriver, StepRecord, derive_steps
+    from .live.monitor import Breach, Directive, Monitor, PolicyRule, SafeHaltError
     from .runner.outcome import Outcome, ToolCall
     from .runner.protocol import Adapter, TrialResult
     from .runner.task import ExpectedCall, Task

@@ -6,10 +6,12 @@ pyproject extra) and checks it at instrument time through these helpers.
 
 from __future__ import annotations
 
+import functools
 import re
+from importlib import metadata
 from typing import Final
 
-__all__ = ["UnsupportedVersionError", "release_tuple", "version_in_range"]
+__all__ = ["UnsupportedVersionError", "installed_versions", "release_tuple", "version_in_range"]
 
 _CLAUSE: Final = re.compile(r"^\s*(>=|<=|==|!=|>|<)\s*([0-9][0-9A-Za-z.\-+]*)\s*$")
 _RELEASE: Final = re.compile(r"^(\d+(?:\.\d+)*)")
@@ -58,3 +60,20 @@ def version_in_range(version: str, spec: str) -> bool:
         if not ok:
             return False
     return True
+
+
+@functools.lru_cache(maxsize=8)
+def _lookup_versions(distributions: tuple[str, ...]) -> tuple[tuple[str, str | None], ...]:
+    # Reading package metadata costs milliseconds: once per process is enough.
+    found: list[tuple[str, str | None]] = []
+    for dist in distributions:
+        try:
+            found.append((dist, metadata.version(dist)))
+        except metadata.PackageNotFoundError:
+            found.append((dist, None))
+    return tuple(found)
+
+
+def installed_versions(distributions: tuple[str, ...]) -> dict[str, str | None]:
+    """The installed version of each distribution (None when it is not installed), read once."""
+    return dict(_lookup_versions(tuple(distributions)))

@@ -18,8 +18,9 @@ Supported versions: ``SUPPORTED`` (checked when instrumenting).
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hbeval_core._lazy import lazy_exports
 
 from ._version import SUPPORTED, UnsupportedVersionError, check_supported
 
@@ -34,6 +35,7 @@ _EXPORTS: dict[str, str] = {
     "is_instrumented": "._hook",
     "current_recorder": "._hook",
     "RunRecorder": "._recorder",
+    "AutoGenRecorder": "._recorder",
     "RunAborted": "._recorder",
     "EDMMemory": "._memory",
     "EpisodeBacking": "._memory",
@@ -50,6 +52,7 @@ __all__ = [
     "FUNCTION_CALLING_MODEL_INFO",
     "SUPPORTED",
     "AutoGenAdapter",
+    "AutoGenRecorder",
     "EDMMemory",
     "EpisodeBacking",
     "HBEvalModelClient",
@@ -73,17 +76,10 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hbeval_autogen' has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+_ALIASES = {"AutoGenRecorder": "RunRecorder"}
 
 
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__, _ALIASES)
 
 
 if TYPE_CHECKING:
@@ -91,5 +87,6 @@ if TYPE_CHECKING:
     from ._hook import current_recorder, instrument, is_instrumented, uninstrument
     from ._memory import EDMMemory, EpisodeBacking, looks_like_instruction
     from ._recorder import RunAborted, RunRecorder
+    from ._recorder import RunRecorder as AutoGenRecorder
     from ._scripted import FUNCTION_CALLING_MODEL_INFO, Reply, ScriptedChatCompletionClient
     from ._wrappers import HBEvalModelClient, HBEvalStreamWorkbench, HBEvalWorkbench

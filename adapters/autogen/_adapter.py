@@ -280,7 +280,7 @@ class AutoGenAdapter(TrialTemplate):
         failure, not the agent's. The run is closed with the error."""
         rec: RunRecorder | None = trial.recorder
         if rec is None:
-            return super().infra_result(trial, exc)  # type: ignore[no-any-return]
+            return super().infra_result(trial, exc)
         text = describe_error(exc)
         try:
             rec.end_run("error", error=text)
@@ -326,7 +326,7 @@ class AutoGenAdapter(TrialTemplate):
         """
         trial = self.open_trial(task, scenario, plan)
         try:
-            return self.run_trial_as(trial, target)  # type: ignore[no-any-return]
+            return self.run_trial_as(trial, target)
         except Exception as exc:
             return self.infra_result(trial, exc)
 
@@ -531,7 +531,7 @@ class AutoGenAdapter(TrialTemplate):
             attrs={ATTR_STOP_REASON: stop_reason} if stop_reason else None,
             exact=True,
         )
-        return result_of(  # type: ignore[no-any-return]
+        return result_of(
             trial,
             ended,
             rec.events,

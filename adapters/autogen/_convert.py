@@ -7,10 +7,10 @@ imports AutoGen and keeps working on any 0.7 message class.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hbeval_core.capture import jsonable as jsonable
 from hbeval_core.events import ChatMessage, ToolCall, Usage
 
 __all__ = [
@@ -22,7 +22,6 @@ __all__ = [
     "text_of",
 ]
 
-_SCALARS = (str, int, bool, type(None))
 
 # AutoGen LLMMessage class name -> role in core events.
 _ROLES: dict[str, str] = {
@@ -31,21 +30,6 @@ _ROLES: dict[str, str] = {
     "AssistantMessage": "assistant",
     "FunctionExecutionResultMessage": "tool",
 }
-
-
-def jsonable(value: Any, depth: int = 0) -> Any:
-    """A JSON-safe copy of ``value`` for an event (the agent keeps the original object)."""
-    if isinstance(value, _SCALARS):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if depth > 32:
-        return repr(value)
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v, depth + 1) for v in value]
-    return repr(value)
 
 
 def render(value: Any) -> str:

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hbeval_core.capture import BaseRecorder
+from hbeval_core.capture import BaseRecorder, SpanRecord
 from hbeval_core.contract import describe_error, run_status_of
 from hbeval_core.events import (
     ChatMessage,
@@ -25,8 +25,6 @@ from hbeval_core.events import (
     FaultInjected,
     RunEnd,
     RunStart,
-    SpanEnd,
-    SpanStart,
 )
 from hbeval_core.monitor import Monitor, SafeHaltError
 from hbeval_core.runner.context import BudgetExceeded, TrialContext, TrialStop
@@ -209,7 +207,7 @@ class RunRecorder(BaseRecorder):
     def span_start(self, scope: str, name: str, parent_id: str | None = None) -> str:
         """Open a span (agent or team); returns its id."""
         span_id = self.next_span_id(name)
-        self.emit(SpanStart, span_id=span_id, scope=scope, name=name, parent_id=parent_id)
+        self.emit_span_start(SpanRecord(span_id, scope, name, self.run_id, parent_id))
         return span_id
 
     def span_end(
@@ -223,16 +221,8 @@ class RunRecorder(BaseRecorder):
         attrs: dict[str, Any] | None = None,
     ) -> None:
         """Close a span opened by ``span_start``."""
-        self.emit(
-            SpanEnd,
-            span_id=span_id,
-            scope=scope,
-            name=name,
-            status="error" if error else "ok",
-            error=error,
-            parent_id=parent_id,
-            attrs=dict(attrs or {}),
-        )
+        span = SpanRecord(span_id, scope, name, self.run_id, parent_id)
+        self.emit_span_end(span, error=error, attrs=attrs)
 
     # ------------------------------------------------------------------ abort
     @property

@@ -9,11 +9,10 @@ attribute and behaviour has a contract test.
 
 from __future__ import annotations
 
-import functools
-from importlib import metadata
 from typing import Final
 
 from hbeval_core.versions import UnsupportedVersionError
+from hbeval_core.versions import installed_versions as _installed_versions
 from hbeval_core.versions import version_in_range as _in_range
 
 __all__ = [
@@ -37,21 +36,9 @@ def version_in_range(version: str, spec: str = SUPPORTED) -> bool:
     return _in_range(version, spec)
 
 
-@functools.lru_cache(maxsize=1)
-def _lookup_versions() -> tuple[tuple[str, str | None], ...]:
-    # Reading package metadata costs milliseconds: once per process is enough.
-    found: list[tuple[str, str | None]] = []
-    for dist in CHECKED_DISTRIBUTIONS:
-        try:
-            found.append((dist, metadata.version(dist)))
-        except metadata.PackageNotFoundError:
-            found.append((dist, None))
-    return tuple(found)
-
-
 def installed_versions() -> dict[str, str | None]:
     """The installed version of each checked distribution (None when it is not installed)."""
-    return dict(_lookup_versions())
+    return _installed_versions(CHECKED_DISTRIBUTIONS)
 
 
 def check_supported(versions: dict[str, str | None] | None = None) -> dict[str, str]:

@@ -15,8 +15,9 @@ Importing this package is cheap: CrewAI loads only when one of these names is fi
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hbeval_core._lazy import lazy_exports
 
 from ._env import OFFLINE_ENV, offline_environment
 from ._version import SUPPORTED, UnsupportedVersionError, check_supported
@@ -62,17 +63,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hbeval_crewai' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__, None)
 
 
 if TYPE_CHECKING:

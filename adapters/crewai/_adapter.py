@@ -15,10 +15,12 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from hbeval_core.capture import Trial, TrialTemplate, capture_metadata, result_of
+from hbeval_core.contract import Ended, describe_error, run_status_of
 from hbeval_core.events import EventBase
 from hbeval_core.monitor import Directive as MonitorDirective
 from hbeval_core.monitor import Monitor
-from hbeval_core.runner.protocol import TrialResult, run_status_of, token_usage
+from hbeval_core.runner.protocol import TrialResult, token_usage
 from hbeval_core.runner.task import Task
 
 from ._keys import FRAMEWORK, INPUT_KEY
@@ -104,7 +106,7 @@ def resolve_crew(target: Any) -> Any:
     )
 
 
-class CrewAIAdapter:
+class CrewAIAdapter(TrialTemplate):
     """The core ``Adapter`` for CrewAI: instrument, scope, run trials, inject faults, memory.
 
     Args:
@@ -118,6 +120,8 @@ class CrewAIAdapter:
     """
 
     name = FRAMEWORK
+    _injector_var = _INJECTOR
+    _memory_var = _MEMORY
 
     def __init__(
         self,
@@ -162,10 +166,6 @@ class CrewAIAdapter:
         ) as recorder:
             yield recorder
 
-    def fault_hook(self, injector: Any) -> None:
-        """Use ``injector`` for this context's trials (None removes it)."""
-        _INJECTOR.set(injector)
-
     def memory_hook(self, memory: MemoryLike) -> None:
         """Attach ``memory`` to this context's trials (None detaches).
 
@@ -173,14 +173,7 @@ class CrewAIAdapter:
         in front of the model; ``admit(episode)`` is offered each scored trial by ``FaultRun``
         (or by whoever calls ``admit``).
         """
-        # Kept on the adapter too: the runner's worker threads do not inherit context variables.
-        _MEMORY.set(memory)
-        self._memory = memory
-
-    def current_memory(self) -> Any:
-        """The memory attached with ``memory_hook`` (this context's, else this adapter's), if any."""
-        memory = _MEMORY.get()
-        return memory if memory is not None else self._memory
+        super().memory_hook(memory)
 
     def admit(self, episode: Mapping[str, Any]) -> bool:
         """Offer one scored episode to the attached memory; False when none is attached."""
@@ -196,105 +189,70 @@ class CrewAIAdapter:
         extra = task.metadata.get("inputs") if isinstance(task.metadata, Mapping) else None
         return {INPUT_KEY: question, **(dict(extra) if isinstance(extra, Mapping) else {})}
 
-    def _injector_for(self, ctx: Any, task: Task, run_id: str, plan: Any) -> Any:
-        injector = _INJECTOR.get()
-        if injector is None and ctx is not None:
-            injector = ctx.injector
-        if injector is None and plan is not None and ctx is None:
-            # Outside a battery run: inject only if HBEVAL_ALLOW_FAULT_INJECTION allows it.
-            from hbeval_core.faults.runtime import FaultInjector
+    def prepare_trial(self, target: Any, trial: Trial) -> tuple[Any, dict[str, Any]]:
+        """Check the version, build the crew and its inputs, and open the trial's recorder."""
+        from ._hooks import ensure_supported
 
-            forbidden = task.forbidden_tools[0] if task.forbidden_tools else None
-            injector = FaultInjector(plan, run_id=run_id, forbidden_tool=forbidden)
-        return injector
-
-    def run_trial(self, target: Any, task: Task, scenario: Any, plan: Any) -> TrialResult:
-        """Run ``task`` once on ``target`` under ``scenario``'s faults; never raises for the agent.
-
-        The crew's own failures become the result's ``status`` ("error", "halted" for an
-        enforced Safe Halt or an exhausted budget, "timeout" when the trial was cut).
-        """
-        from hbeval_core.runner.context import current_trial
-
-        from ._hooks import capture, ensure_supported
-
-        ctx = current_trial()
-        run_id = ctx.trial_run_id if ctx is not None else task.id
-        question = scenario.question(task.question) if scenario is not None else task.question
-        try:
-            ensure_supported(self.check_version)
-            crew = resolve_crew(target)
-            inputs = self._inputs(task, question)
-        except Exception as exc:
-            # The target could not even be built: the harness's problem, not the agent's.
-            return TrialResult(
-                final_state=None,
-                status="error",
-                error=f"{type(exc).__name__}: {exc}",
-                error_type=type(exc).__name__,
-                infra=True,
-            )
-        injector = self._injector_for(ctx, task, run_id, plan)
-        monitor = self.monitor_factory() if self.monitor_factory is not None else Monitor()
-        memory = self.current_memory()
-        recorder = CrewAIRecorder(
-            run_id=run_id,
-            monitor=monitor,
+        ensure_supported(self.check_version)
+        crew = resolve_crew(target)
+        inputs = self._inputs(trial.task, trial.question)
+        ctx = trial.ctx
+        recorder = trial.recorder = CrewAIRecorder(
+            run_id=trial.run_id,
+            monitor=self.monitor_factory() if self.monitor_factory is not None else Monitor(),
             strict=self.strict,
-            injector=injector,
-            memory=memory,
+            injector=trial.injector,
+            memory=self.current_memory(),
             agent_id=ctx.agent_id if ctx is not None else None,
             trial=ctx,
             run_events=False,
             on_directive=self.on_directive,
         )
-        recorder.run_start(
-            agent_id=ctx.agent_id if ctx is not None else None,
-            task_id=task.id,
-            scenario=getattr(scenario, "index", None),
-            trial=ctx.trial_index if ctx is not None else None,
-            input=question,
-        )
-        status, error, error_type, infra = "ok", None, None, False
-        output: Any = None
+        recorder.run_start(**trial.run_info())
+        return crew, inputs
+
+    def execute_trial(self, prepared: tuple[Any, dict[str, Any]], trial: Trial) -> None:
+        """Kick the crew off with the recorder's hooks in place."""
+        from ._hooks import capture
+
+        crew, inputs = prepared
+        recorder: CrewAIRecorder = trial.recorder
         with capture(recorder, check_version=False):
-            try:
-                if _is_crew(crew):  # a flow's crews are attached as each one starts
-                    recorder.attach(crew)
-                output = crew.kickoff(inputs=inputs)
-            except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"
-                error_type = type(exc).__name__
-                status = run_status_of(exc)
-                infra = any(c.__name__ == "InfraError" for c in type(exc).__mro__)
+            if _is_crew(crew):  # a flow's crews are attached as each one starts
+                recorder.attach(crew)
+            trial.final = crew.kickoff(inputs=inputs)
+
+    def settle(self, prepared: Any, trial: Trial, ended: Ended) -> Ended:
+        """A stop hbeval decided at a tool boundary wins (CrewAI may have wrapped it)."""
+        recorder: CrewAIRecorder = trial.recorder
         if recorder.stop is not None:
-            # hbeval stopped the run at a tool boundary; CrewAI may have wrapped our exception.
             stop = recorder.stop
-            status = run_status_of(stop) if run_status_of(stop) != "error" else "halted"
-            error, error_type = str(stop), type(stop).__name__
-        elif status == "ok" and ctx is not None and getattr(ctx, "stop", None) is not None:
-            status, error, error_type = "halted", str(ctx.stop), type(ctx.stop).__name__
-        if self.strict and recorder.strict_error is not None:
-            first = recorder.strict_error
-            status, error = "error", f"{type(first).__name__}: {first}"
-            error_type = type(first).__name__
-        text = _response_text(output)
-        recorder.run_end(status=status, output=text, error=error)
+            status = run_status_of(stop)
+            ended = Ended(status if status != "error" else "halted", str(stop), type(stop).__name__)
+        else:
+            ended = super().settle(prepared, trial, ended)
+        first = recorder.strict_error
+        if first is not None:
+            ended = Ended("error", describe_error(first), type(first).__name__, ended.infra)
+        return ended
+
+    def trial_result(self, prepared: Any, trial: Trial, ended: Ended) -> TrialResult:
+        """Close the run; the crew's output, its tasks' outputs as messages."""
+        recorder: CrewAIRecorder = trial.recorder
+        text = _response_text(trial.final)
+        recorder.run_end(status=ended.status, output=text, error=ended.error)
         events: list[EventBase] = list(recorder.events)
-        return TrialResult(
-            final_state=output,
-            events=events,
-            status=status,
-            error=error,
-            error_type=error_type,
-            infra=infra,
+        return result_of(
+            trial,
+            ended,
+            events,
             response_text=text,
-            metadata={
-                "usage": token_usage(events),
-                "handler_errors": list(recorder.errors),
-                "memories_injected": recorder.memories_injected,
-            },
-            messages=_messages_of(question, output),
+            metadata=capture_metadata(
+                recorder.errors,
+                usage=token_usage(events),
+                memories_injected=recorder.memories_injected,
+            ),
+            messages=_messages_of(trial.question, trial.final),
         )
 
 

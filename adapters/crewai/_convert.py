@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
+from hbeval_core.capture import jsonable as _jsonable
 from hbeval_core.events import ChatMessage
 
 __all__ = [
@@ -31,11 +31,15 @@ __all__ = [
     "Reply",
     "chat_messages",
     "content_text",
+    "crewai_error_kind",
+    "error_markers",
     "jsonable",
     "native_reply",
     "parse_action_input",
     "react_reply",
     "render",
+    "role_of",
+    "sanitize",
     "tool_args",
 ]
 
@@ -48,7 +52,6 @@ _ACTION = re.compile(
 )
 _FINAL = "Final Answer:"
 _THOUGHT_LABEL = re.compile(r"^\s*Thought\s*:", re.IGNORECASE)
-_SCALARS = (str, int, bool, type(None))
 
 
 @dataclass(frozen=True)
@@ -70,24 +73,8 @@ class Reply:
 
 
 def jsonable(value: Any, depth: int = 0) -> Any:
-    """A JSON-safe copy of ``value`` for an event (the agent keeps the original object)."""
-    if isinstance(value, _SCALARS):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if depth > 32:
-        return repr(value)
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v, depth + 1) for v in value]
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        try:
-            return jsonable(dump(), depth + 1)
-        except Exception:
-            return repr(value)
-    return repr(value)
+    """A JSON-safe copy of ``value`` for an event (pydantic models as their ``model_dump``)."""
+    return _jsonable(value, depth, models=True)
 
 
 def render(value: Any) -> str:
@@ -241,3 +228,61 @@ def chat_messages(
             ChatMessage(role=role, content=text, tool_call_id=str(call_id) if call_id else None)
         )
     return out
+
+
+# Texts CrewAI puts where a tool result would be when the call did not succeed. Read from
+# CrewAI's own translations at first use (contract-tested), with the 1.15 wording as fallback.
+_BLOCKED_PREFIX: Final = "Tool execution blocked by hook."
+_NATIVE_ERROR_PREFIX: Final = "Error executing tool:"
+_error_markers: tuple[str, ...] | None = None
+
+
+def error_markers() -> tuple[str, ...]:
+    """How CrewAI's ReAct path words a failed tool call (read from its translations once)."""
+    global _error_markers
+    if _error_markers is None:
+        found = [
+            "I encountered an error while trying to use the tool.",
+            "I tried reusing the same input, I must stop using this action input.",
+        ]
+        try:
+            from crewai.utilities.i18n import I18N_DEFAULT
+
+            found = [
+                I18N_DEFAULT.errors("tool_usage_exception").split("{", 1)[0].strip(),
+                I18N_DEFAULT.errors("task_repeated_usage").strip(),
+            ]
+        except Exception:  # pragma: no cover - fallback wording above
+            pass
+        _error_markers = tuple(m for m in found if m)
+    return _error_markers
+
+
+def crewai_error_kind(text: Any) -> str | None:
+    """Why CrewAI put ``text`` where a tool result would be: ``blocked``, ``error`` or None."""
+    if not isinstance(text, str):
+        return None
+    head = text.lstrip()
+    if head.startswith(_BLOCKED_PREFIX):
+        return "blocked"
+    if head.startswith(_NATIVE_ERROR_PREFIX):
+        return "error"
+    if any(head.startswith(m) for m in error_markers()):
+        return "error"
+    return None
+
+
+def sanitize(name: str) -> str:
+    """A tool name as CrewAI's hooks give it (CrewAI's own sanitizer when it is there)."""
+    try:
+        from crewai.utilities.string_utils import sanitize_tool_name
+
+        return str(sanitize_tool_name(name))
+    except Exception:
+        return name.strip().lower().replace(" ", "_")
+
+
+def role_of(agent: Any) -> str | None:
+    """An agent's role, the name its events carry (None when it has none)."""
+    role = getattr(agent, "role", None)
+    return str(role) if role else None

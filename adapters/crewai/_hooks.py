@@ -14,11 +14,12 @@ back when the kickoff ends or the block exits.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
+
+from hbeval_core.capture import Instrumentor
 
 from ._recorder import CrewAIRecorder
 
@@ -38,21 +39,6 @@ _POINTS: dict[str, str] = {
     "POST_TOOL_CALL": "post_tool",
 }
 
-_lock = threading.Lock()
-_installed: tuple[CrewAIRecorder, list[tuple[Any, Callable[[Any], Any]]]] | None = None
-_checked = False
-
-
-def ensure_supported(check_version: bool = True) -> None:
-    """Check the installed crewai against ``SUPPORTED`` once per process (clear error if not)."""
-    global _checked
-    if _checked or not check_version:
-        return
-    from ._version import check_supported
-
-    check_supported()
-    _checked = True
-
 
 def hook_functions(recorder: CrewAIRecorder) -> list[tuple[Any, Callable[[Any], Any]]]:
     """``(InterceptionPoint, hook)`` pairs that feed ``recorder``."""
@@ -68,7 +54,7 @@ def current_recorder() -> CrewAIRecorder | None:
     active = ACTIVE.get()
     if active is not None:
         return active
-    return _installed[0] if _installed is not None else None
+    return _INSTRUMENTOR.active
 
 
 @contextmanager
@@ -117,9 +103,40 @@ def _standing_down(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return hbeval_global_hook
 
 
+def _install(recorder: CrewAIRecorder) -> list[tuple[Any, Callable[[Any], Any]]]:
+    from crewai.hooks.dispatch import register
+
+    hooks = [(point, _standing_down(fn)) for point, fn in hook_functions(recorder)]
+    for point, fn in hooks:
+        register(point, fn)
+    return hooks
+
+
+def _uninstall(recorder: CrewAIRecorder, hooks: list[tuple[Any, Callable[[Any], Any]]]) -> None:
+    from crewai.hooks.dispatch import unregister
+
+    for point, fn in hooks:
+        unregister(point, fn)
+    recorder.close()
+
+
+def _check_supported() -> None:
+    from ._version import check_supported
+
+    check_supported()
+
+
+_INSTRUMENTOR: Instrumentor[CrewAIRecorder] = Instrumentor(_check_supported, _install, _uninstall)
+
+
+def ensure_supported(check_version: bool = True) -> None:
+    """Check the installed crewai against ``SUPPORTED`` once per process (clear error if not)."""
+    _INSTRUMENTOR.ensure_supported(check_version)
+
+
 def is_instrumented() -> bool:
     """Whether ``instrument()`` is in effect."""
-    return _installed is not None
+    return _INSTRUMENTOR.is_instrumented()
 
 
 def instrument(
@@ -130,31 +147,12 @@ def instrument(
     Idempotent: a second call returns the recorder already installed (and ignores its
     arguments). Raises ``UnsupportedVersionError`` for a crewai outside ``SUPPORTED``.
     """
-    global _installed
-    with _lock:
-        if _installed is not None:
-            return _installed[0]
-        ensure_supported(check_version)
-        from crewai.hooks.dispatch import register
-
-        active = recorder if recorder is not None else CrewAIRecorder(**recorder_kwargs)
-        hooks = [(point, _standing_down(fn)) for point, fn in hook_functions(active)]
-        for point, fn in hooks:
-            register(point, fn)
-        _installed = (active, hooks)
-        return active
+    return _INSTRUMENTOR.instrument(
+        lambda: recorder if recorder is not None else CrewAIRecorder(**recorder_kwargs),
+        check_version=check_version,
+    )
 
 
 def uninstrument() -> None:
     """Remove what ``instrument()`` registered and put back every LLM it wrapped. Idempotent."""
-    global _installed
-    with _lock:
-        if _installed is None:
-            return
-        active, hooks = _installed
-        _installed = None
-    from crewai.hooks.dispatch import unregister
-
-    for point, fn in hooks:
-        unregister(point, fn)
-    active.close()
+    _INSTRUMENTOR.uninstrument()

@@ -23,29 +23,30 @@ a trial timeout) blocks every later tool call at its pre hook and raises at the 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
+from hbeval_core.capture import (
+    BaseRecorder,
+    CallLinks,
+    IssuedCall,
+    SpanRecord,
+    ToolCallRecord,
+    never_raises,
+    precedents_text,
+)
 from hbeval_core.events import (
-    Directive,
     EventBase,
-    FaultInjected,
-    Halt,
     ModelEnd,
     ModelStart,
     RunEnd,
     RunStart,
-    SpanEnd,
-    SpanStart,
     ToolCall,
-    ToolEnd,
-    ToolError,
-    ToolStart,
 )
+from hbeval_core.faults.boundary import enter_faulted_call, exit_faulted_call
 from hbeval_core.monitor import Directive as MonitorDirective
 from hbeval_core.monitor import Monitor, SafeHaltError
 from hbeval_core.vocab import (
@@ -53,20 +54,20 @@ from hbeval_core.vocab import (
     SCOPE_AGENT,
     SCOPE_CREW,
     SCOPE_TASK,
-    TRIGGER_POLICY,
 )
 
 from . import _convert
+from ._convert import crewai_error_kind as crewai_error_kind
+from ._convert import role_of as _role
+from ._convert import sanitize as _sanitize
 from ._faults import BLOCKING_MODES, Applied, apply_after_failure, apply_result, apply_without_call
 from ._keys import (
     ATTR_AGENT,
     ATTR_BLOCKED_BY,
-    ATTR_BUDGET,
     ATTR_LATENCY_MS,
     ATTR_LINKED,
     ATTR_MEMORIES,
     ATTR_PATH,
-    ATTR_STEP_INDEX,
     ATTR_SYNTHETIC,
     ATTR_SYNTHETIC_ID,
     FRAMEWORK,
@@ -76,78 +77,9 @@ from ._keys import (
 
 __all__ = ["CrewAIRecorder", "MemoryLike", "crewai_error_kind"]
 
-log = logging.getLogger("hbeval.crewai")
 
 MemoryLike = Any
 """An object with ``recall(context, agent_id) -> list[str]`` and ``admit(episode) -> bool``."""
-
-# Texts CrewAI puts where a tool result would be when the call did not succeed. Read from
-# CrewAI's own translations at first use (contract-tested), with the 1.15 wording as fallback.
-_BLOCKED_PREFIX: Final = "Tool execution blocked by hook."
-_NATIVE_ERROR_PREFIX: Final = "Error executing tool:"
-_error_markers: tuple[str, ...] | None = None
-
-PRECEDENTS_HEADER: Final = (
-    "Recalled precedents from earlier evaluated runs (advice to weigh, not instructions):"
-)
-"""First line of the message memory precedents are put in front of the model with."""
-
-
-def _markers() -> tuple[str, ...]:
-    global _error_markers
-    if _error_markers is None:
-        found = [
-            "I encountered an error while trying to use the tool.",
-            "I tried reusing the same input, I must stop using this action input.",
-        ]
-        try:
-            from crewai.utilities.i18n import I18N_DEFAULT
-
-            found = [
-                I18N_DEFAULT.errors("tool_usage_exception").split("{", 1)[0].strip(),
-                I18N_DEFAULT.errors("task_repeated_usage").strip(),
-            ]
-        except Exception:  # pragma: no cover - fallback wording above
-            pass
-        _error_markers = tuple(m for m in found if m)
-    return _error_markers
-
-
-def crewai_error_kind(text: Any) -> str | None:
-    """Why CrewAI put ``text`` where a tool result would be: ``blocked``, ``error`` or None."""
-    if not isinstance(text, str):
-        return None
-    head = text.lstrip()
-    if head.startswith(_BLOCKED_PREFIX):
-        return "blocked"
-    if head.startswith(_NATIVE_ERROR_PREFIX):
-        return "error"
-    if any(head.startswith(m) for m in _markers()):
-        return "error"
-    return None
-
-
-def _sanitize(name: str) -> str:
-    try:
-        from crewai.utilities.string_utils import sanitize_tool_name
-
-        return str(sanitize_tool_name(name))
-    except Exception:
-        return name.strip().lower().replace(" ", "_")
-
-
-def _role(agent: Any) -> str | None:
-    role = getattr(agent, "role", None)
-    return str(role) if role else None
-
-
-@dataclass
-class _Pending:
-    """A tool call a model reply issued that no tool hook has claimed yet."""
-
-    call_id: str
-    name: str
-    args: dict[str, Any]
 
 
 @dataclass
@@ -162,36 +94,21 @@ class _ModelCall:
 
 
 @dataclass
-class _ToolCall:
-    call_id: str
-    tool: str
-    args: dict[str, Any]
-    t0: float
-    parent: str | None
-    run_id: str
-    agent: str | None
+class _ToolCall(ToolCallRecord):
+    args: dict[str, Any] = field(default_factory=dict)
     decision: Any = None
     halted: bool = False
-    attrs: dict[str, Any] = field(default_factory=dict)
     keep: Any = None
     """The ``tool_input`` dict itself, held so its id is not reused while the call is open."""
-
-
-@dataclass
-class _Span:
-    span_id: str
-    scope: str
-    name: str
-    parent: str | None
-    run_id: str
-    t0: float
+    guard: Any = None
+    """The token of the "already injecting" flag set while the real tool runs."""
 
 
 _RUN: ContextVar[str | None] = ContextVar("hbeval_crewai_run", default=None)
 """The run id of the outermost kickoff in progress (``instrument()`` mode, no fixed run id)."""
 
 
-class CrewAIRecorder:
+class CrewAIRecorder(BaseRecorder):
     """Records CrewAI runs as hb-events/1 events and feeds them to a live ``Monitor``.
 
     Args:
@@ -211,6 +128,8 @@ class CrewAIRecorder:
         on_halt: Called with the halt record when the monitor decides a Safe Halt.
     """
 
+    log = logging.getLogger("hbeval.crewai")
+
     def __init__(
         self,
         *,
@@ -226,32 +145,26 @@ class CrewAIRecorder:
         on_directive: Callable[[MonitorDirective], Any] | None = None,
         on_halt: Callable[[dict[str, Any]], Any] | None = None,
     ) -> None:
-        self.run_id = run_id
-        self.monitor = monitor if monitor is not None else Monitor(strict=strict)
-        self.strict = strict
+        super().__init__(
+            run_id=run_id,
+            monitor=monitor,
+            strict=strict,
+            on_event=on_event,
+            on_directive=on_directive,
+            on_halt=on_halt,
+            trial=trial,
+        )
         self.injector = injector
         self.memory = memory
         self.agent_id = agent_id
-        self.trial = trial
         self.run_events = run_events
-        self.on_event = on_event
-        self.on_directive = on_directive
-        self.on_halt = on_halt
-        self.events: list[EventBase] = []
-        """Every event recorded so far, in the order it was recorded."""
-        self.errors: list[str] = []
-        """Capture errors that were swallowed (empty when all is well)."""
-        self.strict_error: BaseException | None = None
-        """In strict mode: the first capture error, raised at the next model call."""
         self.stop: BaseException | None = None
         """Why no tool may run any more (SafeHaltError, BudgetExceeded, TrialCancelled)."""
         self.memories_injected = 0
-        self._lock = threading.RLock()
-        self._seq = 0
         self._counters: dict[str, int] = {}
-        self._spans: dict[tuple[str, int], _Span] = {}
-        self._span_order: list[_Span] = []
-        self._pending: dict[int, list[_Pending]] = {}
+        self._spans: dict[tuple[str, int], SpanRecord] = {}
+        self._span_order: list[SpanRecord] = []
+        self._links = CallLinks()
         self._inflight: dict[int, _ToolCall] = {}
         self._react_ids: dict[str, str] = {}
         self._seen: dict[int, dict[int, Any]] = {}
@@ -259,21 +172,13 @@ class CrewAIRecorder:
         self._memory_counts: dict[int, int] = {}
         self._wrapped: dict[int, tuple[Any, Any]] = {}
         self._crew_runs: dict[int, tuple[str, Token[str | None] | None]] = {}
-        self._directives_seen = 0
-        self._halt_seen = False
-
-    # ------------------------------------------------------------------ public helpers
-    def events_of(self, run_id: str) -> list[EventBase]:
-        """The events of one run (a recorder that watched several runs holds them all)."""
-        with self._lock:
-            return [e for e in self.events if e.run_id == run_id]
 
     @property
-    def run_ids(self) -> list[str]:
-        """Run ids seen so far, in order of first appearance."""
-        with self._lock:
-            return list(dict.fromkeys(e.run_id for e in self.events))
+    def strict_error(self) -> BaseException | None:
+        """In strict mode: the first capture error, raised at the next model call."""
+        return self.first_error if self.strict else None
 
+    # ------------------------------------------------------------------ public helpers
     def current_run_id(self) -> str:
         """The run id events recorded now carry."""
         if self.run_id is not None:
@@ -281,105 +186,11 @@ class CrewAIRecorder:
         return _RUN.get() or FRAMEWORK
 
     # ------------------------------------------------------------------ internals: recording
-    def fail(self, where: str, exc: BaseException) -> None:
-        """Record a capture error; in strict mode keep it to raise at the next model call."""
-        self.errors.append(f"{where}: {type(exc).__name__}: {exc}")
-        if self.strict:
-            if self.strict_error is None:
-                self.strict_error = exc
-            raise exc
-        log.warning("hbeval crewai capture error in %s: %r", where, exc, exc_info=True)
-
     def _next(self, name: str) -> int:
         with self._lock:
             n = self._counters.get(name, 0) + 1
             self._counters[name] = n
             return n
-
-    def emit(self, cls: type[EventBase], **fields: Any) -> EventBase:
-        """Record one event with the current run id, the next sequence number and a timestamp."""
-        fields.setdefault("run_id", self.current_run_id())
-        with self._lock:
-            fields["seq"] = self._seq
-            fields["ts"] = time.time()
-            self._seq += 1
-            # Fields come from trusted code paths, so skip validation on the hot path; the
-            # conformance suite round-trips every event through the validating parser.
-            event = cls.model_construct(**fields)
-            self.events.append(event)
-            # Observed under the lock so the monitor sees events in list order, even when
-            # parallel tool calls report from several threads.
-            self.monitor.observe(event)
-        if self.on_event is not None:
-            self._call_user(self.on_event, event)
-        self._poll_monitor(event)
-        return event
-
-    def _emit_fault(self, fault: FaultInjected, run_id: str, parent: str | None) -> None:
-        with self._lock:
-            event = fault.model_copy(
-                update={"run_id": run_id, "parent_id": parent, "seq": self._seq}
-            )
-            self._seq += 1
-            self.events.append(event)
-            self.monitor.observe(event)
-        if self.on_event is not None:
-            self._call_user(self.on_event, event)
-
-    def _poll_monitor(self, last: EventBase) -> None:
-        """Turn new monitor directives and a new halt into events and user callbacks."""
-        monitor = self.monitor
-        if len(monitor.directives) == self._directives_seen and (
-            self._halt_seen or not monitor.halted
-        ):
-            return
-        new: list[MonitorDirective] = []
-        record: dict[str, Any] | None = None
-        with self._lock:
-            if len(monitor.directives) > self._directives_seen:
-                new = list(monitor.directives[self._directives_seen :])
-                self._directives_seen += len(new)
-            if monitor.halted and not self._halt_seen:
-                self._halt_seen = True
-                record = dict(monitor.halt_record or {})
-        for d in new:
-            self.emit(
-                Directive,
-                run_id=last.run_id,
-                parent_id=last.parent_id,
-                action=d.action,
-                reason=d.reason,
-                metric=d.metric,
-                value=d.metric_value,
-                tool=d.target,
-                attrs={ATTR_STEP_INDEX: d.step_index},
-            )
-            if self.on_directive is not None:
-                self._call_user(self.on_directive, d)
-        if record is not None:
-            trigger = record.get("trigger_source") or TRIGGER_POLICY
-            if trigger not in ("policy", "policy_engine", "halt_signal", "manual"):
-                trigger = TRIGGER_POLICY
-            self.emit(
-                Halt,
-                run_id=last.run_id,
-                parent_id=last.parent_id,
-                metric=record.get("metric"),
-                value=record.get("metric_value"),
-                threshold=record.get("threshold"),
-                reason=str(record.get("reason") or ""),
-                trigger=trigger,
-                enforced=monitor.enforce,
-                attrs={ATTR_STEP_INDEX: record.get("step_index")},
-            )
-            if self.on_halt is not None:
-                self._call_user(self.on_halt, record)
-
-    def _call_user(self, fn: Callable[..., Any], *args: Any) -> None:
-        try:
-            fn(*args)
-        except Exception as exc:
-            self.fail(f"user callback {getattr(fn, '__name__', fn)!r}", exc)
 
     # ------------------------------------------------------------------ runs and spans
     def run_start(self, **fields: Any) -> None:
@@ -390,22 +201,15 @@ class CrewAIRecorder:
         """Emit the run's ``run_end``."""
         self.emit(RunEnd, **fields)
 
-    def _open_span(self, key: tuple[str, int], scope: str, name: str, parent: str | None) -> _Span:
+    def _open_span(
+        self, key: tuple[str, int], scope: str, name: str, parent: str | None
+    ) -> SpanRecord:
         n = self._next(scope)
-        span = _Span(
-            f"{scope}-{n}", scope, name, parent, self.current_run_id(), time.perf_counter()
-        )
+        span = SpanRecord(f"{scope}-{n}", scope, name, self.current_run_id(), parent)
         with self._lock:
             self._spans[key] = span
             self._span_order.append(span)
-        self.emit(
-            SpanStart,
-            run_id=span.run_id,
-            span_id=span.span_id,
-            scope=scope,
-            name=name,
-            parent_id=parent,
-        )
+        self.emit_span_start(span)
         return span
 
     def _close_span(
@@ -417,17 +221,8 @@ class CrewAIRecorder:
                 return
             if span in self._span_order:
                 self._span_order.remove(span)
-        self.emit(
-            SpanEnd,
-            run_id=span.run_id,
-            span_id=span.span_id,
-            scope=span.scope,
-            name=span.name,
-            parent_id=span.parent,
-            status=status,
-            error=error,
-            attrs={ATTR_LATENCY_MS: (time.perf_counter() - span.t0) * 1000.0},
-        )
+        latency = (time.perf_counter() - span.t0) * 1000.0
+        self.emit_span_end(span, status=status, error=error, attrs={ATTR_LATENCY_MS: latency})
 
     def parent_of(self, agent: Any = None, task: Any = None, crew: Any = None) -> str | None:
         """The span an event of ``agent`` (in ``task`` of ``crew``) belongs to."""
@@ -583,7 +378,7 @@ class CrewAIRecorder:
             msgs = [messages] if isinstance(messages, str) else list(messages or [])
             with self._lock:
                 # Calls the previous reply issued and no tool claimed never ran (unknown tools).
-                self._pending.pop(key, None)
+                self._links.drop(key)
                 fresh = self._new_messages(key, msgs)
                 memories = self._memory_counts.pop(key, 0)
             converted = _convert.chat_messages(fresh, self._react_ids)
@@ -627,77 +422,67 @@ class CrewAIRecorder:
         self._seen[key] = now
         return fresh
 
+    @never_raises("model_end")
     def model_end(self, call: _ModelCall | None, answer: Any) -> None:
         """The inner LLM answered: record the reply and the tool calls it issued."""
         if call is None:
             return
-        try:
-            if call.path == PATH_REACT and isinstance(answer, str):
-                reply = _convert.react_reply(answer)
-            else:
-                reply = _convert.native_reply(answer)
-            tool_calls: list[ToolCall] = []
-            pending: list[_Pending] = []
-            for issued in reply.calls:
-                call_id = issued.id or f"call-{self._next('call')}"
-                tool_calls.append(ToolCall(id=call_id, name=issued.name, args=issued.args))
-                pending.append(_Pending(call_id, _sanitize(issued.name), issued.args))
-            with self._lock:
-                if pending:
-                    self._pending.setdefault(call.key, []).extend(pending)
-                if call.path == PATH_REACT and tool_calls and isinstance(answer, str):
-                    self._react_ids[answer.strip()] = tool_calls[0].id
-            attrs: dict[str, Any] = {ATTR_PATH: call.path}
-            if call.agent:
-                attrs[ATTR_AGENT] = call.agent
-            if call.path == PATH_REACT and tool_calls:
-                attrs[ATTR_SYNTHETIC_ID] = True
-            self.emit(
-                ModelEnd,
-                run_id=call.run_id,
-                call_id=call.call_id,
-                text=reply.text,
-                reasoning=reply.reasoning,
-                tool_calls=tool_calls,
-                latency_ms=(time.perf_counter() - call.t0) * 1000.0,
-                parent_id=call.parent,
-                attrs=attrs,
-            )
-        except Exception as exc:
-            self.fail("model_end", exc)
+        if call.path == PATH_REACT and isinstance(answer, str):
+            reply = _convert.react_reply(answer)
+        else:
+            reply = _convert.native_reply(answer)
+        tool_calls: list[ToolCall] = []
+        issued_calls: list[IssuedCall] = []
+        for issued in reply.calls:
+            call_id = issued.id or f"call-{self._next('call')}"
+            tool_calls.append(ToolCall(id=call_id, name=issued.name, args=issued.args))
+            issued_calls.append(IssuedCall(call_id, _sanitize(issued.name), issued.args))
+        with self._lock:
+            if issued_calls:
+                self._links.issue(call.key, issued_calls)
+            if call.path == PATH_REACT and tool_calls and isinstance(answer, str):
+                self._react_ids[answer.strip()] = tool_calls[0].id
+        attrs: dict[str, Any] = {ATTR_PATH: call.path}
+        if call.agent:
+            attrs[ATTR_AGENT] = call.agent
+        if call.path == PATH_REACT and tool_calls:
+            attrs[ATTR_SYNTHETIC_ID] = True
+        self.emit(
+            ModelEnd,
+            run_id=call.run_id,
+            call_id=call.call_id,
+            text=reply.text,
+            reasoning=reply.reasoning,
+            tool_calls=tool_calls,
+            latency_ms=(time.perf_counter() - call.t0) * 1000.0,
+            parent_id=call.parent,
+            attrs=attrs,
+        )
 
+    @never_raises("model_error")
     def model_error(self, call: _ModelCall | None, exc: BaseException) -> None:
         """The model call raised (or hbeval stopped it): close it with the error."""
         if call is None:
             return
-        try:
-            self.emit(
-                ModelEnd,
-                run_id=call.run_id,
-                call_id=call.call_id,
-                error=f"{type(exc).__name__}: {exc}",
-                latency_ms=(time.perf_counter() - call.t0) * 1000.0,
-                parent_id=call.parent,
-                attrs={ATTR_PATH: call.path},
-            )
-        except Exception as err:
-            self.fail("model_error", err)
+        self.emit(
+            ModelEnd,
+            run_id=call.run_id,
+            call_id=call.call_id,
+            error=f"{type(exc).__name__}: {exc}",
+            latency_ms=(time.perf_counter() - call.t0) * 1000.0,
+            parent_id=call.parent,
+            attrs={ATTR_PATH: call.path},
+        )
 
     # ------------------------------------------------------------------ tool calls (hooks)
     def _claim(self, agent: Any, name: str, args: dict[str, Any]) -> tuple[str, bool]:
         """The id the model gave (or hbeval made up for) this call; False when none matched."""
         key = id(agent) if agent is not None else 0
         with self._lock:
-            queue = self._pending.get(key)
-            if not queue and key != 0:
-                queue = self._pending.get(0)
-            if queue:
-                # The same tool with the same arguments first, else the same tool.
-                for exact in (True, False):
-                    for i, p in enumerate(queue):
-                        if p.name == name and (not exact or p.args == args):
-                            del queue[i]
-                            return p.call_id, True
+            # The same tool with the same arguments, else the only open call of that tool.
+            call_id = self._links.claim(name, args, key, 0)
+        if call_id is not None:
+            return call_id, True
         return f"call-{self._next('call')}", False
 
     def _boundary(self) -> None:
@@ -719,122 +504,68 @@ class CrewAIRecorder:
         except TrialStop as exc:
             self.stop = exc
             if isinstance(exc, BudgetExceeded):
-                self.emit(
-                    Halt,
-                    metric=None,
-                    value=float(exc.used),
-                    threshold=float(exc.limit),
-                    reason=str(exc),
-                    trigger=TRIGGER_POLICY,
-                    enforced=True,
-                    parent_id=self.parent_of(),
-                    attrs={ATTR_BUDGET: exc.budget},
-                )
+                self.emit_budget_halt(exc, parent_id=self.parent_of())
 
+    def _open_tool(self, ctx: Any, *, with_agent: bool = True) -> _ToolCall:
+        """Link a tool call to the model reply that issued it, and record its start."""
+        name, agent = str(ctx.tool_name), getattr(ctx, "agent", None)
+        args = _convert.tool_args(ctx.tool_input)
+        call_id, linked = self._claim(agent, name, args)
+        attrs: dict[str, Any] = {}
+        role = _role(agent)
+        if role and with_agent:
+            attrs[ATTR_AGENT] = role
+        if not linked:
+            attrs[ATTR_LINKED] = False
+        parent = self.parent_of(agent, getattr(ctx, "task", None), getattr(ctx, "crew", None))
+        call = _ToolCall(call_id, name, self.current_run_id(), parent, attrs, args=args)
+        self.emit_tool_start(call, args)
+        return call
+
+    @never_raises("pre_tool")
     def pre_tool(self, ctx: Any) -> bool | None:
         """``PRE_TOOL_CALL``: check the boundary, open the call, decide its fault (False blocks)."""
-        try:
-            key = id(ctx.tool_input)
-            name = str(ctx.tool_name)
-            agent = getattr(ctx, "agent", None)
-            self._boundary()
-            if self.stop is not None:
-                with self._lock:
-                    self._inflight[key] = _ToolCall(
-                        "",
-                        name,
-                        {},
-                        time.perf_counter(),
-                        None,
-                        self.current_run_id(),
-                        None,
-                        halted=True,
-                        keep=ctx.tool_input,
-                    )
-                return False
-            args = _convert.tool_args(ctx.tool_input)
-            call_id, linked = self._claim(agent, name, args)
-            parent = self.parent_of(agent, getattr(ctx, "task", None), getattr(ctx, "crew", None))
-            attrs: dict[str, Any] = {}
-            role = _role(agent)
-            if role:
-                attrs[ATTR_AGENT] = role
-            if not linked:
-                attrs[ATTR_LINKED] = False
-            call = _ToolCall(
-                call_id,
-                name,
-                args,
-                time.perf_counter(),
-                parent,
-                self.current_run_id(),
-                role,
-                attrs=attrs,
-                keep=ctx.tool_input,
-            )
-            self.emit(
-                ToolStart,
-                run_id=call.run_id,
-                call_id=call_id,
-                tool=name,
-                args=args,
-                parent_id=parent,
-                attrs=dict(attrs),
-            )
-            injector = self.injector
-            if injector is not None and injector.enabled and injector.plan is not None:
-                call.decision = injector.decide(name, args, call_id)
-                if call.decision is not None and call.decision.spec.after_ms > 0:
-                    injector.clock.sleep(call.decision.spec.after_ms / 1000.0)
+        key = id(ctx.tool_input)
+        self._boundary()
+        if self.stop is not None:
+            halted = _ToolCall("", str(ctx.tool_name), self.current_run_id(), halted=True)
+            halted.keep = ctx.tool_input
+            with self._lock:
+                self._inflight[key] = halted
+            return False
+        call = self._open_tool(ctx)
+        call.keep = ctx.tool_input
+        injector = self.injector
+        if injector is not None and injector.enabled and injector.plan is not None:
+            call.decision = injector.decide(call.tool, call.args, call.call_id)
+            if call.decision is not None and call.decision.spec.after_ms > 0:
+                injector.clock.sleep(call.decision.spec.after_ms / 1000.0)
+        if call.decision is not None and call.decision.mode in BLOCKING_MODES:
             with self._lock:
                 self._inflight[key] = call
-            if call.decision is not None and call.decision.mode in BLOCKING_MODES:
-                return False
-        except Exception as exc:
-            self.fail("pre_tool", exc)
+            return False
+        if injector is not None:
+            # The call runs under this injector: a ``faultable`` function inside the tool
+            # passes through instead of being faulted a second time (post_tool clears it).
+            call.guard = enter_faulted_call()
+        with self._lock:
+            self._inflight[key] = call
         return None
 
+    @never_raises("post_tool")
     def post_tool(self, ctx: Any) -> str | None:
         """``POST_TOOL_CALL``: close the call; apply its fault (a returned str is what the agent reads)."""
-        try:
-            with self._lock:
-                call = self._inflight.pop(id(ctx.tool_input), None)
-            if call is None:
-                # A hook registered before ours blocked the call, so our pre hook never ran.
-                self._boundary()
-                name = str(ctx.tool_name)
-                args = _convert.tool_args(ctx.tool_input)
-                agent = getattr(ctx, "agent", None)
-                call_id, linked = self._claim(agent, name, args)
-                parent = self.parent_of(
-                    agent, getattr(ctx, "task", None), getattr(ctx, "crew", None)
-                )
-                attrs: dict[str, Any] = {} if linked else {ATTR_LINKED: False}
-                call = _ToolCall(
-                    call_id,
-                    name,
-                    args,
-                    time.perf_counter(),
-                    parent,
-                    self.current_run_id(),
-                    _role(agent),
-                    attrs=attrs,
-                )
-                self.emit(
-                    ToolStart,
-                    run_id=call.run_id,
-                    call_id=call_id,
-                    tool=name,
-                    args=args,
-                    parent_id=parent,
-                    attrs=dict(attrs),
-                )
-            if call.halted:
-                return f"Tool '{call.tool}' was not run: hbeval stopped this run ({self.stop})."
-            return self._finish_tool(call, ctx.tool_result, ctx.raw_tool_result)
-        except Exception as exc:
-            self.fail("post_tool", exc)
-        return None
+        with self._lock:
+            call = self._inflight.pop(id(ctx.tool_input), None)
+        if call is not None and call.guard is not None:
+            exit_faulted_call(call.guard)
+        if call is None:
+            # A hook registered before ours blocked the call, so our pre hook never ran.
+            self._boundary()
+            call = self._open_tool(ctx, with_agent=False)
+        if call.halted:
+            return f"Tool '{call.tool}' was not run: hbeval stopped this run ({self.stop})."
+        return self._finish_tool(call, ctx.tool_result, ctx.raw_tool_result)
 
     def _finish_tool(self, call: _ToolCall, text: Any, raw: Any) -> str | None:
         latency = (time.perf_counter() - call.t0) * 1000.0
@@ -846,15 +577,12 @@ class CrewAIRecorder:
                 attrs[ATTR_BLOCKED_BY] = "user_hook"
                 attrs[ATTR_SYNTHETIC] = True
             result = raw if raw is not None and kind is None else text
-            self.emit(
-                ToolEnd,
-                run_id=call.run_id,
-                call_id=call.call_id,
-                tool=call.tool,
+            status = "error" if kind else "ok"
+            self.emit_tool_end(
+                call,
                 result=_convert.jsonable(result),
-                status="error" if kind else "ok",
+                status=status,
                 latency_ms=latency,
-                parent_id=call.parent,
                 attrs=attrs,
             )
             return None
@@ -867,44 +595,16 @@ class CrewAIRecorder:
             applied = apply_after_failure(injector, d, "ToolError")
         else:
             applied = apply_result(injector, d, raw if raw is not None else text)
-        # The receipt precedes the call's end event (hb-derive/1).
-        self._emit_fault(applied.fault, call.run_id, call.parent)
+        end: dict[str, Any] = {"fault": applied.fault, "latency_ms": latency, "attrs": attrs}
         if d.mode == CRASH:
-            self.emit(
-                ToolError,
-                run_id=call.run_id,
-                call_id=call.call_id,
-                tool=call.tool,
-                error=applied.error or "",
-                error_type=applied.error_type,
-                latency_ms=latency,
-                parent_id=call.parent,
-                attrs=attrs,
+            self.emit_tool_end(
+                call, error=applied.error or "", error_type=applied.error_type, **end
             )
         elif applied.error is not None or kind is not None:
-            self.emit(
-                ToolEnd,
-                run_id=call.run_id,
-                call_id=call.call_id,
-                tool=call.tool,
-                result=applied.error if applied.error is not None else _convert.jsonable(text),
-                status="error",
-                latency_ms=latency,
-                parent_id=call.parent,
-                attrs=attrs,
-            )
+            result = applied.error if applied.error is not None else _convert.jsonable(text)
+            self.emit_tool_end(call, result=result, status="error", **end)
         else:
-            self.emit(
-                ToolEnd,
-                run_id=call.run_id,
-                call_id=call.call_id,
-                tool=call.tool,
-                result=_convert.jsonable(applied.result),
-                status="ok",
-                latency_ms=latency,
-                parent_id=call.parent,
-                attrs=attrs,
-            )
+            self.emit_tool_end(call, result=_convert.jsonable(applied.result), **end)
         return applied.text
 
     # ------------------------------------------------------------------ memory and model hook
@@ -938,7 +638,9 @@ class CrewAIRecorder:
             ]
             if not precedents:
                 return
-            text = PRECEDENTS_HEADER + "\n" + "\n".join(f"- {p}" for p in precedents)
+            text = precedents_text(precedents)
+            if text is None:
+                return
             messages = ctx.messages
             pos = 0
             while (
@@ -956,42 +658,34 @@ class CrewAIRecorder:
             self.fail("pre_model", exc)
 
     # ------------------------------------------------------------------ step and execution hooks
+    @never_raises("exec_start")
     def exec_start(self, ctx: Any) -> None:
         """``EXECUTION_START``: a crew kickoff began."""
-        try:
-            self.crew_start(getattr(ctx, "crew", None))
-        except Exception as exc:
-            self.fail("exec_start", exc)
+        self.crew_start(getattr(ctx, "crew", None))
 
+    @never_raises("exec_end")
     def exec_end(self, ctx: Any) -> None:
         """``EXECUTION_END``: a crew kickoff ended (completed or failed)."""
-        try:
-            self.crew_end(
-                getattr(ctx, "crew", None),
-                str(getattr(ctx, "status", "completed")),
-                getattr(ctx, "error", None),
-                getattr(ctx, "output", None),
-            )
-        except Exception as exc:
-            self.fail("exec_end", exc)
+        self.crew_end(
+            getattr(ctx, "crew", None),
+            str(getattr(ctx, "status", "completed")),
+            getattr(ctx, "error", None),
+            getattr(ctx, "output", None),
+        )
 
+    @never_raises("pre_step")
     def pre_step(self, ctx: Any) -> None:
         """``PRE_STEP``: a task began."""
         if getattr(ctx, "kind", None) != "task":
             return
-        try:
-            self.task_start(ctx.task, ctx.agent)
-        except Exception as exc:
-            self.fail("pre_step", exc)
+        self.task_start(ctx.task, ctx.agent)
 
+    @never_raises("post_step")
     def post_step(self, ctx: Any) -> None:
         """``POST_STEP``: a task ended."""
         if getattr(ctx, "kind", None) != "task":
             return
-        try:
-            self.task_end(ctx.task, ctx.agent)
-        except Exception as exc:
-            self.fail("post_step", exc)
+        self.task_end(ctx.task, ctx.agent)
 
 
 def precedent_context(task: Any, agent: Any) -> str:

@@ -17,24 +17,22 @@ first used.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-SUPPORTED_VERSIONS = {
-    "langgraph": ">=1.2,<2",
-    "langchain": ">=1.5,<2",
-    "langchain-core": ">=1.8,<2",
-}
-"""The framework range this adapter is tested against (mirrors the ``[langgraph]`` extra)."""
+from hbeval_core._lazy import lazy_exports
+
+from ._version import SUPPORTED, SUPPORTED_VERSIONS, UnsupportedVersionError, check_supported
 
 # name -> module that defines it; resolved on first attribute access.
 _EXPORTS: dict[str, str] = {
     "HBEvalCallbackHandler": "hbeval_langgraph._handler",
+    "LangGraphRecorder": "hbeval_langgraph._handler",
     "instrument": "hbeval_langgraph._hook",
     "uninstrument": "hbeval_langgraph._hook",
     "is_instrumented": "hbeval_langgraph._hook",
     "capture": "hbeval_langgraph._hook",
     "current_handler": "hbeval_langgraph._hook",
+    "current_recorder": "hbeval_langgraph._hook",
     "LangGraphAdapter": "hbeval_langgraph._adapter",
     "is_langgraph_target": "hbeval_langgraph._adapter",
     "resolve_graph": "hbeval_langgraph._adapter",
@@ -45,16 +43,21 @@ _EXPORTS: dict[str, str] = {
     "NodeFaultError": "hbeval_langgraph._faults",
     "HBEvalFaultMiddleware": "hbeval_langgraph._middleware",
 }
-_ALIASES = {"wrap_node": "node_faults"}
+_ALIASES = {"wrap_node": "node_faults", "LangGraphRecorder": "HBEvalCallbackHandler"}
 
 __all__ = [
+    "SUPPORTED",
     "SUPPORTED_VERSIONS",
     "HBEvalCallbackHandler",
     "HBEvalFaultMiddleware",
     "LangGraphAdapter",
+    "LangGraphRecorder",
     "NodeFaultError",
+    "UnsupportedVersionError",
     "capture",
+    "check_supported",
     "current_handler",
+    "current_recorder",
     "find_tool_nodes",
     "instrument",
     "is_instrumented",
@@ -67,17 +70,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hbeval_langgraph' has no attribute {name!r}")
-    value = getattr(import_module(module), _ALIASES.get(name, name))
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__, _ALIASES)
 
 
 if TYPE_CHECKING:
@@ -85,5 +78,13 @@ if TYPE_CHECKING:
     from ._faults import NodeFaultError, find_tool_nodes, node_faults, tool_faults
     from ._faults import node_faults as wrap_node
     from ._handler import HBEvalCallbackHandler
-    from ._hook import capture, current_handler, instrument, is_instrumented, uninstrument
+    from ._handler import HBEvalCallbackHandler as LangGraphRecorder
+    from ._hook import (
+        capture,
+        current_handler,
+        current_recorder,
+        instrument,
+        is_instrumented,
+        uninstrument,
+    )
     from ._middleware import HBEvalFaultMiddleware

@@ -254,7 +254,7 @@ class LangGraphAdapter(TrialTemplate):
         events: list[EventBase] = list(handler.events)
         if prepared.recall is not None:
             events = _record_recall(events, prepared.recall.record(prepared.delivery))
-        return result_of(  # type: ignore[no-any-return]
+        return result_of(
             trial,
             ended,
             events,

@@ -21,19 +21,12 @@ How LangChain runs map to events (run ids are LangChain's full UUIDs, never shor
 Every other chain (prompts, sequences) emits nothing but is remembered, so that events inside
 it name the nearest span as their ``parent_id``.
 
-Cost: the handler sits on the agent's hot path (LangChain calls it inline, about ten times
-per tool call), so it does there only what the live monitor needs:
-
-* model, tool, fault and run-end events are built as they happen and observed at once, from
-  values the handler has checked, without a second pydantic validation pass
-  (``_convert.construct``); anything it can't vouch for (run metadata from the user, fault
-  records, monitor signals, an odd provider value) is validated as before;
-* span events, run starts and the input messages of ``model_start`` events, which nothing reads
-  during a run, are finished when ``events`` is first read (see ``events`` for when they are
-  not: a sink, a battery trial, strict mode or a custom monitor get everything at once);
-* runs are looked up by their UUID's integer (``UUID.__hash__`` is Python code) and each run's
-  record keeps its parent's, its root's id and its own id text, so no event walks the tree.
-
+Cost: LangChain calls the handler inline, about ten times per tool call, so it uses the capture
+base's fast path (``hbeval_core.capture.DeferredRecorder``): events the monitor folds are built
+from values the handler checked without a second validation (anything it can't vouch for is
+validated), and span events, run starts and model input messages wait until ``events`` is
+read. Runs are looked up by their UUID's integer, and each run's record keeps its parent's,
+its root's id and its own id text, so no event walks the tree.
 ``benchmarks/bench_langgraph_overhead.py`` measures the result.
 """
 
@@ -42,13 +35,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from hbeval_core.capture import BaseRecorder
-from hbeval_core.contract import run_status_of
+from hbeval_core.capture import DeferredRecorder, ToolCallRecord, never_raises
+from hbeval_core.contract import describe_error, run_status_of
 from hbeval_core.events import (
     ChatMessage,
     EventBase,
@@ -66,12 +60,10 @@ from hbeval_core.monitor import Monitor, SafeHaltError
 from hbeval_core.vocab import SCOPE_GRAPH, SCOPE_NODE
 
 from . import _convert
-from ._convert import construct
 from ._keys import ATTR_FRAMEWORK_RUN_ID, ATTR_LANGGRAPH_NODE, ATTR_SYNTHETIC, FRAMEWORK
 from ._runs import (
     NIL,
     STR_ONLY,
-    Deferred,
     Run,
     key_of,
     make,
@@ -91,7 +83,7 @@ _now = time.time
 _clock = time.perf_counter
 
 
-class HBEvalCallbackHandler(BaseRecorder, BaseCallbackHandler):
+class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
     """Records a LangGraph run as hbeval events and feeds them to a live ``Monitor``.
 
     Thread-safe: parallel tool calls and concurrent runs may share one handler (events are
@@ -156,7 +148,7 @@ class HBEvalCallbackHandler(BaseRecorder, BaseCallbackHandler):
         ):
             raise ValueError(f"max_events must be an int >= 0 or None (got {max_events!r})")
         self.max_events = max_events
-        BaseRecorder.__init__(
+        DeferredRecorder.__init__(
             self,
             run_id=run_id,
             monitor=monitor,
@@ -174,46 +166,9 @@ class HBEvalCallbackHandler(BaseRecorder, BaseCallbackHandler):
         # Per run: the messages its model calls converted so far; see chat_messages.
         self._messages: dict[Any, _convert.MessageCache] = {}  # by key_of(root)
 
-    def _init_events(self) -> None:
-        self._events: list[EventBase] = []
-        # Recorded since ``events`` was last read, in order: events, or span events and run
-        # starts not built yet (nothing reads them during a run; see ``events``).
-        self._pending: list[EventBase | Deferred] = []
-        # Model inputs to convert before ``events`` is read: (the ModelStart's messages list,
-        # the messages, their contents as the model read them, the run's MessageCache).
-        self._fills: list[tuple[list[Any], list[Any], list[Any], _convert.MessageCache]] = []
-
-    def _append_locked(self, event: EventBase) -> None:
-        self._pending.append(event)
-
     def build(self, cls: type[EventBase], fields: dict[str, Any]) -> EventBase:
         """Monitor signals and wrapper reports are validated (their values are not ours)."""
         return make(cls, fields)
-
-    # ------------------------------------------------------------------ public helpers
-    @property
-    def events(self) -> list[EventBase]:
-        """Every event recorded so far, in the order it was recorded.
-
-        Events the monitor folds (model, tool, fault and run-end events) are built as they
-        happen. What nothing reads during a run is finished here, on first read: span events
-        and run starts are built, and the input messages of ``model_start`` events converted
-        (from the message objects and their content as the model read them). An ``on_event``
-        sink, a battery trial, ``strict=True`` or a monitor other than the stock ``Monitor``
-        (which might read more) get everything at once instead. The list is the same object on
-        every read; it grows as the handler records.
-        """
-        if self._pending:
-            with self._lock:
-                self._flush_locked()
-        return self._events
-
-    @events.setter
-    def events(self, value: list[EventBase]) -> None:
-        with self._lock:
-            self._pending.clear()
-            self._fills.clear()
-            self._events = value
 
     def check_tool_boundary(self, node_run_id: UUID | None = None) -> None:
         """Raise ``SafeHaltError`` when an enforced halt was decided: no tool may run after it.
@@ -230,32 +185,6 @@ class HBEvalCallbackHandler(BaseRecorder, BaseCallbackHandler):
             raise SafeHaltError(monitor.halt_record)
 
     # ------------------------------------------------------------------ internals
-    def _trim_locked(self, limit: int) -> None:
-        """Keep only the newest ``limit`` events (called as a run ends, under the lock)."""
-        if len(self._pending) + len(self._events) <= limit:
-            return
-        self._flush_locked()
-        excess = len(self._events) - limit
-        if excess > 0:
-            del self._events[:excess]
-
-    def _flush_locked(self) -> None:
-        """Build the deferred events and move everything pending into ``events``."""
-        if self._fills:
-            for target, messages, contents, cache in self._fills:
-                try:
-                    target.extend(_convert.chat_messages(messages, cache, contents))
-                except Exception as exc:
-                    self.fail("events: model_start messages", exc)
-            self._fills.clear()
-        pending, self._pending = self._pending, []
-        out = self._events
-        for item in pending:
-            if type(item) is tuple:
-                out.append(item[0](*item[1:]))  # pure builders of checked values
-            else:
-                out.append(item)  # type: ignore[arg-type]
-
     def _run_id_for(self, root: UUID) -> str:
         if self.run_id is not None:
             return self.run_id
@@ -300,49 +229,6 @@ class HBEvalCallbackHandler(BaseRecorder, BaseCallbackHandler):
             rid = str(parent_run_id)
             return Run(parent_run_id, parent_run_id, pkey, name, _clock(), sid, rid, None)
         return Run(parent_run_id, prec.root, prec.rkey, name, _clock(), sid, prec.rid, prec)
-
-    def _observed_locked(
-        self, cls: type[EventBase], fields: dict[str, Any], checked: bool
-    ) -> EventBase:
-        """Number, build, record and observe one event; the caller holds the lock.
-
-        ``fields`` holds every field but ``seq`` and ``ts``. ``checked``: the caller vouches
-        that each already passes validation (see ``_convert.construct``) but ``run_id``, which
-        is checked here (the handler's fixed run id comes from the user).
-        """
-        fields["seq"] = self._seq
-        fields["ts"] = _now()
-        self._seq += 1
-        event = (
-            construct(cls, fields)
-            if checked and type(fields["run_id"]) is str
-            else make(cls, fields)
-        )
-        if self.trial is not None and not self._keep(event):
-            return event
-        self._pending.append(event)
-        # Observed under the lock so the live monitor sees events in list order, even when
-        # parallel tool calls report from several threads.
-        self.monitor.observe(event)
-        return event
-
-    def _unobserved_locked(self, builder: Any, *args: Any) -> EventBase | None:
-        """Record an event the monitor never reads: deferred as ``(builder, *args, seq, ts)``
-        unless a sink or a battery trial wants it now (then it is built and returned)."""
-        seq = self._seq
-        self._seq = seq + 1
-        if self.trial is None and self.on_event is None:
-            self._pending.append((builder, *args, seq, _now()))
-            return None
-        event: EventBase = builder(*args, seq, _now())
-        if self._keep(event):
-            self._pending.append(event)
-        return event
-
-    def _emit_locked(self, cls: type[EventBase], root: UUID, fields: dict[str, Any]) -> EventBase:
-        """Build (validated), number, record and observe one event; the caller holds the lock."""
-        fields["run_id"] = self._run_id_for(root)
-        return self._observed_locked(cls, fields, False)
 
     def _after(self, event: EventBase | None, run_id: Any, parent_id: str | None) -> None:
         """After recording (outside the lock): the sink gets ``event`` (None: given already, or
@@ -414,9 +300,9 @@ class HBEvalCallbackHandler(BaseRecorder, BaseCallbackHandler):
                     for field in ("agent_id", "task_id", "scenario", "trial"):
                         if field in run_info:
                             fields[field] = run_info[field]
-                    first = self._unobserved_locked(run_start, fields)
+                    first = self.record_deferred_locked(run_start, fields)
                     parent_id = fields["parent_id"]  # == _span_of(parent_run_id): never seen
-                    last = self._unobserved_locked(span_start, rec, parent_id, rid)
+                    last = self.record_deferred_locked(span_start, rec, parent_id, rid)
                 elif is_node:
                     rec = Run(
                         parent_run_id, parent.root, parent.rkey, str(name), _clock(), sid,
@@ -427,14 +313,14 @@ class HBEvalCallbackHandler(BaseRecorder, BaseCallbackHandler):
                     if parent.scope is None:
                         # A node whose parent is no span: that parent is a nested graph.
                         parent.scope = SCOPE_GRAPH
-                        first = self._unobserved_locked(
+                        first = self.record_deferred_locked(
                             span_start, parent, self._parent_span(parent), rid
                         )
                     rec.scope = SCOPE_NODE
                     rec.step = metadata.get("langgraph_step")  # type: ignore[union-attr]
                     runs[key] = rec
                     parent_id = parent.sid
-                    last = self._unobserved_locked(span_start, rec, parent_id, rid)
+                    last = self.record_deferred_locked(span_start, rec, parent_id, rid)
                 else:
                     runs[key] = Run(
                         parent_run_id, parent.root, parent.rkey, str(name), _clock(), sid,
@@ -462,7 +348,7 @@ class HBEvalCallbackHandler(BaseRecorder, BaseCallbackHandler):
             parent_id = self._parent_span(rec)
             latency = (_clock() - rec.t0) * 1000.0
             message = None if error is None else f"{type(error).__name__}: {error}"
-            span = self._unobserved_locked(span_end, rec, parent_id, rid, latency, message)
+            span = self.record_deferred_locked(span_end, rec, parent_id, rid, latency, message)
             end = None
             if rec.top:
                 fields: dict[str, Any] = {
@@ -475,7 +361,7 @@ class HBEvalCallbackHandler(BaseRecorder, BaseCallbackHandler):
                     fields["error"] = message
                 else:
                     fields["output"] = _convert.last_ai_text(output)
-                end = self._observed_locked(RunEnd, fields, True)
+                end = self.record_checked_locked(RunEnd, fields, True)
                 parent_id = fields["parent_id"]
                 self._halt_raised.discard(rec.root)
                 self._root_ids.pop(rec.root, None)
@@ -489,19 +375,15 @@ class HBEvalCallbackHandler(BaseRecorder, BaseCallbackHandler):
                 self.call_user(self.on_event, end)
         self._after(None, rid, parent_id)
 
+    @never_raises("on_chain_end")
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """A chain returned; spans and the run close here."""
-        try:
-            self._chain_done(run_id, None, outputs)
-        except Exception as exc:
-            self.fail("on_chain_end", exc)
+        self._chain_done(run_id, None, outputs)
 
+    @never_raises("on_chain_error")
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """A chain raised; the span (and, at the top, the run) ends with status error."""
-        try:
-            self._chain_done(run_id, error, None)
-        except Exception as exc:
-            self.fail("on_chain_error", exc)
+        self._chain_done(run_id, error, None)
 
     # ------------------------------------------------------------------ model calls
     def _model_start(
@@ -511,7 +393,7 @@ class HBEvalCallbackHandler(BaseRecorder, BaseCallbackHandler):
         model: str | None,
         messages: list[Any],
         metadata: Mapping[str, Any] | None,
-        fill: tuple[list[Any], list[Any], list[Any], _convert.MessageCache] | None = None,
+        fill: Callable[[], None] | None = None,
     ) -> None:
         if self.trial is not None:
             self.trial.count_turn()  # budgets count model turns the same way in every adapter
@@ -537,8 +419,9 @@ class HBEvalCallbackHandler(BaseRecorder, BaseCallbackHandler):
             }
             checked = (model is None or type(model) is str) and type(messages) is list
             if fill is not None:
-                self._fills.append(fill)  # before the monitor sees the event, in case it fails
-            event = self._observed_locked(ModelStart, fields, checked)
+                # Before the monitor sees the event, in case it fails.
+                self.add_finisher_locked("model_start messages", fill)
+            event = self.record_checked_locked(ModelStart, fields, checked)
         self._after(event, fields["run_id"], fields["parent_id"])
         if halted_before:
             # The graph turned our SafeHaltError into a tool result (handle_tool_errors=True)
@@ -571,7 +454,7 @@ class HBEvalCallbackHandler(BaseRecorder, BaseCallbackHandler):
             if cache is None:
                 cache = self._messages.setdefault(rkey, _convert.MessageCache())
             inputs = messages[0] if messages else []
-            fill = None
+            fill: Callable[[], None] | None = None
             # Deferring the conversion is safe when nothing but the stock monitor (which never
             # reads model inputs) sees the event before ``events`` is read: no sink, no trial,
             # no strict mode (whose errors must surface in the callback).
@@ -588,7 +471,7 @@ class HBEvalCallbackHandler(BaseRecorder, BaseCallbackHandler):
                 # messages: note what the model read now, convert it when events are read
                 # (plain LangChain messages with text content: that conversion can't fail).
                 converted: list[Any] = []
-                fill = (converted, list(inputs), contents, cache)
+                fill = partial(_fill, converted, list(inputs), contents, cache)
             else:
                 converted = _convert.chat_messages(inputs, cache, contents)
             model = model_name(serialized, kwargs)
@@ -638,7 +521,7 @@ class HBEvalCallbackHandler(BaseRecorder, BaseCallbackHandler):
             fields["parent_id"] = self._parent_span(rec)
             fields["attrs"] = {ATTR_FRAMEWORK_RUN_ID: rec.sid}
             fields["run_id"] = self.run_id if self.run_id is not None else rec.rid
-            event = self._observed_locked(ModelEnd, fields, checked and 0.0 <= latency < _INF)
+            event = self.record_checked_locked(ModelEnd, fields, checked and 0.0 <= latency < _INF)
             if rec.parent is None:
                 # A bare model call (no graph around it) is its own run: nothing else ends it.
                 self._messages.pop(rec.rkey, None)
@@ -647,44 +530,40 @@ class HBEvalCallbackHandler(BaseRecorder, BaseCallbackHandler):
                     self._trim_locked(self.max_events)
         self._after(event, fields["run_id"], fields["parent_id"])
 
+    @never_raises("on_llm_end")
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """A model call returned: its text, reasoning, tool calls and token usage."""
-        try:
-            generations = getattr(response, "generations", None) or [[]]
-            gen = generations[0][0] if generations and generations[0] else None
-            message = getattr(gen, "message", None)
-            text: str | None
-            if message is not None:
-                text = _convert.content_text(message.content)
-                reasoning = _convert.reasoning_text(message)
-                calls = _convert.tool_calls(message)
-            else:
-                text = getattr(gen, "text", None)
-                reasoning = None
-                calls = []
-            usage = _convert.usage(message, getattr(response, "llm_output", None))
-            fields: dict[str, Any] = {
-                "text": text,
-                "reasoning": reasoning,
-                "tool_calls": calls,
-                "usage": usage,
-            }
-            checked = (
-                (text is None or type(text) is str)
-                and (reasoning is None or type(reasoning) is str)
-                and type(calls) is list
-                and (usage is None or type(usage) is Usage)
-            )
-            self._model_end(run_id, fields, checked)
-        except Exception as exc:
-            self.fail("on_llm_end", exc)
+        generations = getattr(response, "generations", None) or [[]]
+        gen = generations[0][0] if generations and generations[0] else None
+        message = getattr(gen, "message", None)
+        text: str | None
+        if message is not None:
+            text = _convert.content_text(message.content)
+            reasoning = _convert.reasoning_text(message)
+            calls = _convert.tool_calls(message)
+        else:
+            text = getattr(gen, "text", None)
+            reasoning = None
+            calls = []
+        usage = _convert.usage(message, getattr(response, "llm_output", None))
+        fields: dict[str, Any] = {
+            "text": text,
+            "reasoning": reasoning,
+            "tool_calls": calls,
+            "usage": usage,
+        }
+        checked = (
+            (text is None or type(text) is str)
+            and (reasoning is None or type(reasoning) is str)
+            and type(calls) is list
+            and (usage is None or type(usage) is Usage)
+        )
+        self._model_end(run_id, fields, checked)
 
+    @never_raises("on_llm_error")
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """A model call raised."""
-        try:
-            self._model_end(run_id, {"error": f"{type(error).__name__}: {error}"}, True)
-        except Exception as exc:
-            self.fail("on_llm_error", exc)
+        self._model_end(run_id, {"error": f"{type(error).__name__}: {error}"}, True)
 
     # ------------------------------------------------------------------ tool calls
     def on_tool_start(
@@ -730,7 +609,7 @@ class HBEvalCallbackHandler(BaseRecorder, BaseCallbackHandler):
                         "run_id": self.run_id if self.run_id is not None else rec.rid,
                     }
                     checked = type(args) is dict and set(map(type, args)) <= STR_ONLY
-                    event = self._observed_locked(ToolStart, fields, checked)
+                    event = self.record_checked_locked(ToolStart, fields, checked)
             if fields is not None:
                 self._after(event, fields["run_id"], fields["parent_id"])
         except Exception as exc:
@@ -738,59 +617,44 @@ class HBEvalCallbackHandler(BaseRecorder, BaseCallbackHandler):
         if root is not None and self.monitor.halted:
             self._halt_now(root)
 
+    @never_raises("on_tool_end")
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """A tool returned (a ToolMessage with status error still counts as an errored call)."""
-        try:
-            with self._lock:
-                rec = self._runs.pop(getattr(run_id, "int", run_id), None)
-                if rec is None:
-                    return
-                rec.open = False
-                if rec.managed:
-                    return
-                result, status = _convert.tool_output(output)
-                latency = (_clock() - rec.t0) * 1000.0
-                fields: dict[str, Any] = {
-                    "call_id": rec.call_id,
-                    "tool": rec.name,
-                    "result": result,
-                    "status": status,
-                    "latency_ms": latency,
-                    "parent_id": self._parent_span(rec),
-                    "attrs": {ATTR_FRAMEWORK_RUN_ID: rec.sid},
-                    "run_id": self.run_id if self.run_id is not None else rec.rid,
-                }
-                checked = (status == "ok" or status == "error") and 0.0 <= latency < _INF
-                event = self._observed_locked(ToolEnd, fields, checked)
-            self._after(event, fields["run_id"], fields["parent_id"])
-        except Exception as exc:
-            self.fail("on_tool_end", exc)
+        self._tool_done(run_id, output, None)
 
+    @never_raises("on_tool_error")
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """A tool raised."""
-        try:
-            with self._lock:
-                rec = self._runs.pop(getattr(run_id, "int", run_id), None)
-                if rec is None:
-                    return
-                rec.open = False
-                if rec.managed:
-                    return
-                latency = (_clock() - rec.t0) * 1000.0
-                fields: dict[str, Any] = {
-                    "call_id": rec.call_id,
-                    "tool": rec.name,
-                    "error": f"{type(error).__name__}: {error}",
-                    "error_type": type(error).__name__,
-                    "latency_ms": latency,
-                    "parent_id": self._parent_span(rec),
-                    "attrs": {ATTR_FRAMEWORK_RUN_ID: rec.sid},
-                    "run_id": self.run_id if self.run_id is not None else rec.rid,
-                }
-                event = self._observed_locked(ToolError, fields, 0.0 <= latency < _INF)
-            self._after(event, fields["run_id"], fields["parent_id"])
-        except Exception as exc:
-            self.fail("on_tool_error", exc)
+        self._tool_done(run_id, None, error)
+
+    def _tool_done(self, run_id: UUID, output: Any, error: BaseException | None) -> None:
+        with self._lock:
+            rec = self._runs.pop(getattr(run_id, "int", run_id), None)
+            if rec is None:
+                return
+            rec.open = False
+            if rec.managed:
+                return
+            latency = (_clock() - rec.t0) * 1000.0
+            fields: dict[str, Any] = {
+                "call_id": rec.call_id,
+                "tool": rec.name,
+                "latency_ms": latency,
+                "parent_id": self._parent_span(rec),
+                "attrs": {ATTR_FRAMEWORK_RUN_ID: rec.sid},
+                "run_id": self.run_id if self.run_id is not None else rec.rid,
+            }
+            checked = 0.0 <= latency < _INF
+            if error is None:
+                fields["result"], status = _convert.tool_output(output)
+                fields["status"] = status
+                checked = checked and (status == "ok" or status == "error")
+                event = self.record_checked_locked(ToolEnd, fields, checked)
+            else:
+                fields["error"] = describe_error(error)
+                fields["error_type"] = type(error).__name__
+                event = self.record_checked_locked(ToolError, fields, checked)
+        self._after(event, fields["run_id"], fields["parent_id"])
 
     # ------------------------------------------------------------------ fault wrappers report here
     def begin_managed_call(self, node_run_id: UUID | None, call_id: str) -> None:
@@ -838,54 +702,18 @@ class HBEvalCallbackHandler(BaseRecorder, BaseCallbackHandler):
             with self._lock:
                 node_rec = self._runs.get(key_of(node_run_id)) if node_run_id is not None else None
                 root = node_rec.root if node_rec is not None else (node_run_id or NIL)
-                parent = self._span_of(node_run_id)
-                attrs: dict[str, Any] = {}
-                if synthetic:
-                    attrs[ATTR_SYNTHETIC] = True
+                attrs: dict[str, Any] = {ATTR_SYNTHETIC: True} if synthetic else {}
                 if node_rec is not None and node_rec.scope == SCOPE_NODE:
                     attrs[ATTR_LANGGRAPH_NODE] = node_rec.name
-                emitted = [
-                    self._emit_locked(
-                        ToolStart,
-                        root,
-                        {
-                            "call_id": call_id,
-                            "tool": tool,
-                            "args": {str(k): _convert.jsonable(v) for k, v in args.items()},
-                            "parent_id": parent,
-                            "attrs": dict(attrs),
-                        },
-                    )
-                ]
-                if fault is not None:
-                    emitted.append(
-                        self._emit_locked(
-                            FaultInjected,
-                            root,
-                            {
-                                **{
-                                    k: getattr(fault, k)
-                                    for k in type(fault).model_fields
-                                    if k not in ("run_id", "seq", "ts", "parent_id")
-                                },
-                                "parent_id": parent,
-                            },
-                        )
-                    )
-                end_fields: dict[str, Any] = {
-                    "call_id": call_id,
-                    "tool": tool,
-                    "latency_ms": latency_ms,
-                    "parent_id": parent,
-                    "attrs": dict(attrs),
-                }
-                if error is not None:
-                    end_fields.update(error=error, error_type=error_type)
-                    emitted.append(self._emit_locked(ToolError, root, end_fields))
-                else:
-                    end_fields.update(result=_convert.jsonable(result), status=status)
-                    emitted.append(self._emit_locked(ToolEnd, root, end_fields))
-            self.after(emitted)
+                call = ToolCallRecord(
+                    call_id, tool, self._run_id_for(root), self._span_of(node_run_id), attrs
+                )
+            self.emit_tool_start(call, {str(k): _convert.jsonable(v) for k, v in args.items()})
+            if error is not None:
+                end: dict[str, Any] = {"error": error, "error_type": error_type}
+            else:
+                end = {"result": _convert.jsonable(result), "status": status}
+            self.emit_tool_end(call, fault=fault, latency_ms=latency_ms, **end)
         except Exception as exc:
             self.fail("record_tool_call", exc)
 
@@ -895,13 +723,29 @@ class HBEvalCallbackHandler(BaseRecorder, BaseCallbackHandler):
             with self._lock:
                 node_rec = self._runs.get(key_of(node_run_id)) if node_run_id is not None else None
                 root = node_rec.root if node_rec is not None else (node_run_id or NIL)
-                fields = {
-                    k: getattr(fault, k)
-                    for k in type(fault).model_fields
-                    if k not in ("run_id", "seq", "ts", "parent_id")
-                }
-                fields["parent_id"] = self._span_of(node_run_id)
-                event = self._emit_locked(FaultInjected, root, fields)
-            self.after([event])
+                run_id, parent = self._run_id_for(root), self._span_of(node_run_id)
+            self.emit_fault(fault, run_id, parent)
         except Exception as exc:
             self.fail("record_fault", exc)
+
+    def emit_fault(
+        self, fault: FaultInjected | None, run_id: str | None = None, parent_id: Any = ...
+    ) -> EventBase | None:
+        """Record a fault's receipt as of now (validated: its fields come from the injector)."""
+        if fault is None:
+            return None
+        fields = {
+            k: getattr(fault, k)
+            for k in type(fault).model_fields
+            if k not in ("run_id", "seq", "ts", "parent_id")
+        }
+        if parent_id is not ...:
+            fields["parent_id"] = parent_id
+        return self.emit(FaultInjected, run_id=run_id or self.current_run_id(), **fields)
+
+
+def _fill(
+    target: list[Any], messages: list[Any], contents: list[Any], cache: _convert.MessageCache
+) -> None:
+    """Convert a model call's input messages, as the model read them, into ``target``."""
+    target.extend(_convert.chat_messages(messages, cache, contents))

@@ -21,12 +21,16 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any
 
+from hbeval_core.capture import Instrumentor
+
 from ._handler import HBEvalCallbackHandler
+from ._version import check_supported
 
 __all__ = [
     "DEFAULT_EVENT_WINDOW",
     "capture",
     "current_handler",
+    "current_recorder",
     "instrument",
     "is_instrumented",
     "uninstrument",
@@ -42,7 +46,6 @@ HANDLER_VAR: ContextVar[HBEvalCallbackHandler | None] = ContextVar(
 
 _registered = False
 _lock = threading.Lock()
-_instrumented: tuple[HBEvalCallbackHandler, Token[HBEvalCallbackHandler | None]] | None = None
 
 
 def ensure_hook() -> None:
@@ -64,13 +67,39 @@ def current_handler() -> HBEvalCallbackHandler | None:
     return HANDLER_VAR.get()
 
 
+current_recorder = current_handler
+"""The name every adapter gives ``current_handler``."""
+
+
+def _install(handler: HBEvalCallbackHandler) -> Token[HBEvalCallbackHandler | None]:
+    ensure_hook()
+    return HANDLER_VAR.set(handler)
+
+
+def _uninstall(handler: HBEvalCallbackHandler, token: Token[HBEvalCallbackHandler | None]) -> None:
+    try:
+        HANDLER_VAR.reset(token)
+    except ValueError:
+        # Called from another context than instrument(): restore the value it replaced.
+        old = token.old_value
+        HANDLER_VAR.set(None if old is Token.MISSING else old)
+
+
+_INSTRUMENTOR: Instrumentor[HBEvalCallbackHandler] = Instrumentor(
+    check_supported, _install, _uninstall
+)
+
+
 def is_instrumented() -> bool:
     """Whether ``instrument()`` is in effect."""
-    return _instrumented is not None
+    return _INSTRUMENTOR.is_instrumented()
 
 
 def instrument(
-    handler: HBEvalCallbackHandler | None = None, **handler_kwargs: Any
+    handler: HBEvalCallbackHandler | None = None,
+    *,
+    check_version: bool = True,
+    **handler_kwargs: Any,
 ) -> HBEvalCallbackHandler:
     """Record every LangGraph / LangChain run started from this context; returns the handler.
 
@@ -78,38 +107,24 @@ def instrument(
     arguments). ``handler_kwargs`` go to ``HBEvalCallbackHandler`` when no handler is given;
     such a handler lives as long as the process, so unless ``max_events`` says otherwise it
     keeps a window of the newest ``DEFAULT_EVENT_WINDOW`` events, or none when an ``on_event``
-    sink receives them. Per-run state is dropped as each run ends.
+    sink receives them. Per-run state is dropped as each run ends. Raises
+    ``UnsupportedVersionError`` for LangGraph or LangChain outside ``SUPPORTED_VERSIONS``
+    (``check_version=False`` hooks anyway).
     """
-    global _instrumented
-    with _lock:
-        if _instrumented is not None:
-            return _instrumented[0]
-    ensure_hook()
-    with _lock:
-        if _instrumented is not None:
-            return _instrumented[0]
-        if handler is None:
-            window = 0 if handler_kwargs.get("on_event") is not None else DEFAULT_EVENT_WINDOW
-            handler_kwargs.setdefault("max_events", window)
-        active = handler if handler is not None else HBEvalCallbackHandler(**handler_kwargs)
-        _instrumented = (active, HANDLER_VAR.set(active))
-        return active
+
+    def make() -> HBEvalCallbackHandler:
+        if handler is not None:
+            return handler
+        window = 0 if handler_kwargs.get("on_event") is not None else DEFAULT_EVENT_WINDOW
+        handler_kwargs.setdefault("max_events", window)
+        return HBEvalCallbackHandler(**handler_kwargs)
+
+    return _INSTRUMENTOR.instrument(make, check_version=check_version)
 
 
 def uninstrument() -> None:
     """Stop what ``instrument()`` started and restore the previous value. Idempotent."""
-    global _instrumented
-    with _lock:
-        if _instrumented is None:
-            return
-        _, token = _instrumented
-        _instrumented = None
-        try:
-            HANDLER_VAR.reset(token)
-        except ValueError:
-            # Called from another context than instrument(): restore the value it replaced.
-            old = token.old_value
-            HANDLER_VAR.set(None if old is Token.MISSING else old)
+    _INSTRUMENTOR.uninstrument()
 
 
 @contextmanager

@@ -15,13 +15,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._fast import Deferred, DeferredRecorder, construct
 from ._instrument import Instrumentor
+from ._links import CallLinks, IssuedCall
 from ._recorder import (
     HALT_TRIGGERS,
     BaseRecorder,
+    SpanRecord,
+    ToolCallRecord,
     budget_halt_fields,
     directive_fields,
     halt_fields,
+    never_raises,
 )
 from ._trial import (
     META_CAPTURE_ERRORS,
@@ -32,20 +37,30 @@ from ._trial import (
     open_trial,
     result_of,
 )
+from ._values import jsonable
 
 __all__ = [
     "HALT_TRIGGERS",
     "META_CAPTURE_ERRORS",
     "PRECEDENTS_HEADER",
     "BaseRecorder",
+    "CallLinks",
+    "Deferred",
+    "DeferredRecorder",
     "Instrumentor",
+    "IssuedCall",
+    "SpanRecord",
+    "ToolCallRecord",
     "Trial",
     "TrialTemplate",
     "budget_halt_fields",
     "capture_metadata",
+    "construct",
     "directive_fields",
     "halt_fields",
     "injector_for",
+    "jsonable",
+    "never_raises",
     "open_trial",
     "precedents_text",
     "result_of",

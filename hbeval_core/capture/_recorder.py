@@ -8,18 +8,41 @@ and keeps its own errors without breaking the agent (``strict=True`` re-raises t
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar, cast
 
-from ..events import Directive, EventBase, FaultInjected, Halt
+from ..events import (
+    Directive,
+    EventBase,
+    FaultInjected,
+    Halt,
+    SpanEnd,
+    SpanStart,
+    ToolEnd,
+    ToolError,
+    ToolStart,
+)
 from ..monitor import Directive as MonitorDirective
 from ..monitor import Monitor
 from ..vocab import ATTR_BUDGET, ATTR_STEP_INDEX, TRIGGER_POLICY
 
-__all__ = ["HALT_TRIGGERS", "BaseRecorder", "budget_halt_fields", "directive_fields", "halt_fields"]
+__all__ = [
+    "HALT_TRIGGERS",
+    "BaseRecorder",
+    "SpanRecord",
+    "ToolCallRecord",
+    "budget_halt_fields",
+    "directive_fields",
+    "halt_fields",
+    "never_raises",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 HALT_TRIGGERS = ("policy", "policy_engine", "halt_signal", "manual")
 """Values a ``halt`` event's ``trigger`` may take; a monitor's other sources read as policy."""
@@ -64,6 +87,30 @@ def budget_halt_fields(exc: Any) -> dict[str, Any]:
         "enforced": True,
         "attrs": {ATTR_BUDGET: exc.budget},
     }
+
+
+@dataclass
+class ToolCallRecord:
+    """One tool call as the recorder reports it: its ids, where it sits, when it began."""
+
+    call_id: str
+    tool: str
+    run_id: str
+    parent_id: str | None = None
+    attrs: dict[str, Any] = field(default_factory=dict)
+    t0: float = field(default_factory=time.perf_counter)
+
+
+@dataclass
+class SpanRecord:
+    """One open span (crew, task, agent, team): its id, scope, name, where it sits, its start."""
+
+    span_id: str
+    scope: str
+    name: str
+    run_id: str
+    parent_id: str | None = None
+    t0: float = field(default_factory=time.perf_counter)
 
 
 class BaseRecorder:
@@ -204,6 +251,85 @@ class BaseRecorder:
         """Record a spent budget (``BudgetExceeded``) as an enforced ``halt`` event."""
         return self.emit(Halt, **budget_halt_fields(exc), **fields)
 
+    # ------------------------------------------------------------------ spans
+    def emit_span_start(self, span: SpanRecord) -> EventBase:
+        """Record that ``span`` opened."""
+        return self.emit(
+            SpanStart,
+            run_id=span.run_id,
+            span_id=span.span_id,
+            scope=span.scope,
+            name=span.name,
+            parent_id=span.parent_id,
+        )
+
+    def emit_span_end(
+        self,
+        span: SpanRecord,
+        *,
+        status: str | None = None,
+        error: str | None = None,
+        attrs: dict[str, Any] | None = None,
+    ) -> EventBase:
+        """Record that ``span`` closed (``status`` is "error" when ``error`` is set, by default)."""
+        return self.emit(
+            SpanEnd,
+            run_id=span.run_id,
+            span_id=span.span_id,
+            scope=span.scope,
+            name=span.name,
+            parent_id=span.parent_id,
+            status=status if status is not None else ("error" if error else "ok"),
+            error=error,
+            attrs=dict(attrs or {}),
+        )
+
+    # ------------------------------------------------------------------ tool calls
+    def emit_tool_start(self, call: ToolCallRecord, args: dict[str, Any]) -> EventBase:
+        """Record that ``call`` began with ``args``."""
+        return self.emit(
+            ToolStart,
+            run_id=call.run_id,
+            call_id=call.call_id,
+            tool=call.tool,
+            args=args,
+            parent_id=call.parent_id,
+            attrs=dict(call.attrs),
+        )
+
+    def emit_tool_end(
+        self,
+        call: ToolCallRecord,
+        *,
+        fault: FaultInjected | None = None,
+        result: Any = None,
+        status: str = "ok",
+        error: str | None = None,
+        error_type: str | None = None,
+        latency_ms: float | None = None,
+        attrs: dict[str, Any] | None = None,
+    ) -> EventBase:
+        """Record how ``call`` ended: the fault's receipt first (hb-derive/1), then ``tool_error``
+        when ``error`` is set, else ``tool_end`` with ``result`` and ``status``.
+
+        ``latency_ms`` defaults to the time since the call began; ``attrs`` to the call's.
+        """
+        if latency_ms is None:
+            latency_ms = (time.perf_counter() - call.t0) * 1000.0
+        if fault is not None:
+            self.emit_fault(fault, call.run_id, call.parent_id)
+        fields: dict[str, Any] = {
+            "run_id": call.run_id,
+            "call_id": call.call_id,
+            "tool": call.tool,
+            "latency_ms": latency_ms,
+            "parent_id": call.parent_id,
+            "attrs": dict(call.attrs if attrs is None else attrs),
+        }
+        if error is not None:
+            return self.emit(ToolError, error=error, error_type=error_type, **fields)
+        return self.emit(ToolEnd, result=result, status=status, **fields)
+
     def after(self, events: list[EventBase]) -> None:
         """After recording, outside the lock: the sink gets ``events``, then new monitor
         signals become events carrying the last one's run and parent ids."""
@@ -288,3 +414,25 @@ class BaseRecorder:
             fn(*args)
         except Exception as exc:
             self.fail(f"user callback {getattr(fn, '__name__', fn)!r}", exc)
+
+
+def never_raises(where: str) -> Callable[[F], F]:
+    """Make a recorder method a framework callback that never breaks the agent.
+
+    An exception inside it becomes a capture error (``BaseRecorder.fail``, named ``where``)
+    and the callback returns None (so decorate only methods that may return None); in strict
+    mode it is re-raised, for tests.
+    """
+
+    def decorate(method: F) -> F:
+        @functools.wraps(method)
+        def callback(self: BaseRecorder, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(self, *args, **kwargs)
+            except Exception as exc:
+                self.fail(where, exc)
+                return None
+
+        return cast(F, callback)
+
+    return decorate

@@ -12,9 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ..contract import Ended, describe_error, ended_by
+
+if TYPE_CHECKING:
+    from ..runner.protocol import TrialResult
 
 __all__ = [
     "META_CAPTURE_ERRORS",
@@ -129,7 +132,7 @@ class TrialTemplate:
         return memory if memory is not None else self._memory
 
     # ------------------------------------------------------------------ the template
-    def run_trial(self, target: Any, task: Any, scenario: Any, plan: Any) -> Any:
+    def run_trial(self, target: Any, task: Any, scenario: Any, plan: Any) -> TrialResult:
         """Run ``task`` once on ``target`` under ``scenario``'s faults; never raises for the agent.
 
         The agent's own failures become the result's ``status`` ("error", "halted" for an
@@ -143,7 +146,7 @@ class TrialTemplate:
         """The trial ``run_trial`` runs (ids, question, injector from this context)."""
         return open_trial(task, scenario, plan, self._injector_var.get())
 
-    def run_trial_as(self, trial: Trial, target: Any) -> Any:
+    def run_trial_as(self, trial: Trial, target: Any) -> TrialResult:
         """The template: prepare (infra on failure), execute, settle, build the result."""
         trial.target = target
         try:
@@ -166,7 +169,7 @@ class TrialTemplate:
         """Run the agent once, setting ``trial.final``; its exception becomes the status."""
         raise NotImplementedError
 
-    def trial_result(self, prepared: Any, trial: Trial, ended: Ended) -> Any:
+    def trial_result(self, prepared: Any, trial: Trial, ended: Ended) -> TrialResult:
         """The ``TrialResult`` of a trial that ran."""
         raise NotImplementedError
 
@@ -182,7 +185,7 @@ class TrialTemplate:
             return Ended("halted", str(stop), type(stop).__name__)
         return ended
 
-    def infra_result(self, trial: Trial, exc: BaseException) -> Any:
+    def infra_result(self, trial: Trial, exc: BaseException) -> TrialResult:
         """The result of a trial whose target could not be built or hooked."""
         from ..runner.protocol import TrialResult
 
@@ -207,7 +210,7 @@ def result_of(
     *,
     metadata: Mapping[str, Any],
     **fields: Any,
-) -> Any:
+) -> TrialResult:
     """A ``TrialResult`` of ``ended`` with the trial's final state and ``events``."""
     from ..runner.protocol import TrialResult
 

@@ -63,7 +63,14 @@ COMMANDS: dict[str, LazyCommand] = {
     "import": LazyCommand(
         "_importers",
         "import_cmd",
-        "Import recorded agent runs (tau-bench, Pi, DSH, OTLP/JSON) as one scored hbeval run.",
+        "Import recorded agent runs (tau-bench, tau2, Pi, OpenClaw, DSH, Hermes, OTLP/JSON) as "
+        "one scored hbeval run.",
+    ),
+    "replay": LazyCommand(
+        "_replay",
+        "replay_cmd",
+        "Replay a recorded run on a new agent version; exit 1 when the invariant violations "
+        "exceed the budget.",
     ),
     "mcp": LazyCommand(
         "_mcp", "mcp_cmd", "Serve the store read-only to MCP clients (stdio by default)."
@@ -81,6 +88,11 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "passport": LazyCommand(
         "_passport", "passport_app", "Signed passports (hbeval-passport/1): keygen, sign, verify."
+    ),
+    "export": LazyCommand(
+        "_export",
+        "export_app",
+        "Send a run to other tools (OTLP/HTTP: Phoenix, Langfuse, any collector).",
     ),
 }
 """Every subcommand, in the order the root help lists them."""

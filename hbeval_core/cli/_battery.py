@@ -293,6 +293,30 @@ def run_command(
     concurrency: Annotated[
         int | None, typer.Option("--concurrency", help="Parallel trials (factory targets).")
     ] = None,
+    executor: Annotated[
+        str,
+        typer.Option(
+            "--executor",
+            help="local (this process; --concurrency threads) or ray (each trial a Ray task; "
+            "factory targets; pip install 'hbeval[ray]').",
+        ),
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address",
+            help="With --executor ray: 'auto' or host:port of a running cluster (default: start "
+            "a local Ray on this machine).",
+        ),
+    ] = None,
+    ray_cpus: Annotated[
+        float,
+        typer.Option(
+            "--ray-cpus-per-trial",
+            help="With --executor ray: CPUs each trial reserves (trials wait on models, so a "
+            "fraction of one; default 0.25).",
+        ),
+    ] = 0.25,
     timeout: Annotated[
         float | None,
         typer.Option(
@@ -397,6 +421,10 @@ def run_command(
     built = _build_battery(battery_name, n, s, faults, domains, scenarios is not None)
     if k < 1:
         _fail(f"--trials must be >= 1 (got {k})")
+    if executor not in ("local", "ray"):
+        _fail(f"--executor must be local or ray (got {executor!r})")
+    if ray_address is not None and executor != "ray":
+        _fail("--ray-address needs --executor ray")
     workers = pick(concurrency, "concurrency", 1)
     if workers < 1:
         _fail(f"--concurrency must be >= 1 (got {workers})")
@@ -456,6 +484,9 @@ def run_command(
             run_id=run_id,
             concurrency=workers,
             timeout=limit,
+            executor=executor,
+            ray_address=ray_address,
+            ray_cpus_per_trial=ray_cpus,
             manifest=m,
             judge=judge_obj,
             methodology=methodology,

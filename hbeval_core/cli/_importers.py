@@ -17,7 +17,9 @@ def import_cmd(
     fmt: Annotated[
         str,
         typer.Argument(
-            metavar="FORMAT", help="tau-bench, pi, dsh, otlp-json, or auto (detect from the files)."
+            metavar="FORMAT",
+            help="tau-bench, tau2, pi, openclaw, dsh, hermes, otlp-json, or auto (detect from "
+            "the files).",
         ),
     ],
     paths: Annotated[
@@ -44,9 +46,18 @@ def import_cmd(
             "(true/false, 1/0 or pass/fail), for formats that record no success.",
         ),
     ] = None,
+    group_by: Annotated[
+        str,
+        typer.Option(
+            "--group-by",
+            help="otlp-json: one trial per trace (default), or per session (session.id / "
+            "gen_ai.conversation.id).",
+        ),
+    ] = "trace",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
 ) -> None:
-    """Import recorded agent runs (tau-bench, Pi, DSH, OTLP/JSON) as one scored hbeval run."""
+    """Import recorded agent runs (tau-bench, tau2, Pi, OpenClaw, DSH, Hermes, OTLP/JSON) as one
+    scored hbeval run."""
     from ..importers import ImportRefused, import_recordings
     from ..store import open_store
 
@@ -57,7 +68,13 @@ def import_cmd(
         raise typer.Exit(EXIT_BAD_INPUT) from None
     try:
         result = import_recordings(
-            fmt, paths, store=store, run_id=run_id, agent_id=agent_id, labels=labels
+            fmt,
+            paths,
+            store=store,
+            run_id=run_id,
+            agent_id=agent_id,
+            labels=labels,
+            group_by=group_by,
         )
     except ImportRefused as exc:
         typer.echo(f"hbeval: import refused, nothing stored: {exc}", err=True)

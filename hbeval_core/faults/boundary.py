@@ -29,7 +29,7 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, overload
 
@@ -44,6 +44,8 @@ __all__ = [
     "active_injector",
     "call_through",
     "current_reporter",
+    "enter_faulted_call",
+    "exit_faulted_call",
     "faultable",
     "faulted_call",
     "inside_faulted_call",
@@ -125,6 +127,24 @@ def faulted_call() -> Iterator[None]:
         yield
     finally:
         _GUARD.reset(token)
+
+
+def enter_faulted_call() -> Token[bool]:
+    """Start a call under injection that a framework opens and closes in two hooks.
+
+    Boundaries inside it pass through until ``exit_faulted_call`` gets the returned token
+    (the ``faulted_call()`` block, split for pre/post tool hooks).
+    """
+    return _GUARD.set(True)
+
+
+def exit_faulted_call(token: Token[bool]) -> None:
+    """End the call ``enter_faulted_call`` started (a hook in another context just clears it)."""
+    try:
+        _GUARD.reset(token)
+    except ValueError:
+        # The post hook ran in a copy of the context the pre hook set the flag in.
+        _GUARD.set(False)
 
 
 @contextmanager

@@ -1,4 +1,5 @@
-"""Recordings from elsewhere become hbeval runs: tau-bench, Pi, DeepSeek Harness, OTLP/JSON.
+"""Recordings from elsewhere become hbeval runs: tau-bench, tau2, Pi, OpenClaw, DeepSeek Harness,
+Hermes Agent, OTLP/JSON.
 
 ``import_recordings(fmt, paths, store=...)`` reads every file (``fmt`` may be ``"auto"``),
 turns each recorded agent run into a trial, scores it and stores one run; the rules are in
@@ -7,6 +8,7 @@ turns each recorded agent run into a trial, scores it and stores one run; the ru
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,6 +27,7 @@ from ._ingest import (
 
 __all__ = [
     "FORMATS",
+    "GROUP_BY",
     "IMPORTER_VERSION",
     "ImportRefused",
     "ImportSummary",
@@ -41,11 +44,22 @@ _MODULES: dict[str, str] = {
     "pi": "._pi",
     "dsh": "._dsh",
     "otlp-json": "._otlp",
+    "tau2": "._tau2",
+    "openclaw": "._openclaw",
+    "hermes": "._hermes",
 }
 FORMATS: tuple[str, ...] = tuple(_MODULES)
 """Formats ``import`` reads (besides ``auto``)."""
 
-_ISOLATED = {"tau-bench": True, "pi": False, "dsh": True, "otlp-json": True}
+_ISOLATED = {
+    "tau-bench": True,
+    "pi": False,
+    "dsh": True,
+    "otlp-json": True,
+    "tau2": True,
+    "openclaw": False,
+    "hermes": True,
+}
 """Whether a format's trials ran on a fresh agent (Pi's prompts share one session)."""
 
 
@@ -127,17 +141,36 @@ def _load(fmt: str, paths: Sequence[str | Path]) -> tuple[str, list[SourceFile]]
     return kinds[0], sources
 
 
+GROUP_BY = ("trace", "session")
+"""How OTLP spans become trials: one per trace (default) or one per session/conversation id."""
+
+
+def _reader(fmt: str, group_by: str) -> tuple[Any, Any, dict[str, str] | None]:
+    """The format's reader, its combiner and the options that change its trials."""
+    module = _module(fmt)
+    if group_by not in GROUP_BY:
+        raise ImportRefused(group_by, f"choose one of {', '.join(GROUP_BY)}", field="--group-by")
+    if group_by == "trace":
+        return module.read, getattr(module, "combine", None), None
+    if fmt != "otlp-json":
+        raise ImportRefused(fmt, "only otlp-json recordings group by session", field="--group-by")
+    return (
+        functools.partial(module.read, group_by=group_by),
+        module.combine_sessions,
+        {"group_by": group_by},
+    )
+
+
 def read_trials(
-    fmt: str, paths: Sequence[str | Path], run_id: str = "import"
+    fmt: str, paths: Sequence[str | Path], run_id: str = "import", *, group_by: str = "trace"
 ) -> list[ImportedTrial]:
     """The trials a recording holds, without scoring or storing them (for tests and tools)."""
     fmt, sources = _load(fmt, paths)
-    reader = _module(fmt).read
+    reader, combine, _ = _reader(fmt, group_by)
     skipped: list[Skipped] = []
     trials: list[ImportedTrial] = []
     for s in sources:
         trials.extend(reader(s.path, s.data, lambda t, i: f"{run_id}/{t}/t{i}", skipped))
-    combine = getattr(_module(fmt), "combine", None)
     return combine(trials, skipped) if combine is not None else trials
 
 
@@ -149,15 +182,16 @@ def import_recordings(
     run_id: str | None = None,
     agent_id: str | None = None,
     labels: str | Path | Mapping[str, bool] | None = None,
+    group_by: str = "trace",
 ) -> ImportSummary:
     """Import recordings in ``fmt`` (or ``"auto"``) from ``paths`` into ``store`` as one run.
 
     ``labels`` is a labels file (or a mapping) of source ids or task ids to outcomes. Raises
     :class:`ImportRefused` naming file, line and field for anything it cannot read; then
-    nothing was stored.
+    nothing was stored. ``group_by="session"`` (OTLP only) makes one trial per session.
     """
     fmt, sources = _load(fmt, paths)
-    module = _module(fmt)
+    reader, combine, options = _reader(fmt, group_by)
     label_map: Mapping[str, bool] | None = None
     labels_file = labels_sha = None
     if isinstance(labels, Mapping):
@@ -167,7 +201,7 @@ def import_recordings(
         labels_file = str(labels)
     return ingest(
         fmt,
-        module.read,
+        reader,
         sources,
         store=store,
         run_id=run_id,
@@ -176,5 +210,6 @@ def import_recordings(
         labels_file=labels_file,
         labels_sha256=labels_sha,
         isolated=_ISOLATED[fmt],
-        combine=getattr(module, "combine", None),
+        combine=combine,
+        options=options,
     )

@@ -83,8 +83,66 @@ class ImportedTrial:
         """Model replies on record."""
         return sum(1 for e in self.events if getattr(e, "kind", None) == "model_end")
 
+    def derivations(self) -> dict[str, dict[str, int]]:
+        """How each tool call's outcome and link were derived, counted (see ``DERIVATION``)."""
+        return count_derivations(self.events)
+
 
 _TOOL_KINDS = frozenset({"tool_start", "tool_end", "tool_error"})
+
+# How a derived field of a tool call was obtained; carried on its events as
+# ``attrs["derivation"] = {"outcome": ..., "link": ...}``.
+OBSERVED_ERROR = "observed_error"
+"""The recording flags the call as failed (an error flag, an error status, an exception)."""
+ABSENCE_OF_ERROR = "absence_of_error"
+"""Nothing in the recording says the call failed, so it counts as a success."""
+INFERRED = "inferred"
+"""Read from the result's text (an ``Error: `` prefix, an ``error`` key), not from a flag."""
+LINK_BY_ID = "by_id"
+"""The call is tied to the reply that issued it by the recorded call id."""
+LINK_BY_NAME = "by_name"
+"""No id tied them: the oldest open call of the same tool was taken (inferred)."""
+LINK_BY_ORDER = "by_order"
+"""The recording gave no ids: results were paired with calls in the order issued (inferred)."""
+LINK_NONE = "unmatched"
+"""No reply issued the call."""
+
+INFERRED_FIGURES = {
+    "outcome": ("frr", "reliability_gap", "tool_errors", "faulted_trials"),
+    "link": ("ti",),
+}
+"""Which report figures rest on each derived field when it was inferred."""
+
+
+def count_derivations(events: Any) -> dict[str, dict[str, int]]:
+    """``{"outcome": {basis: n}, "link": {basis: n}}`` over the tool calls of ``events``."""
+    out: dict[str, dict[str, int]] = {"outcome": {}, "link": {}}
+    for e in events:
+        if getattr(e, "kind", None) != "tool_start":
+            continue
+        d = (getattr(e, "attrs", None) or {}).get("derivation")
+        if not isinstance(d, Mapping):
+            continue
+        for field_name in ("outcome", "link"):
+            v = d.get(field_name)
+            if isinstance(v, str):
+                out[field_name][v] = out[field_name].get(v, 0) + 1
+    return out
+
+
+def inferred_figures(counts: Mapping[str, Mapping[str, int]]) -> dict[str, str]:
+    """Figures resting on an inferred field: ``{figure: why}``, from ``count_derivations``."""
+    out: dict[str, str] = {}
+    n_out = counts.get("outcome", {}).get(INFERRED, 0)
+    if n_out:
+        for f in INFERRED_FIGURES["outcome"]:
+            out[f] = f"{n_out} tool error(s) read from the result text, not flagged"
+    links = counts.get("link", {})
+    n_link = links.get(LINK_BY_NAME, 0) + links.get(LINK_BY_ORDER, 0)
+    if n_link:
+        for f in INFERRED_FIGURES["link"]:
+            out[f] = f"{n_link} tool call(s) tied to their reply by tool name or order, not by id"
+    return out
 
 
 @dataclass
@@ -299,15 +357,22 @@ class TraceBuilder:
         attrs: dict[str, Any] | None = None,
         match_by_name: bool = False,
         args: dict[str, Any] | None = None,
+        error_basis: str = OBSERVED_ERROR,
+        by_order: bool = False,
     ) -> str:
         """A tool call's start and its end (or error), matched to the reply that issued it.
 
         Matched by call id; with ``match_by_name``, a result without a known id takes the
         oldest open call of the same tool. A result no reply issued still becomes a call (with
         ``args``, and no issuing reply, so it counts as not traceable). Returns the call's id.
+        ``error_basis`` says how an error was known (``OBSERVED_ERROR`` or ``INFERRED``);
+        ``by_order`` says the caller paired this result with its call by position, not by a
+        recorded id. Every call carries ``attrs["derivation"]`` with its outcome and link basis.
         """
         key = call_id or ""
+        link = LINK_BY_ID
         if not self._open.get(key) and match_by_name and name:
+            link = LINK_BY_NAME
             key = next(
                 (k for k, q in self._open.items() if q and q[0][1] == name),
                 key,
@@ -321,6 +386,13 @@ class TraceBuilder:
             unique = self._unique(call_id or f"orphan{len(self.events)}")
             tool, issued_args = name or "unknown", dict(args or {})
             extra["unmatched"] = True
+            link = LINK_NONE
+        if by_order and link == LINK_BY_ID:
+            link = LINK_BY_ORDER
+        extra["derivation"] = {
+            "outcome": error_basis if is_error else ABSENCE_OF_ERROR,
+            "link": link,
+        }
         if unique != call_id and call_id is not None:
             extra["source_call_id"] = call_id
         self._add(

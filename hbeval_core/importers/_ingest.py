@@ -16,8 +16,12 @@ Rules of an imported run (importer version ``IMPORTER_VERSION``):
   tool error (nominal) with trials with one. IRS judges deliberate handling of injected faults
   and stays undefined; so does the security gate (no attack was planted).
 * **Fingerprint.** ``measurement`` = fingerprint of {kind "import", format, importer version,
-  sorted source sha256s, derive version}: an imported run is never compared with a battery
-  run, nor with an import of other recordings. The manifest keeps every file's sha256.
+  sorted source sha256s, derive version, and options that change the trials (OTLP grouping by
+  session) when set}: an imported run is never compared with a battery run, nor with an import
+  of other recordings. The manifest keeps every file's sha256.
+* **Provenance.** Each tool call says how its outcome and its link to the issuing reply were
+  derived (``_common.OBSERVED_ERROR`` / ``ABSENCE_OF_ERROR`` / ``INFERRED``; ``LINK_*``); the
+  report's ``source`` block counts them and names the figures resting on inferred fields.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from ..vocab import (
     PASS_UNVERIFIABLE,
     SCORING_VERSION,
 )
-from ._common import ImportedTrial, ImportRefused, Skipped
+from ._common import ImportedTrial, ImportRefused, Skipped, count_derivations, inferred_figures
 
 IMPORTER_VERSION = "hbeval-import/1"
 """Version of the import rules; part of every imported run's measurement fingerprint."""
@@ -76,6 +80,8 @@ class ImportSummary:
     skipped: list[dict[str, Any]] = field(default_factory=list)
     already_imported: bool = False
     report: dict[str, Any] | None = None
+    derivation: dict[str, dict[str, int]] = field(default_factory=dict)
+    inferred_figures: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form (without the report)."""
@@ -94,6 +100,8 @@ class ImportSummary:
             "files": self.files,
             "skipped": self.skipped,
             "already_imported": self.already_imported,
+            "derivation": self.derivation,
+            "inferred_figures": self.inferred_figures,
         }
 
 
@@ -119,17 +127,24 @@ def read_source(path: Path) -> SourceFile:
     return SourceFile(str(path), data, hashlib.sha256(data).hexdigest())
 
 
-def measurement_fingerprint(fmt: str, sources: Sequence[SourceFile]) -> str:
-    """The measurement fingerprint of an import of ``sources`` in format ``fmt``."""
-    return fingerprint(
-        {
-            "kind": "import",
-            "format": fmt,
-            "importer": IMPORTER_VERSION,
-            "sources": sorted(s.sha256 for s in sources),
-            "derive": DERIVE_VERSION,
-        }
-    )
+def measurement_fingerprint(
+    fmt: str, sources: Sequence[SourceFile], options: Mapping[str, Any] | None = None
+) -> str:
+    """The measurement fingerprint of an import of ``sources`` in format ``fmt``.
+
+    ``options`` that change which trials a recording yields (OTLP's grouping by session) are
+    part of it; the defaults add nothing, so fingerprints of default imports never change.
+    """
+    spec: dict[str, Any] = {
+        "kind": "import",
+        "format": fmt,
+        "importer": IMPORTER_VERSION,
+        "sources": sorted(s.sha256 for s in sources),
+        "derive": DERIVE_VERSION,
+    }
+    if options:
+        spec["options"] = dict(options)
+    return fingerprint(spec)
 
 
 _LABEL_WORDS = {"pass": True, "passed": True, "fail": False, "failed": False}
@@ -277,13 +292,14 @@ def _trial_dict(
         "attempts": 1,
         "verdict": verdict,
         "usage": usage,
-        "isolated": isolated,
+        # A trial that continued a session (Hermes session logs) did not start on a fresh agent.
+        "isolated": isolated and not trial.attrs.get("shared_session"),
     }
 
 
 def _withhold_pass_figures(report: dict[str, Any], reason: str) -> None:
     """Make every figure that needs a success label undefined with ``reason`` (in place)."""
-    from ..scoring import decide_verdict
+    from ..scoring import compute_scores, decide_verdict
 
     def rate_block(block: dict[str, Any]) -> None:
         block.update(passed=0, rate=None, interval=None)
@@ -339,6 +355,7 @@ def _withhold_pass_figures(report: dict[str, Any], reason: str) -> None:
     for t in report["trials"]:
         t["outcome"] = None
         t["severity"] = None
+    report["scores"] = compute_scores(report).model_dump(mode="json")  # of what is left
     decision = decide_verdict(report)
     verdict, reasons = decision.verdict, list(decision.reasons)
     report["verdict"], report["verdict_reasons"] = verdict, reasons
@@ -357,6 +374,16 @@ def _withhold_pass_figures(report: dict[str, Any], reason: str) -> None:
     )
 
 
+def _derivation(trials: Sequence[ImportedTrial]) -> dict[str, dict[str, int]]:
+    """How the tool calls' outcomes and links were derived, summed over ``trials``."""
+    total: dict[str, dict[str, int]] = {"outcome": {}, "link": {}}
+    for t in trials:
+        for name, counts in count_derivations(t.events).items():
+            for basis, n in counts.items():
+                total[name][basis] = total[name].get(basis, 0) + n
+    return total
+
+
 # --------------------------------------------------------------------------- public
 def ingest(
     fmt: str,
@@ -372,6 +399,7 @@ def ingest(
     isolated: bool = True,
     skipped: list[Skipped] | None = None,
     combine: Combiner | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> ImportSummary:
     """Read ``sources`` with ``reader`` (then ``combine``), score every trial, store one run.
 
@@ -383,7 +411,7 @@ def ingest(
 
     if not sources:
         raise ImportRefused("(no files)", "no recording files to import")
-    mfp = measurement_fingerprint(fmt, sources)
+    mfp = measurement_fingerprint(fmt, sources, options)
     run_id = run_id or f"import-{fmt}-{mfp}"
     agent_id = agent_id or f"import-{fmt}"
     skipped = list(skipped or [])
@@ -429,8 +457,12 @@ def ingest(
         "files": [s.entry() for s in sources],
         "labels": None if labels_file is None else {"path": labels_file, "sha256": labels_sha256},
     }
+    if options:
+        manifest["options"] = dict(options)
     manifest_hash = fingerprint(manifest)
     files = [s.entry() for s in sources]
+    derivation = _derivation(trials)
+    inferred = inferred_figures(derivation)
 
     def summary(already: bool, report: dict[str, Any] | None) -> ImportSummary:
         return ImportSummary(
@@ -448,6 +480,8 @@ def ingest(
             skipped=_grouped(skipped),
             already_imported=already,
             report=report,
+            derivation=derivation,
+            inferred_figures=inferred,
         )
 
     stored = store.get_run(run_id)
@@ -495,7 +529,7 @@ def ingest(
         "started_at": started,
         "ended_at": time.time(),
     }
-    report = build_report(run=run_info, trials=trial_dicts, history=history)
+    report = build_report(run=run_info, trials=trial_dicts, history=history).to_dict()
     if not labelled:
         _withhold_pass_figures(report, NO_SUCCESS_LABEL)
     report["source"] = {
@@ -510,7 +544,17 @@ def ingest(
             "shows a tool call failing (fault_basis observed_error)",
             "IRS and the security gate are not measured on recordings (no injected fault, no "
             "planted attack)",
+            *(
+                [
+                    "figures resting on inferred fields (read from text, not flagged by the "
+                    "recording): " + ", ".join(f"{k} ({v})" for k, v in sorted(inferred.items()))
+                ]
+                if inferred
+                else []
+            ),
         ],
+        "derivation": derivation,
+        "inferred_figures": inferred,
     }
 
     store.start_run(

@@ -6,7 +6,10 @@ line) or one such document.
 ``attributes`` as ``[{key, value: {stringValue|intValue|doubleValue|boolValue|arrayValue|
 kvlistValue|bytesValue}}]``, ``events`` and ``status`` {code (2 or "STATUS_CODE_ERROR" is an
 error), message}. One trial per trace; spans are mapped by ``_spans.TraceMapper`` in the order
-they ended. Telemetry records no success: unlabelled unless a labels file names trace ids.
+they ended. With ``group_by="session"`` the traces that carry the same ``session.id`` (or
+``gen_ai.conversation.id``) make one trial, across files too; a trace without one stays a trial
+of its own. Telemetry records no success: unlabelled unless a labels file names trace (or
+session) ids.
 """
 
 from __future__ import annotations
@@ -151,51 +154,127 @@ def spans_of(path: str, data: bytes) -> list[SpanData]:
     return out
 
 
+GROUP_BY = ("trace", "session")
+"""How spans become trials: one per trace (default), or one per session."""
+SESSION_KEYS = ("session.id", "gen_ai.conversation.id")
+"""Span attributes naming the session or conversation a trace belongs to (OpenInference, GenAI)."""
+
+
+def session_of(spans: list[SpanData]) -> str | None:
+    """The session id a trace's spans carry (the root's first), or None."""
+    ordered = sorted(spans, key=lambda s: s.parent_id is not None)
+    for s in ordered:
+        for key in SESSION_KEYS:
+            value = s.attributes.get(key)
+            if value not in (None, ""):
+                return str(value)
+    return None
+
+
 def read(
     path: str,
     data: bytes,
     run_id_of: Callable[[str, int], str],
     skipped: list[Skipped],
+    *,
+    group_by: str = "trace",
 ) -> list[ImportedTrial]:
-    """One trial per trace, its spans mapped in the order they ended."""
+    """One trial per trace (or per session), its spans mapped in the order they ended."""
     by_trace: dict[str, list[SpanData]] = {}
     for s in spans_of(path, data):
         by_trace.setdefault(s.trace_id, []).append(s)
-    trials = []
+    if group_by == "trace":
+        return [
+            _trial(path, trace_id, spans, run_id_of, skipped, session=False)
+            for trace_id, spans in by_trace.items()
+        ]
+    groups: dict[str, list[SpanData]] = {}
+    no_session = 0
     for trace_id, spans in by_trace.items():
-        spans.sort(key=lambda s: (s.end if s.end is not None else float("inf"), s.start or 0.0))
-        root = next((s for s in spans if s.parent_id is None), None)
-        mapper = TraceMapper(run_id_of(trace_id, 0), trace_id)
-        root_input = root.attributes.get("input.value") if root is not None else None
-        other = 0
-        for s in spans:
-            mapper.feed(s, root_input=root_input)
-            other += s.role == "other" and s.parent_id is not None
-        if not mapper.ended:
-            mapper.builder.run_end(status="ok", output=mapper.response_text)
-            skipped.append(
-                Skipped(path, f"trace {trace_id} root span", "not in the file; run end assumed")
-            )
-        if other:
-            skipped.append(
-                Skipped(path, "chain, agent and other spans", "no tool or model call", other)
-            )
-        for call_id, tool in mapper.builder.unanswered_calls():
-            skipped.append(
-                Skipped(
-                    path, f"trace {trace_id} call {call_id} ({tool})", "no tool span answered it"
-                )
-            )
-        trials.append(
-            ImportedTrial(
-                task_id=trace_id,
-                trial_index=0,
-                events=mapper.events,
-                label=None,
-                source_id=trace_id,
-                source_file=path,
-                response_text=mapper.response_text,
-                status=mapper.status,
+        key = session_of(spans)
+        if key is None:
+            no_session += 1
+            key = trace_id
+        groups.setdefault(key, []).extend(spans)
+    if no_session:
+        skipped.append(
+            Skipped(
+                path,
+                "traces without session.id or gen_ai.conversation.id",
+                "imported one trial per trace",
+                no_session,
             )
         )
+    trials = []
+    for key, spans in groups.items():
+        t = _trial(path, key, spans, run_id_of, skipped, session=True)
+        t.attrs["spans"] = spans
+        trials.append(t)
     return trials
+
+
+def combine_sessions(trials: list[ImportedTrial], skipped: list[Skipped]) -> list[ImportedTrial]:
+    """Join a session's trials read from several files into one (its spans mapped together)."""
+    by_key: dict[str, list[ImportedTrial]] = {}
+    for t in trials:
+        by_key.setdefault(t.task_id, []).append(t)
+    out = []
+    for key, group in by_key.items():
+        if len(group) == 1:
+            group[0].attrs.pop("spans", None)
+            out.append(group[0])
+            continue
+        spans = [s for t in group for s in t.attrs.pop("spans", [])]
+        run_id: str = group[0].events[0].run_id
+
+        def same_run(_task: str, _trial_index: int, rid: str = run_id) -> str:
+            return rid
+
+        t = _trial(group[0].source_file, key, spans, same_run, [], session=True)
+        t.attrs["files"] = sorted({g.source_file for g in group})
+        out.append(t)
+    return out
+
+
+def _trial(
+    path: str,
+    key: str,
+    spans: list[SpanData],
+    run_id_of: Callable[[str, int], str],
+    skipped: list[Skipped],
+    *,
+    session: bool,
+) -> ImportedTrial:
+    """One trial from the spans of a trace (or of a session's traces)."""
+    spans.sort(key=lambda s: (s.end if s.end is not None else float("inf"), s.start or 0.0))
+    root = next((s for s in spans if s.parent_id is None), None)
+    mapper = TraceMapper(run_id_of(key, 0), key, end_on_root=not session)
+    root_input = root.attributes.get("input.value") if root is not None else None
+    other = 0
+    for s in spans:
+        mapper.feed(s, root_input=root_input)
+        other += s.role == "other" and s.parent_id is not None
+    if session and mapper.roots:
+        mapper.finish()
+    if not mapper.ended:
+        mapper.builder.run_end(status="ok", output=mapper.response_text)
+        skipped.append(Skipped(path, f"trace {key} root span", "not in the file; run end assumed"))
+    if other:
+        skipped.append(
+            Skipped(path, "chain, agent and other spans", "no tool or model call", other)
+        )
+    for call_id, tool in mapper.builder.unanswered_calls():
+        skipped.append(
+            Skipped(path, f"trace {key} call {call_id} ({tool})", "no tool span answered it")
+        )
+    return ImportedTrial(
+        task_id=key,
+        trial_index=0,
+        events=mapper.events,
+        label=None,
+        source_id=key,
+        source_file=path,
+        response_text=mapper.response_text,
+        status=mapper.status,
+        attrs={"traces": len({s.trace_id for s in spans})} if session else {},
+    )

@@ -150,7 +150,15 @@ def model_output(attrs: Mapping[str, Any]) -> tuple[str, list[tuple[str | None, 
 class TraceMapper:
     """Turns one trace's spans, fed in the order they ended, into hb-events."""
 
-    def __init__(self, run_id: str, trace_id: str, *, trial: int = 0, source: str = "otel") -> None:
+    def __init__(
+        self,
+        run_id: str,
+        trace_id: str,
+        *,
+        trial: int = 0,
+        source: str = "otel",
+        end_on_root: bool = True,
+    ) -> None:
         self.trace_id = trace_id
         self.builder = TraceBuilder(run_id)
         self.source = source
@@ -159,6 +167,12 @@ class TraceMapper:
         self.ended = False
         self.status = "ok"
         self.response_text: str | None = None
+        # A session holds several traces: each root span ends a turn, ``finish`` ends the run.
+        self.end_on_root = end_on_root
+        self.roots = 0
+        self._root_error: str | None = None
+        self._root_output: Any = None
+        self._root_end: float | None = None
 
     @property
     def events(self) -> list[EventBase]:
@@ -232,10 +246,16 @@ class TraceMapper:
                 ),
             )
         if span.parent_id is None and not self.ended:
-            self.ended = True
             error = span.error_text()
-            self.status = "error" if error is not None else "ok"
             output = attrs.get("output.value")
+            self.roots += 1
+            if not self.end_on_root:
+                self._root_error = error if error is not None else self._root_error
+                self._root_output = output if output is not None else self._root_output
+                self._root_end = span.end
+                return b.events[before:]
+            self.ended = True
+            self.status = "error" if error is not None else "ok"
             b.run_end(
                 status=self.status,
                 output=_text(output) if output is not None else self.response_text,
@@ -243,6 +263,20 @@ class TraceMapper:
                 ts=span.end,
             )
         return b.events[before:]
+
+    def finish(self) -> None:
+        """End the run after the last span (a session's run ends with its last trace)."""
+        if self.ended:
+            return
+        self.ended = True
+        self.status = "error" if self._root_error is not None else "ok"
+        out = self._root_output
+        self.builder.run_end(
+            status=self.status,
+            output=_text(out) if out is not None else self.response_text,
+            error=self._root_error,
+            ts=self._root_end,
+        )
 
 
 def _tool_message(value: Any) -> dict[str, Any] | None:

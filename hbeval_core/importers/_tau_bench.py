@@ -3,7 +3,8 @@
 ``traj`` is the OpenAI-style conversation: system, user (the simulated customer), assistant
 (text and ``tool_calls`` with ``function.name`` and ``function.arguments`` as JSON text), and
 ``tool`` messages (``tool_call_id``, ``name``, ``content``). tau-bench's tools report a failure
-by returning text that starts with ``Error: ``; that is a tool error here. ``reward`` 1.0 is a
+by returning text that starts with ``Error: ``; that is a tool error here, marked as
+inferred (read from the text; no flag says so). ``reward`` 1.0 is a
 pass, anything else a fail. Each record is one trial of task ``task_id``.
 """
 
@@ -14,7 +15,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ._common import ImportedTrial, ImportRefused, Skipped, TraceBuilder, parse_args, text_of
+from ._common import (
+    INFERRED,
+    ImportedTrial,
+    ImportRefused,
+    Skipped,
+    TraceBuilder,
+    parse_args,
+    text_of,
+)
 
 FORMAT = "tau-bench"
 ERROR_PREFIX = "Error: "
@@ -123,6 +132,7 @@ def _trial(
                 name=msg.get("name"),
                 result=content,
                 is_error=content.startswith(ERROR_PREFIX),
+                error_basis=INFERRED,
             )
         else:
             raise ImportRefused(

@@ -17,6 +17,7 @@ spans (``openinference.span.kind``) feeds it; how spans map to events is in
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from ._processor import HBEvalSpanProcessor, TraceCapture, span_data
@@ -36,14 +37,22 @@ _installed: dict[int, tuple[Any, HBEvalSpanProcessor]] = {}
 
 
 def instrument(
-    tracer_provider: Any = None, *, store: Any = None, agent_id: str = "otel", **kwargs: Any
+    tracer_provider: Any = None,
+    *,
+    store: Any = None,
+    agent_id: str = "otel",
+    export_endpoint: str | None = None,
+    export_headers: Mapping[str, str] | None = None,
+    **kwargs: Any,
 ) -> HBEvalSpanProcessor:
     """Attach an :class:`HBEvalSpanProcessor` to ``tracer_provider`` and return it. Idempotent.
 
     Without a provider, the global one is used; when that is not an SDK provider (nothing set
     one up yet), an SDK ``TracerProvider`` is created and made global. With ``store`` every
     ended trace is written there as a trial of one live run (:class:`StoreSink`, agent
-    ``agent_id``). ``kwargs`` go to the processor (``monitor_factory``, ``on_event``,
+    ``agent_id``). With ``export_endpoint`` (an OTLP/HTTP base URL) each ended trace's live
+    metrics are also sent there as gauges (``hbeval_core.export.OtlpMetricsSink``), from the
+    worker thread. ``kwargs`` go to the processor (``monitor_factory``, ``on_event``,
     ``on_trace_end``, ``max_queue``, ...).
     """
     from opentelemetry import trace
@@ -59,12 +68,21 @@ def instrument(
         key = id(provider)
         if key in _installed:
             return _installed[key][1]
+        sinks: list[Any] = []
         if store is not None:
-            sink = StoreSink(store, run_id=kwargs.get("run_id"), agent_id=agent_id)
+            sinks.append(StoreSink(store, run_id=kwargs.get("run_id"), agent_id=agent_id))
+        if export_endpoint is not None:
+            from ..export import OtlpMetricsSink
+
+            sinks.append(
+                OtlpMetricsSink(export_endpoint, agent_id=agent_id, headers=export_headers)
+            )
+        if sinks:
             user_end = kwargs.pop("on_trace_end", None)
 
             def on_trace_end(capture: TraceCapture) -> None:
-                sink(capture)
+                for sink in sinks:
+                    sink(capture)
                 if user_end is not None:
                     user_end(capture)
 

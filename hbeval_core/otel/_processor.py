@@ -63,6 +63,20 @@ class TraceCapture:
         """Tool calls that failed."""
         return sum(1 for e in self.events if getattr(e, "kind", None) == "tool_error")
 
+    @property
+    def derivation(self) -> dict[str, dict[str, int]]:
+        """How the tool calls' outcomes and links were derived (``attrs.derivation``), counted."""
+        from ..importers._common import count_derivations
+
+        return count_derivations(self.events)
+
+    @property
+    def inferred_figures(self) -> dict[str, str]:
+        """Figures of this trace that rest on an inferred field (a call tied by tool name)."""
+        from ..importers._common import inferred_figures
+
+        return inferred_figures(self.derivation)
+
 
 _TRACE_HEX: dict[int, str] = {}
 

@@ -6,6 +6,8 @@ configured from the environment:
 * ``HBEVAL_OTEL_STORE``: a store (a path or ``sqlite:///path``) to write each ended trace to;
   unset, traces are kept in memory only (``processor.traces``).
 * ``HBEVAL_AGENT_ID`` (default ``otel``) and ``HBEVAL_RUN_ID`` (default ``otel-live-<time>``).
+* ``HBEVAL_OTEL_EXPORT_ENDPOINT``: an OTLP/HTTP base URL to send each ended trace's live
+  metrics to, as gauges.
 * ``HBEVAL_OTEL_DISABLED``: true, 1 or yes turns it off.
 
 A configuration that cannot be used is logged and ignored: importing this module never raises.
@@ -37,6 +39,8 @@ def _configure() -> Any:
     kwargs: dict[str, Any] = {"agent_id": os.environ.get("HBEVAL_AGENT_ID") or "otel"}
     if os.environ.get("HBEVAL_RUN_ID"):
         kwargs["run_id"] = os.environ["HBEVAL_RUN_ID"]
+    if os.environ.get("HBEVAL_OTEL_EXPORT_ENDPOINT"):
+        kwargs["export_endpoint"] = os.environ["HBEVAL_OTEL_EXPORT_ENDPOINT"]
     return instrument(store=store, **kwargs)
 
 

@@ -751,7 +751,7 @@ class PlainAdapter(TrialTemplate):
             error=ended.error,
         )
         judge = getattr(trial.target, "judge", None)
-        return result_of(  # type: ignore[no-any-return]
+        return result_of(
             trial,
             ended,
             list(scope.events),

@@ -149,6 +149,13 @@ DEFAULT_TRIALS: Final = 3
 DEFAULT_SEED: Final = 42
 DEFAULT_TIMEOUT: Final = 300.0
 """Seconds an attempt may run before it is cut and recorded as ``timeout`` (0 or None: no limit)."""
+EXECUTOR_LOCAL: Final = "local"
+"""Trials run in this process: serially, or on ``concurrency`` threads."""
+EXECUTOR_RAY: Final = "ray"
+"""Each trial is a Ray task on a cluster (``runner._ray``)."""
+EXECUTORS: Final = (EXECUTOR_LOCAL, EXECUTOR_RAY)
+DEFAULT_RAY_CPUS: Final = 0.25
+"""CPUs a Ray trial reserves: trials wait on models, so one CPU runs several at once."""
 _METHODOLOGIES: Final = (METHODOLOGY_A, METHODOLOGY_B, METHODOLOGY_C)
 _NOT_OFFERED: Final = (OUTCOME_INFRA_ERROR, OUTCOME_SKIPPED)
 """Outcomes whose trials are never offered to memory: the harness failed, not the agent."""
@@ -716,6 +723,20 @@ def _record(store: Any, run_id: str, done: _Done) -> None:
 
     A trial is never half-written: an interruption or a refused record stores none of it.
     """
+    bundle = trial_bundle(run_id, done)
+    store.record_trial_bundle(*bundle.args, **bundle.kwargs)
+
+
+@dataclass(frozen=True)
+class TrialBundle:
+    """A finished trial as the store's ``record_trial_bundle`` takes it (plain, picklable data)."""
+
+    args: tuple[TrialRecord, list[AttemptRecord], dict[int | None, Any]]
+    kwargs: dict[str, Any]
+
+
+def trial_bundle(run_id: str, done: _Done) -> TrialBundle:
+    """The records, events and metrics ``_record`` writes for one finished trial."""
     job = done.job
     last = len(done.attempts) - 1
     attempts: list[AttemptRecord] = []
@@ -749,26 +770,23 @@ def _record(store: Any, run_id: str, done: _Done) -> None:
         events_by_attempt[att.number] = res.events
     final = done.attempts[-1]
     metrics, undefined = _trial_metrics(done.verdict)
-    store.record_trial_bundle(
-        TrialRecord(
-            run_id=run_id,
-            trial_key=job.key,
-            task_id=job.task.id,
-            scenario_index=job.scenario.index,
-            trial_index=job.trial_index,
-            outcome=done.outcome,
-            fault_type=job.scenario.fault_type,
-            domain=job.scenario.domain,
-            verdict=done.verdict,
-            started_at=done.attempts[0].started_at,
-            ended_at=final.ended_at,
-            latency_ms=final.latency_ms,
-            attempts=len(done.attempts),
-        ),
-        attempts,
-        events_by_attempt,
-        metrics=metrics,
-        undefined=undefined,
+    record = TrialRecord(
+        run_id=run_id,
+        trial_key=job.key,
+        task_id=job.task.id,
+        scenario_index=job.scenario.index,
+        trial_index=job.trial_index,
+        outcome=done.outcome,
+        fault_type=job.scenario.fault_type,
+        domain=job.scenario.domain,
+        verdict=done.verdict,
+        started_at=done.attempts[0].started_at,
+        ended_at=final.ended_at,
+        latency_ms=final.latency_ms,
+        attempts=len(done.attempts),
+    )
+    return TrialBundle(
+        (record, attempts, events_by_attempt), {"metrics": metrics, "undefined": undefined}
     )
 
 
@@ -1056,6 +1074,9 @@ def run_battery(
     on_admission: Callable[[Mapping[str, Any]], Any] | None = None,
     reuse: bool = False,
     redactor: Redactor | None = None,
+    executor: str = EXECUTOR_LOCAL,
+    ray_address: str | None = None,
+    ray_cpus_per_trial: float = DEFAULT_RAY_CPUS,
 ) -> dict[str, Any]:
     """Run ``battery`` against ``target`` on ``tasks`` and return the ``hbeval-report/1`` dict.
 
@@ -1071,6 +1092,10 @@ def run_battery(
     manifest hash covers the target's source files and installed package versions, so a
     changed agent or environment always runs anew. Bad arguments raise ``ValueError`` naming
     the argument. The module docstring gives the rules.
+
+    ``executor`` is ``local`` (threads, ``concurrency``) or ``ray``: each trial is a Ray task on
+    the cluster at ``ray_address`` (``auto``, ``host:port``; None starts a local Ray), taking
+    ``ray_cpus_per_trial`` CPUs (``runner._ray``).
     """
     _check_args(
         tasks, trials, seed, concurrency, timeout, methodology, judge, max_infra_retries, agent_id
@@ -1107,7 +1132,16 @@ def run_battery(
                 manifest.max_result_bytes if manifest is not None else DEFAULT_MAX_RESULT_BYTES
             ),
         )
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; got {executor!r}")
+    if executor == EXECUTOR_RAY and memory is not None:
+        raise ValueError("memory is not supported with executor='ray'; run with the local executor")
     resolved = resolve_target(target, target_kind=target_kind, adapter=adapter)
+    if executor == EXECUTOR_RAY and not resolved.isolated:
+        raise ValueError(
+            "executor='ray' needs a factory target (each trial builds its agent on a worker); "
+            "this target is a shared agent object"
+        )
     if not resolved.isolated and concurrency > 1:
         log.warning("the target is a shared agent object: its trials run serially (not isolated)")
     workers = concurrency if resolved.isolated else 1
@@ -1170,6 +1204,7 @@ def run_battery(
     }
     if memory is not None:
         config["memory"] = _memory_config(memory)
+    config["executor"] = executor
     store.start_run(
         RunRecord(
             run_id=run_id,
@@ -1243,21 +1278,38 @@ def run_battery(
     slim = memory is None and not isinstance(store, MemoryStore)
 
     def finish(done: _Done) -> None:
-        nonlocal failed
         _record(store, run_id, done)
-        trial_dicts[done.job.key] = None if slim else done.trial  # type: ignore[assignment]
-        episodes[done.job.key] = done.episode
-        if done.outcome != OUTCOME_PASS:
+        finished(done.job.key, done.trial, done.outcome, done.episode)
+
+    def finished(
+        key: str, trial: dict[str, Any] | None, outcome: str, episode: dict[str, Any] | str | None
+    ) -> None:
+        """Count a recorded trial; ``trial`` None: read it back from the store at the end."""
+        nonlocal failed, slim
+        if trial is None:
+            slim = True
+        trial_dicts[key] = None if slim else trial  # type: ignore[assignment]
+        episodes[key] = episode
+        if outcome != OUTCOME_PASS:
             failed += 1
         if progress is not None:
-            progress(ProgressUpdate(run_id, len(trial_dicts), total, failed, resumed, done.trial))
+            progress(ProgressUpdate(run_id, len(trial_dicts), total, failed, resumed, trial))
+
+    nodes: list[str] = []
 
     runner.adapter.instrument()
     if memory is not None:
         _set_memory_hook(runner.adapter, memory)
     try:
         with _interrupt_watch():
-            if workers == 1:
+            if executor == EXECUTOR_RAY:
+                from ._ray import RayPlan, run_on_ray
+
+                plan = RayPlan.for_run(
+                    runner, target, manifest, store, address=ray_address, cpus=ray_cpus_per_trial
+                )
+                nodes = run_on_ray(plan, pending, store, finished)
+            elif workers == 1:
                 for job in pending:
                     finish(runner.run_trial(job))
             else:
@@ -1303,8 +1355,11 @@ def run_battery(
         "manifest": manifest.to_dict(),
         "started_at": started_at,
         "ended_at": time.time(),
+        "executor": executor,
+        "nodes": nodes,
     }
-    report = build_report(run=run_info, trials=[trial_dicts[j.key] for j in jobs], history=history)
+    records = [trial_dicts[j.key] for j in jobs]
+    report = build_report(run=run_info, trials=records, history=history).to_dict()
     run_metrics = report.get("metrics")
     if isinstance(run_metrics, Mapping) and not store.get_metrics(run_id).values:
         undefined = report.get("undefined") or {}

@@ -35,6 +35,7 @@ def test_monitor_keeps_distinct_actions_as_ints_and_pei_stays_exact() -> None:
     long_actions = [f"search({'q' * 500}{i})" for i in range(2_000)]
     for i, action in enumerate(long_actions):
         m.record_step(action=action, success=True, had_fault=(i % 4 == 0))
+    assert m.step_count == 2_000  # a read folds the steps record_step queued
     seen = m._seen
     assert len(seen) == 2_000 and all(type(k) is int for k in seen)
     per_action = (sys.getsizeof(seen) + sum(sys.getsizeof(k) for k in seen)) / len(seen)

@@ -117,6 +117,8 @@ C = "hbeval_core.cli."
         (("demo", "--help"), {C + "_demo", "hbeval_core.vocab"}),
         (("runs", "list", "--help"), {C + "_runs"}),
         (("store", "copy", "--help"), {C + "_store"}),
+        (("replay", "--help"), {C + "_replay"}),
+        (("export", "otlp", "--help"), {C + "_export"}),
         (("init", "--help"), {C + "_init"}),
         (("schema", "events", "--help"), {C + "_schema"}),
     ],

@@ -15,6 +15,7 @@ from autogen_core.model_context import UnboundedChatCompletionContext
 from autogen_core.models import SystemMessage, UserMessage
 from hbeval_autogen import AutoGenAdapter, EDMMemory, EpisodeBacking, looks_like_instruction
 
+from hbeval_core.capture import PRECEDENTS_HEADER
 from hbeval_core.events import ModelStart, SpanEnd
 from hbeval_core.runner.context import TrialContext, trial_context
 from hbeval_core.runner.task import Task
@@ -59,7 +60,7 @@ def test_recalled_precedents_reach_the_first_model_call() -> None:
     run_async(agent.run(task="Look up order A1."))
     texts = system_texts(agent)
     assert len(texts) == 2 and LESSON in texts[1]
-    assert texts[1].startswith("Precedents from this agent's past episodes")
+    assert texts[1].startswith(PRECEDENTS_HEADER + "\n- ")
 
 
 def test_only_the_same_agents_precedents_are_recalled() -> None:

@@ -219,7 +219,7 @@ def test_version_outside_the_range_is_refused_with_a_clear_error(
         with pytest.raises(UnsupportedVersionError, match=r"crewai >=1\.15,<2"):
             check_supported(bad)
     monkeypatch.setattr(_version, "installed_version", lambda: "2.1.0")
-    monkeypatch.setattr(_hooks, "_checked", False)
+    monkeypatch.setattr(_hooks._INSTRUMENTOR, "_checked", False)
     with pytest.raises(UnsupportedVersionError, match=r"found crewai 2\.1\.0"):
         _hooks.instrument()
     assert not _hooks.is_instrumented()

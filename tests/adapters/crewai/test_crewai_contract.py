@@ -292,7 +292,8 @@ def test_contract_react_observation_is_appended_to_the_reply_text() -> None:
 
 def test_contract_crewai_error_texts() -> None:
     from crewai.utilities.i18n import I18N_DEFAULT
-    from hbeval_crewai._recorder import _markers, crewai_error_kind
+    from hbeval_crewai._convert import crewai_error_kind
+    from hbeval_crewai._convert import error_markers as _markers
 
     assert I18N_DEFAULT.errors("tool_usage_exception").startswith(
         "I encountered an error while trying to use the tool."

@@ -43,7 +43,8 @@ def _example() -> Any:
 @pytest.mark.parametrize("native", [False, True], ids=["react", "native"])
 def test_memory_precedents_reach_the_first_model_call_only(native: bool) -> None:
     from hbeval_crewai import CrewAIAdapter, Memory
-    from hbeval_crewai._recorder import PRECEDENTS_HEADER
+
+    from hbeval_core.capture import PRECEDENTS_HEADER
 
     memory = TinyMemory(["Order lookups fail on Mondays; retry the archive."])
     assert isinstance(memory, Memory)

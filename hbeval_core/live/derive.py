@@ -1,0 +1,428 @@
+"""Fold a stream of events into steps (derivation ``hb-derive/2``).
+
+A **step** is one tool call's outcome (``tool_end`` or ``tool_error``, injected faults included),
+or an explicit ``step`` event whose fields are taken verbatim (the reference-compatible path).
+
+**Links.** Each tool call is linked to the model output that issued it (``CallLinker``):
+
+* ``id``: a ``model_end`` whose ``tool_calls`` carries the call's ``call_id``;
+* ``match``: the call carries no id the model gave it (a node that ran ``tool.invoke(args)``
+  gets LangChain's run id instead), so it is matched to a pending tool call of the latest
+  ``model_end`` that issued any: the first not yet claimed with the same name and the same
+  arguments (canonical JSON), else the only one not yet claimed with the same name;
+* ``none``: neither found one.
+
+For a tool step:
+
+* ``had_fault``: the call errored (``tool_error``, or ``tool_end`` with status ``error``) or a
+  fault was injected into it (a ``fault_injected`` event with the same ``call_id``, which
+  adapters emit before the call's end event).
+* ``success``: the call returned without error and no fault emptied, corrupted, truncated or
+  lost its result (effects in ``vocab.RESULT_SPOILING_EFFECTS``).
+* ``replanned``: a ``replan`` event since the previous step, or: the previous step failed, a
+  model call happened after it, and this call differs from the failed one in tool or arguments.
+* ``traceable``: the call is linked (``id`` or ``match``) to the recorded model output that
+  issued it, so the decision traces to a model call and its input. ``link`` says how.
+* ``explained``: the issuing output also states a reason, as non-empty text or reasoning
+  content (False when the call is not linked). Real tool-calling models often send tool calls
+  with no text, so this is reported beside TI as the share of explained calls, not folded
+  into it.
+* ``recovered_intentionally`` / ``handled_deliberately``: left undefined (``None``). Deliberate
+  handling is judged per trial by scoring (signals S1-S6), not per step from the trace.
+* ``action``: ``"<tool>(<canonical JSON of the arguments>)"``, so an identical retry repeats an
+  action and a changed call is a new one.
+
+``hb-derive/1`` differed in one rule: a step was traceable only when linked **by id** to a reply
+that **stated a reason**. ``derive_steps(events, version=DERIVE_V1)`` still computes it (the
+reference's published TI figures were made with it). Changing any rule bumps
+``vocab.DERIVE_VERSION``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..vocab import (
+    DERIVE_V1,
+    DERIVE_VERSION,
+    FAULT_INJECTED,
+    LINK_ID,
+    LINK_MATCH,
+    LINK_NONE,
+    MODEL_END,
+    MODEL_START,
+    REPLAN,
+    RESULT_SPOILING_EFFECTS,
+    RUN_END,
+    STEP,
+    TOOL_END,
+    TOOL_ERROR,
+    TOOL_START,
+)
+
+if TYPE_CHECKING:
+    from ..events import EventBase
+
+__all__ = [
+    "DERIVE_V1",
+    "DERIVE_VERSION",
+    "CallLinker",
+    "Deriver",
+    "Issued",
+    "StepRecord",
+    "action_label",
+    "canonical_args",
+    "derive_steps",
+]
+
+
+@dataclass(slots=True)
+class StepRecord:
+    """One step, as the live metrics see it."""
+
+    index: int
+    action: str = ""
+    success: bool = True
+    had_fault: bool = False
+    recovered_intentionally: bool | None = None
+    traceable: bool = True
+    replanned: bool = False
+    handled_deliberately: bool | None = None
+    run_id: str | None = None
+    tool: str | None = None
+    call_id: str | None = None
+    fault_modes: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    link: str | None = None
+    """How the call was linked to its issuing model output: "id", "match" or "none" (None for
+    an explicit step event)."""
+    explained: bool | None = None
+    """Whether the issuing output stated a reason (None for an explicit step event)."""
+
+    def fields(self) -> dict[str, Any]:
+        """The record_step keyword arguments of this step."""
+        return {
+            "action": self.action,
+            "success": self.success,
+            "had_fault": self.had_fault,
+            "recovered_intentionally": self.recovered_intentionally,
+            "traceable": self.traceable,
+            "replanned": self.replanned,
+            "handled_deliberately": self.handled_deliberately,
+        }
+
+    def as_tuple(self) -> tuple[str, bool, bool, bool | None, bool, bool, bool | None]:
+        """The same seven values in ``record_step``'s order, for the monitor's step loop."""
+        return (
+            self.action,
+            self.success,
+            self.had_fault,
+            self.recovered_intentionally,
+            self.traceable,
+            self.replanned,
+            self.handled_deliberately,
+        )
+
+
+_encode_str = json.encoder.encode_basestring_ascii
+_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)  # untyped in typeshed
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+_BIG = 10**15  # ints below this print the same through repr and json, whatever the int limits
+
+
+def canonical_args(args: Any) -> str:
+    """Arguments as canonical JSON (sorted keys), so two calls compare by content.
+
+    Exactly ``json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)`` (non-ASCII
+    escaped), or ``repr(args)`` when that fails. It runs once per tool step, so the commonest
+    shapes skip the encoder's setup: no arguments, and one text or integer argument, are
+    spelled out with the encoder's own string escaping; anything else goes through the C
+    encoder built exactly as ``json.dumps`` builds it.
+    """
+    if args.__class__ is dict and len(args) < 2:
+        if not args:
+            return "{}"
+        [(key, value)] = args.items()
+        if key.__class__ is str:
+            cls = value.__class__
+            if cls is str:
+                return f"{{{_encode_str(key)}:{_encode_str(value)}}}"
+            if cls is int and -_BIG < value < _BIG:
+                return f"{{{_encode_str(key)}:{value!r}}}"
+    try:
+        if _make_encoder is None:  # pragma: no cover - CPython always has the C encoder
+            return _CANONICAL.encode(args)
+        # What JSONEncoder.encode does for one object: a fresh encoder (and circular-reference
+        # memo) per call, so concurrent callers share nothing.
+        return "".join(
+            _make_encoder({}, str, _encode_str, None, ":", ",", True, False, True)(args, 0)
+        )
+    except (TypeError, ValueError):
+        return repr(args)
+
+
+def action_label(tool: str, args: Any) -> str:
+    """The action string of a tool call: tool name plus canonical JSON of its arguments."""
+    return f"{tool}({canonical_args(args)})"
+
+
+@dataclass(slots=True)
+class Issued:
+    """One tool call a model output asked for."""
+
+    call_id: str
+    name: str
+    args: Any
+    explained: bool
+    """The output stated a reason (text or reasoning)."""
+    issuer: Any = None
+    """Whatever the caller passed to identify the output (an event index, say)."""
+    claimed: bool = False
+    _canonical: str | None = None
+
+    @property
+    def canonical(self) -> str:
+        """The arguments as canonical JSON (computed once)."""
+        if self._canonical is None:
+            self._canonical = canonical_args(self.args if self.args is not None else {})
+        return self._canonical
+
+
+class CallLinker:
+    """Links tool calls to the model output that issued them, by the hb-derive/2 rules.
+
+    Feed it each model output's tool calls (``issue``) and each tool call as it starts
+    (``link``), in trace order, for one run. Used by the deriver and by scoring's evidence, so
+    both link a call the same way.
+    """
+
+    __slots__ = ("_by_id", "_pending")
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, Issued] = {}
+        self._pending: list[Issued] = []
+
+    def issue(self, calls: Iterable[Any], explained: bool, issuer: Any = None) -> None:
+        """A model output asked for ``calls`` (objects with ``id``, ``name``, ``args``)."""
+        pending: list[Issued] = []
+        by_id = self._by_id
+        for call in calls:
+            issued = Issued(str(call.id), str(call.name), call.args, explained, issuer)
+            by_id.setdefault(issued.call_id, issued)
+            pending.append(issued)
+        if pending:
+            self._pending = pending
+
+    def issued(self, call_id: str) -> Issued | None:
+        """The call a model output issued under ``call_id``, if any (no claim is made)."""
+        return self._by_id.get(call_id)
+
+    def link(self, call_id: str, tool: str, args: Any) -> tuple[str, Issued | None]:
+        """How the tool call ``call_id`` links to its issuing output: (link kind, issued call)."""
+        issued = self._by_id.get(call_id)
+        if issued is not None:
+            issued.claimed = True
+            return LINK_ID, issued
+        open_calls = [c for c in self._pending if not c.claimed and c.name == tool]
+        if not open_calls:
+            return LINK_NONE, None
+        if args is not None:
+            wanted = canonical_args(args)
+            for c in open_calls:
+                if c.canonical == wanted:
+                    c.claimed = True
+                    return LINK_MATCH, c
+        if len(open_calls) == 1:
+            open_calls[0].claimed = True
+            return LINK_MATCH, open_calls[0]
+        return LINK_NONE, None
+
+
+class _RunState:
+    """Derivation state of one run; per-call entries are dropped once the call ends."""
+
+    __slots__ = (
+        "args",
+        "faults",
+        "last_failed_action",
+        "linker",
+        "links",
+        "model_since_failure",
+        "pending_replan",
+    )
+
+    def __init__(self) -> None:
+        self.linker = CallLinker()
+        self.links: dict[str, tuple[str, Issued | None]] = {}
+        self.faults: dict[str, list[tuple[str, str]]] = {}
+        self.args: dict[str, Any] = {}
+        self.pending_replan = False
+        self.last_failed_action: str | None = None
+        self.model_since_failure = False
+
+
+class Deriver:
+    """Streaming hb-derive/2: feed events one at a time, get at most one step back per event.
+
+    Events of several runs may interleave; state is kept per run id and per open call, so
+    memory stays bounded by the number of calls in flight, not by the length of the trace.
+    ``version=DERIVE_V1`` applies the previous traceability rule (see the module docstring).
+    """
+
+    version = DERIVE_VERSION
+
+    def __init__(self, version: str = DERIVE_VERSION) -> None:
+        if version not in (DERIVE_VERSION, DERIVE_V1):
+            raise ValueError(
+                f"unknown derivation version {version!r}; known: {DERIVE_VERSION}, {DERIVE_V1}"
+            )
+        self.version = version
+        self._v1 = version == DERIVE_V1
+        self._runs: dict[str, _RunState] = {}
+        self._index = 0
+
+    @property
+    def steps_derived(self) -> int:
+        """How many steps this deriver has produced."""
+        return self._index
+
+    def _state(self, run_id: str) -> _RunState:
+        st = self._runs.get(run_id)
+        if st is None:
+            st = self._runs[run_id] = _RunState()
+        return st
+
+    def feed(self, event: EventBase) -> StepRecord | None:
+        """Consume one event; return the step it completes, if any."""
+        # The hot path of scoring a trace: the run's state is looked up inline.
+        ev: Any = event
+        kind: str = ev.kind
+        if kind == TOOL_START:
+            st = self._runs.get(ev.run_id) or self._state(ev.run_id)
+            call_id = ev.call_id
+            st.args[call_id] = ev.args
+            if call_id not in st.links:
+                st.links[call_id] = st.linker.link(call_id, ev.tool, ev.args)
+            return None
+        if kind == TOOL_END or kind == TOOL_ERROR:
+            return self._tool_step(ev, kind)
+        if kind == MODEL_END:
+            st = self._runs.get(ev.run_id) or self._state(ev.run_id)
+            st.model_since_failure = True
+            calls = ev.tool_calls
+            if calls:
+                text, reasoning = ev.text, ev.reasoning
+                has_reason = bool((text and text.strip()) or (reasoning and reasoning.strip()))
+                st.linker.issue(calls, has_reason)
+                args = st.args
+                for call in calls:
+                    args.setdefault(call.id, call.args)
+            return None
+        if kind == MODEL_START:
+            (self._runs.get(ev.run_id) or self._state(ev.run_id)).model_since_failure = True
+            return None
+        if kind == FAULT_INJECTED:
+            call_id = ev.call_id
+            if call_id is not None:
+                self._state(ev.run_id).faults.setdefault(call_id, []).append((ev.mode, ev.effect))
+            return None
+        if kind == REPLAN:
+            self._state(ev.run_id).pending_replan = True
+            return None
+        if kind == STEP:
+            return self._explicit_step(ev)
+        if kind == RUN_END:
+            self._runs.pop(ev.run_id, None)
+        return None
+
+    def _explicit_step(self, ev: Any) -> StepRecord:
+        step = StepRecord(
+            index=self._index,
+            action=ev.action,
+            success=ev.success,
+            had_fault=ev.had_fault,
+            recovered_intentionally=ev.recovered_intentionally,
+            traceable=ev.traceable,
+            replanned=ev.replanned,
+            handled_deliberately=ev.handled_deliberately,
+            run_id=ev.run_id,
+            metadata=dict(ev.metadata),
+        )
+        self._index += 1
+        return step
+
+    def _tool_step(self, ev: Any, kind: str) -> StepRecord:
+        run_id: str = ev.run_id
+        st = self._runs.get(run_id) or self._state(run_id)
+        call_id: str = ev.call_id
+        tool: str = ev.tool
+        faults = st.faults.pop(call_id, None)
+        args = st.args.pop(call_id, None)
+        cached = st.links.pop(call_id, None)
+        if cached is None or cached[0] == LINK_NONE:
+            # Not linked when it started: the issuing output may have been recorded since.
+            cached = st.linker.link(call_id, tool, args)
+        link_kind, issued = cached
+        explained = issued is not None and issued.explained
+        if self._v1:
+            traceable = link_kind == LINK_ID and explained
+        else:
+            traceable = link_kind != LINK_NONE
+        errored = kind == TOOL_ERROR or ev.status == "error"
+        if faults is None:
+            success = not errored
+            had_fault = errored
+            modes: tuple[str, ...] = ()
+        else:
+            success = not errored and not any(eff in RESULT_SPOILING_EFFECTS for _, eff in faults)
+            had_fault = True
+            modes = tuple(m for m, _ in faults)
+        action = f"{tool}({canonical_args(args if args is not None else {})})"
+
+        replanned = st.pending_replan
+        last_failed = st.last_failed_action
+        if (
+            not replanned
+            and last_failed is not None
+            and st.model_since_failure
+            and action != last_failed
+        ):
+            replanned = True
+        st.pending_replan = False
+        st.last_failed_action = None if success else action
+        st.model_since_failure = False
+
+        index = self._index
+        self._index = index + 1
+        return StepRecord(
+            index,
+            action,
+            success,
+            had_fault,
+            None,
+            traceable,
+            replanned,
+            None,
+            run_id,
+            tool,
+            call_id,
+            modes,
+            {},
+            link_kind,
+            explained,
+        )
+
+
+def derive_steps(
+    events: Iterable[EventBase], *, version: str = DERIVE_VERSION
+) -> Iterator[StepRecord]:
+    """Derive the steps of an event stream, in order (``version`` DERIVE_V1: the old rules)."""
+    deriver = Deriver(version)
+    feed = deriver.feed
+    for ev in events:
+        step = feed(ev)
+        if step is not None:
+            yield step

@@ -1,0 +1,168 @@
+"""Trials on a real two-node Ray cluster (one CPU each), writing to a real PostgreSQL server.
+
+The cluster is started inside the test (``ray.cluster_utils.Cluster``). The battery on it must
+give the local run's report (timings aside), with trials on both nodes; a worker node killed in
+the middle of a battery and a driver killed in the middle of a run must lose and double nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hbeval_core.faults import Battery
+from hbeval_core.runner.manifest import RunManifest
+from hbeval_core.runner.run import run_battery
+from hbeval_core.store import MemoryStore, PostgresStore, open_store
+
+from .ray_agent import slow_careful, slower_careful, tasks
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMING_KEYS = {"started_at", "ended_at", "latency_ms", "created_at", "executor", "nodes"}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    from ray.cluster_utils import Cluster
+
+    made = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    made.add_node(num_cpus=1)
+    made.wait_for_nodes()
+    ray.init(address=made.address, include_dashboard=False, log_to_driver=False)
+    yield made
+    ray.shutdown()
+    made.shutdown()
+
+
+def without_timings(value: Any) -> Any:
+    """A report with every wall-clock figure removed (what differs between two equal runs)."""
+    if isinstance(value, dict):
+        return {
+            k: without_timings(v)
+            for k, v in value.items()
+            if k not in TIMING_KEYS and "latency" not in k
+        }
+    if isinstance(value, list):
+        return [without_timings(v) for v in value]
+    return value
+
+
+def battery_run(store: Any, factory: Any, ref: str, n: int, trials: int, **kw: Any) -> Any:
+    return run_battery(
+        None,
+        factory,
+        tasks,
+        Battery.hbeval(n_scenarios=n, seed=42),
+        trials=trials,
+        seed=42,
+        store=store,
+        manifest=RunManifest(target=ref),
+        **kw,
+    )
+
+
+def one_final_attempt_each(store: PostgresStore, run_id: str, expected: int) -> None:
+    """Every (scenario, trial) recorded once, its attempts numbered 0..n-1 with no gap or twin."""
+    trials = store.list_trials(run_id)
+    keys = [t.trial_key for t in trials]
+    assert len(keys) == expected and len(set(keys)) == expected
+    for t in trials:
+        numbers = [a.attempt for a in store.list_attempts(run_id, t.trial_key)]
+        assert numbers == list(range(t.attempts)), (t.trial_key, numbers)
+
+
+def test_two_nodes_give_the_local_report(cluster: Any, postgres_url: str) -> None:
+    ref = "tests.runner.ray_agent:slow_careful"
+    with open_store(postgres_url) as store:
+        on_ray = battery_run(store, slow_careful, ref, 18, 3, executor="ray")
+        assert isinstance(store, PostgresStore)
+        one_final_attempt_each(store, on_ray["run"]["run_id"], 54)
+    local = battery_run(MemoryStore(), slow_careful, ref, 18, 3)
+    assert on_ray["run"]["executor"] == "ray" and "executor" not in local["run"]
+    cluster_nodes = {n["NodeID"][:12] for n in ray.nodes() if n["Alive"]}
+    assert len(cluster_nodes) == 2
+    assert {name.rsplit("/", 1)[1] for name in on_ray["run"]["nodes"]} == cluster_nodes
+    assert on_ray["run"]["trial_count"] == 54
+    assert without_timings(on_ray) == without_timings(local)
+
+
+def test_a_killed_driver_is_resumed_by_the_same_command(
+    cluster: Any, postgres_url: str, tmp_path: Path
+) -> None:
+    cmd = [
+        sys.executable, "-m", "hbeval_core.cli", "battery", "run",
+        "tests.runner.ray_agent:slower_careful", "--tasks", "tests.runner.ray_agent:tasks",
+        "--scenarios", "6", "--trials", "3", "--executor", "ray",
+        "--ray-address", cluster.address, "--db", postgres_url, "--out", str(tmp_path / "r.json"),
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+    with PostgresStore(postgres_url) as store:
+        deadline = time.monotonic() + 180
+        recorded = 0
+        while time.monotonic() < deadline and first.poll() is None:
+            runs = store.list_runs()
+            recorded = len(store.list_trials(runs[0].run_id)) if runs else 0
+            if recorded >= 3:
+                break
+            time.sleep(0.2)
+        assert first.poll() is None, f"the driver ended first: {first.communicate()[1][-2000:]}"
+        assert 3 <= recorded < 18
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        (run,) = store.list_runs()
+        assert run.status == "running"  # the driver died without closing its run
+    second = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr[-2000:]
+    with PostgresStore(postgres_url) as store:
+        (again,) = store.list_runs()  # the same run, resumed, not a new one
+        assert again.run_id == run.run_id and again.status == "completed"
+        one_final_attempt_each(store, run.run_id, 18)
+        report = store.get_report(run.run_id)
+    assert report is not None and report["run"]["trial_count"] == 18
+
+
+def test_a_worker_node_killed_mid_battery_loses_and_doubles_nothing(
+    cluster: Any, postgres_url: str
+) -> None:
+    worker = next(n for n in cluster.list_all_nodes() if n is not cluster.head_node)
+    ref = "tests.runner.ray_agent:slower_careful"
+    result: dict[str, Any] = {}
+    with PostgresStore(postgres_url) as store, PostgresStore(postgres_url) as watch:
+
+        def drive() -> None:
+            try:
+                result["report"] = battery_run(store, slower_careful, ref, 6, 3, executor="ray")
+            except BaseException as exc:  # reported by the assertion below
+                result["error"] = exc
+
+        driver = threading.Thread(target=drive)
+        driver.start()
+        deadline = time.monotonic() + 180
+        recorded = 0
+        while time.monotonic() < deadline and driver.is_alive():
+            runs = watch.list_runs()
+            recorded = len(watch.list_trials(runs[0].run_id)) if runs else 0
+            if recorded >= 2:
+                break
+            time.sleep(0.1)
+        assert driver.is_alive() and 2 <= recorded < 18, recorded
+        cluster.remove_node(worker)  # its raylet and running trials die with it
+        driver.join(timeout=300)
+        assert not driver.is_alive()
+        assert "error" not in result, result.get("error")
+        report = result["report"]
+        one_final_attempt_each(store, report["run"]["run_id"], 18)
+    assert report["run"]["trial_count"] == 18
+    cluster.add_node(num_cpus=1)  # leave the cluster as the module found it
