@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._fast import Deferred, DeferredRecorder, construct
+from ._construct import construct
+from ._fast import Deferred, DeferredRecorder
 from ._instrument import Instrumentor
 from ._links import CallLinks, IssuedCall
 from ._recorder import (

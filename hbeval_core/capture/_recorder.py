@@ -30,6 +30,7 @@ from ..events import (
 from ..monitor import Directive as MonitorDirective
 from ..monitor import Monitor
 from ..vocab import ATTR_BUDGET, ATTR_STEP_INDEX, TRIGGER_POLICY
+from ._construct import construct
 
 __all__ = [
     "HALT_TRIGGERS",
@@ -162,6 +163,8 @@ class BaseRecorder:
         self._seq = 0
         self._directives_seen = 0
         self._halt_seen = False
+        # A step completed since the monitor was last asked: only then can it have decided.
+        self._stepped = False
         self._init_events()
 
     # ------------------------------------------------------------------ storage
@@ -190,7 +193,8 @@ class BaseRecorder:
         if not self._keep(event):
             return False
         self._append_locked(event)
-        self.monitor.observe(event)
+        if self.monitor.observe(event) is not None:
+            self._stepped = True
         return True
 
     def events_of(self, run_id: str) -> list[EventBase]:
@@ -210,9 +214,16 @@ class BaseRecorder:
         return self.run_id or ""
 
     def build(self, cls: type[EventBase], fields: dict[str, Any]) -> EventBase:
-        """Build an event from fields the recorder's own code paths produced (not validated:
-        the conformance suite round-trips every event through the validating parser)."""
-        return cls.model_construct(**fields)
+        """Build an event from fields the recorder's own code paths produced.
+
+        The fast path (``construct``: what validation would build, without validating) unless
+        a float field is NaN or infinite, which validation then refuses (the conformance suite
+        checks that every event equals its validated copy).
+        """
+        for value in fields.values():
+            if type(value) is float and value - value != 0.0:  # NaN or an infinity
+                return cls(**fields)
+        return construct(cls, fields)
 
     def emit(self, cls: type[EventBase], **fields: Any) -> EventBase:
         """Record one event with the current run id, the next sequence number and a timestamp."""
@@ -344,8 +355,18 @@ class BaseRecorder:
 
     # ------------------------------------------------------------------ monitor signals
     def monitor_pending(self) -> bool:
-        """Whether the monitor decided something not yet recorded (checked without the lock)."""
+        """Whether the monitor decided something not yet recorded (checked without the lock).
+
+        Directives and policy halts follow steps, so the monitor is asked only after an event
+        completed one (asking makes a monitor that defers its steps fold them); a halt
+        requested from outside shows at once.
+        """
         monitor = self.monitor
+        if monitor.halted and not self._halt_seen:
+            return True
+        if not self._stepped:
+            return False
+        self._stepped = False
         return len(monitor.directives) != self._directives_seen or (
             monitor.halted and not self._halt_seen
         )
