@@ -12,6 +12,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..contract import RUN_STATUS_FOR_EXCEPTION
+from ..contract import is_infra_error as is_infra_error
+from ..contract import run_status_of as run_status_of
 from ..events import EventBase
 from .task import Task
 
@@ -67,28 +70,8 @@ class Adapter(Protocol):
         """Attach a memory (precedents before model calls, admission after scoring); None detaches."""
 
 
-# How a trial's run ended when one of hbeval's own control-flow exceptions stopped it. Matched by
-# class name along the MRO, so adapters need not import the classes (nor the frameworks theirs).
-_RUN_STATUS_FOR_EXCEPTION: dict[str, str] = {
-    "SafeHaltError": "halted",
-    "BudgetExceeded": "halted",
-    "TrialCancelled": "timeout",
-    "InjectedCrash": "cancelled",
-}
-
-
-def run_status_of(exc: BaseException) -> str:
-    """The ``TrialResult.status`` of a run stopped by ``exc``: halted, timeout, cancelled or error."""
-    for cls in type(exc).__mro__:
-        status = _RUN_STATUS_FOR_EXCEPTION.get(cls.__name__)
-        if status is not None:
-            return status
-    return "error"
-
-
-def is_infra_error(exc: BaseException) -> bool:
-    """Whether ``exc`` is the harness's or the environment's fault (an ``InfraError``), not the agent's."""
-    return any(cls.__name__ == "InfraError" for cls in type(exc).__mro__)
+# How a run ended is decided once, in the contract (by exception class along the MRO).
+_RUN_STATUS_FOR_EXCEPTION = RUN_STATUS_FOR_EXCEPTION
 
 
 def token_usage(events: Sequence[EventBase]) -> dict[str, int | None]:
