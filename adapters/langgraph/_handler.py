@@ -395,8 +395,7 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
         metadata: Mapping[str, Any] | None,
         fill: Callable[[], None] | None = None,
     ) -> None:
-        if self.trial is not None:
-            self.trial.count_turn()  # budgets count model turns the same way in every adapter
+        self.count_turn()
         key = getattr(run_id, "int", run_id)
         with self._lock:
             sid = str(run_id)
