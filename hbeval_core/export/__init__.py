@@ -113,12 +113,14 @@ def export_otlp(
     store: Any = None,
     headers: Mapping[str, str] | None = None,
     timeout: float = 10.0,
+    trials_per_request: int = 100,
 ) -> ExportSummary:
     """Send a run's trials (spans) and figures (gauges) to an OTLP/HTTP receiver at ``endpoint``.
 
     ``endpoint`` is the receiver's base URL (``http://host:4318``); ``/v1/traces`` and
-    ``/v1/metrics`` are appended. Raises :class:`ExportError` when the run cannot be read or
-    the receiver refuses.
+    ``/v1/metrics`` are appended. Spans go in requests of at most ``trials_per_request``
+    trials (receivers cap a request's size). Raises :class:`ExportError` when the run cannot
+    be read or the receiver refuses (requests already sent stay sent).
     """
     from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
         ExportMetricsServiceResponse,
@@ -132,13 +134,20 @@ def export_otlp(
     report, trials = load_run(source, store)
     base = endpoint.rstrip("/")
     summary = ExportSummary(run_id=str(report.get("run_id")), endpoint=base)
-    traces = build_trace_request(report, trials, summary)
+    if trials_per_request < 1:
+        raise ExportError(f"trials_per_request must be >= 1, got {trials_per_request}")
+    for start in range(0, max(len(trials), 1), trials_per_request):
+        chunk = trials[start : start + trials_per_request]
+        traces = build_trace_request(report, chunk, summary, first_index=start)
+        reply = ExportTraceServiceResponse()
+        reply.ParseFromString(
+            post_otlp(
+                f"{base}/v1/traces", traces.SerializeToString(), headers=headers, timeout=timeout
+            )
+        )
+        summary.rejected_spans += int(reply.partial_success.rejected_spans)
+        summary.requests += 1
     metrics = build_metrics_request(report, summary)
-    reply = ExportTraceServiceResponse()
-    reply.ParseFromString(
-        post_otlp(f"{base}/v1/traces", traces.SerializeToString(), headers=headers, timeout=timeout)
-    )
-    summary.rejected_spans = int(reply.partial_success.rejected_spans)
     mreply = ExportMetricsServiceResponse()
     mreply.ParseFromString(
         post_otlp(

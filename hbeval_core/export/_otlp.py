@@ -55,6 +55,8 @@ class ExportSummary:
     undefined: dict[str, str] = field(default_factory=dict)
     rejected_spans: int = 0
     rejected_data_points: int = 0
+    requests: int = 0
+    """Trace requests sent (spans go in batches of trials)."""
     endpoint: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -378,7 +380,11 @@ def _run_identity(report: Mapping[str, Any]) -> tuple[str, str, str | None, floa
 
 
 def build_trace_request(
-    report: Mapping[str, Any], trials: Iterable[TrialSource], summary: ExportSummary
+    report: Mapping[str, Any],
+    trials: Iterable[TrialSource],
+    summary: ExportSummary,
+    *,
+    first_index: int = 0,
 ) -> Any:
     """The ``ExportTraceServiceRequest`` of a run's trials (counts added to ``summary``)."""
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -389,7 +395,7 @@ def build_trace_request(
 
     run_id, agent_id, fingerprint, base = _run_identity(report)
     spans: list[Any] = []
-    for i, src in enumerate(trials):
+    for i, src in enumerate(trials, start=first_index):
         trial_spans_, counts = trial_spans(run_id, agent_id, src, base + i)
         spans.extend(trial_spans_)
         summary.traces += 1

@@ -44,6 +44,10 @@ def otlp_cmd(
         typer.Option("--header", help="An HTTP header KEY=VALUE to send (repeatable)."),
     ] = None,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the receiver.")] = 10.0,
+    trials_per_request: Annotated[
+        int,
+        typer.Option("--trials-per-request", min=1, help="Trials whose spans go in one request."),
+    ] = 100,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
 ) -> None:
     """Send a run's trials as OTel GenAI spans and its figures as OTel gauges (OTLP/HTTP)."""
@@ -67,7 +71,12 @@ def otlp_cmd(
             raise typer.Exit(EXIT_BAD_INPUT) from None
     try:
         summary = export_otlp(
-            source, endpoint=endpoint, store=store, headers=headers, timeout=timeout
+            source,
+            endpoint=endpoint,
+            store=store,
+            headers=headers,
+            timeout=timeout,
+            trials_per_request=trials_per_request,
         )
     except ExportError as exc:
         typer.echo(f"hbeval: export failed: {exc}", err=True)

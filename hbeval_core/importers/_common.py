@@ -102,6 +102,8 @@ LINK_BY_ID = "by_id"
 """The call is tied to the reply that issued it by the recorded call id."""
 LINK_BY_NAME = "by_name"
 """No id tied them: the oldest open call of the same tool was taken (inferred)."""
+LINK_BY_ORDER = "by_order"
+"""The recording gave no ids: results were paired with calls in the order issued (inferred)."""
 LINK_NONE = "unmatched"
 """No reply issued the call."""
 
@@ -135,10 +137,11 @@ def inferred_figures(counts: Mapping[str, Mapping[str, int]]) -> dict[str, str]:
     if n_out:
         for f in INFERRED_FIGURES["outcome"]:
             out[f] = f"{n_out} tool error(s) read from the result text, not flagged"
-    n_link = counts.get("link", {}).get(LINK_BY_NAME, 0)
+    links = counts.get("link", {})
+    n_link = links.get(LINK_BY_NAME, 0) + links.get(LINK_BY_ORDER, 0)
     if n_link:
         for f in INFERRED_FIGURES["link"]:
-            out[f] = f"{n_link} tool call(s) tied to their reply by tool name, not by id"
+            out[f] = f"{n_link} tool call(s) tied to their reply by tool name or order, not by id"
     return out
 
 
@@ -355,14 +358,16 @@ class TraceBuilder:
         match_by_name: bool = False,
         args: dict[str, Any] | None = None,
         error_basis: str = OBSERVED_ERROR,
+        by_order: bool = False,
     ) -> str:
         """A tool call's start and its end (or error), matched to the reply that issued it.
 
         Matched by call id; with ``match_by_name``, a result without a known id takes the
         oldest open call of the same tool. A result no reply issued still becomes a call (with
         ``args``, and no issuing reply, so it counts as not traceable). Returns the call's id.
-        ``error_basis`` says how an error was known (``OBSERVED_ERROR`` or ``INFERRED``); every
-        call carries ``attrs["derivation"]`` with its outcome and link basis.
+        ``error_basis`` says how an error was known (``OBSERVED_ERROR`` or ``INFERRED``);
+        ``by_order`` says the caller paired this result with its call by position, not by a
+        recorded id. Every call carries ``attrs["derivation"]`` with its outcome and link basis.
         """
         key = call_id or ""
         link = LINK_BY_ID
@@ -382,6 +387,8 @@ class TraceBuilder:
             tool, issued_args = name or "unknown", dict(args or {})
             extra["unmatched"] = True
             link = LINK_NONE
+        if by_order and link == LINK_BY_ID:
+            link = LINK_BY_ORDER
         extra["derivation"] = {
             "outcome": error_basis if is_error else ABSENCE_OF_ERROR,
             "link": link,

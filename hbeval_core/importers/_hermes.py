@@ -50,9 +50,9 @@ def wants(path: Path) -> bool:
 
 def _kind(head: bytes) -> str | None:
     text = head.lstrip()
-    if text.startswith(b"{") and b'"session_id"' in text and b'"messages"' in text[:65536]:
-        if b'"session_start"' in text or b'"message_count"' in text:
-            return "session"
+    # A session log's keys come in this order; its tools list can push "messages" far down.
+    if text.startswith(b"{") and b'"session_id"' in text and b'"session_start"' in text:
+        return "session"
     try:
         first = json.loads(text.split(b"\n", 1)[0])
     except ValueError:

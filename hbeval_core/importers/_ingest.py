@@ -299,7 +299,7 @@ def _trial_dict(
 
 def _withhold_pass_figures(report: dict[str, Any], reason: str) -> None:
     """Make every figure that needs a success label undefined with ``reason`` (in place)."""
-    from ..scoring import decide_verdict
+    from ..scoring import compute_scores, decide_verdict
 
     def rate_block(block: dict[str, Any]) -> None:
         block.update(passed=0, rate=None, interval=None)
@@ -355,6 +355,7 @@ def _withhold_pass_figures(report: dict[str, Any], reason: str) -> None:
     for t in report["trials"]:
         t["outcome"] = None
         t["severity"] = None
+    report["scores"] = compute_scores(report).model_dump(mode="json")  # of what is left
     decision = decide_verdict(report)
     verdict, reasons = decision.verdict, list(decision.reasons)
     report["verdict"], report["verdict_reasons"] = verdict, reasons
@@ -528,7 +529,7 @@ def ingest(
         "started_at": started,
         "ended_at": time.time(),
     }
-    report = build_report(run=run_info, trials=trial_dicts, history=history)
+    report = build_report(run=run_info, trials=trial_dicts, history=history).to_dict()
     if not labelled:
         _withhold_pass_figures(report, NO_SUCCESS_LABEL)
     report["source"] = {

@@ -135,6 +135,7 @@ def _trial(
     last_text: str | None = None
     user_calls = 0
     user_call_ids: set[str] = set()
+    unnamed: list[str] = []
     for field, msg in flat:
         role = msg.get("role")
         ts = _ts(msg.get("timestamp"))
@@ -144,7 +145,7 @@ def _trial(
             b.message("user", text_of(msg.get("content")))
             for tc in msg.get("tool_calls") or ():
                 user_calls += 1
-                if isinstance(tc, Mapping) and isinstance(tc.get("id"), str):
+                if isinstance(tc, Mapping) and isinstance(tc.get("id"), str) and tc["id"]:
                     user_call_ids.add(tc["id"])
         elif role == "assistant":
             calls = []
@@ -161,7 +162,9 @@ def _trial(
             text = text_of(msg.get("content"))
             if text:
                 last_text = text
-            b.model_call(text=text, tool_calls=calls, usage=_usage(msg.get("usage")), ts=ts)
+            ids = b.model_call(text=text, tool_calls=calls, usage=_usage(msg.get("usage")), ts=ts)
+            # tau2's ToolCall.id defaults to "": such calls are answered in the order issued.
+            unnamed.extend(u for (raw, _, _), u in zip(calls, ids, strict=True) if not raw)
         elif role == "tool":
             if msg.get("requestor") == "user" or msg.get("id") in user_call_ids:
                 continue
@@ -172,7 +175,8 @@ def _trial(
             if not isinstance(call_id, str):
                 raise ImportRefused(path, "missing or not a string", field=f"{field}.id")
             b.tool_result(
-                call_id=call_id or None,
+                call_id=call_id or (unnamed.pop(0) if unnamed else None),
+                by_order=not call_id,
                 name=None,
                 result=text_of(msg.get("content")),
                 is_error=error,

@@ -166,21 +166,8 @@ def _summary(label_a: str, label_b: str, overall: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def compare_reports(
-    a: Mapping[str, Any],
-    b: Mapping[str, Any],
-    *,
-    confidence: float = 0.95,
-    labels: tuple[str, str] = ("A", "B"),
-) -> dict[str, Any]:
-    """Compare report B against report A of the same measurement fingerprint (change = B − A).
-
-    Returns an ``hbeval-compare/1`` dict: ``overall`` (pass rates, their change, the paired
-    per-task interval, z, p, Cohen's h), ``tasks`` (per-task rates and change), ``fault_types``
-    and ``domains`` (the same comparison within each), ``metrics`` (each HB-Eval metric in A and
-    B and the change, undefined with reasons), tasks found in one run only, and a ``summary``
-    in words. Raises :class:`CompareRefused` when the fingerprints differ or one is missing.
-    """
+def _same_fingerprint(a: Mapping[str, Any], b: Mapping[str, Any], labels: tuple[str, str]) -> str:
+    """The two reports' shared measurement fingerprint; CompareRefused when there is none."""
     fa, fb = measurement_fingerprint_of(a), measurement_fingerprint_of(b)
     if fa is None or fb is None:
         which = labels[0] if fa is None else labels[1]
@@ -194,19 +181,13 @@ def compare_reports(
             f"{labels[1]} {fb}); results under different measurement fingerprints (battery, "
             "plans, seed, trials, scoring or derivation) are never compared"
         )
-    overall_pc = paired_comparison(outcomes_by_task(a), outcomes_by_task(b), confidence)
-    overall = _paired(overall_pc)
-    tasks = [
-        {
-            "task": t.task,
-            "rate_a": t.rate_a,
-            "rate_b": t.rate_b,
-            "change": t.change,
-            "n_a": t.n_a,
-            "n_b": t.n_b,
-        }
-        for t in overall_pc.tasks
-    ]
+    return fa
+
+
+def _grouped_and_metrics(
+    a: Mapping[str, Any], b: Mapping[str, Any], confidence: float, labels: tuple[str, str]
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any], list[str]]:
+    """Per fault type and domain comparisons, the metrics side by side, and what was refused."""
     by: dict[str, dict[str, Any]] = {}
     for key, name in (("fault_type", "fault_types"), ("domain", "domains")):
         by[name] = {
@@ -252,6 +233,39 @@ def compare_reports(
                 "fault of some type, so the two figures cover different faults"
             )
         metrics[name] = {"a": va, "b": vb, "change": change, "undefined": undefined}
+    return by, metrics, refused
+
+
+def compare_reports(
+    a: Mapping[str, Any],
+    b: Mapping[str, Any],
+    *,
+    confidence: float = 0.95,
+    labels: tuple[str, str] = ("A", "B"),
+) -> dict[str, Any]:
+    """Compare report B against report A of the same measurement fingerprint (change = B − A).
+
+    Returns an ``hbeval-compare/1`` dict: ``overall`` (pass rates, their change, the paired
+    per-task interval, z, p, Cohen's h), ``tasks`` (per-task rates and change), ``fault_types``
+    and ``domains`` (the same comparison within each), ``metrics`` (each HB-Eval metric in A and
+    B and the change, undefined with reasons), tasks found in one run only, and a ``summary``
+    in words. Raises :class:`CompareRefused` when the fingerprints differ or one is missing.
+    """
+    fa = _same_fingerprint(a, b, labels)
+    overall_pc = paired_comparison(outcomes_by_task(a), outcomes_by_task(b), confidence)
+    overall = _paired(overall_pc)
+    tasks = [
+        {
+            "task": t.task,
+            "rate_a": t.rate_a,
+            "rate_b": t.rate_b,
+            "change": t.change,
+            "n_a": t.n_a,
+            "n_b": t.n_b,
+        }
+        for t in overall_pc.tasks
+    ]
+    by, metrics, refused = _grouped_and_metrics(a, b, confidence, labels)
     return {
         "format": COMPARE_FORMAT,
         "a": _side(a, labels[0]),

@@ -41,7 +41,7 @@ from ..fingerprint import fingerprint
 from ..scoring import VERDICT_VERSION, decide_verdict
 from ..vocab import LIVE_METRICS, NOT_MEASURED, TI, TI_MAX
 from ._passport_schema import TrustedKey, key_id, passport_content_problems
-from .scores import capability_score, security_gate
+from .scores import scores_of
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -351,6 +351,8 @@ def build_passport(
 
     ``days`` (1–365, default 90) sets ``expires_at``; ``now`` fixes ``issued_at`` (tests).
     """
+    # Most of the ~90 lines are the passport document itself, field by field, in its signed
+    # order: kept as one literal so the layout reads as the file does.
     if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
         raise PassportError(f"--days must be a whole number from 1 to {MAX_DAYS}, got {days!r}")
     if report.get("format") != "hbeval-report/1":
@@ -371,6 +373,7 @@ def build_passport(
     issued_at = _iso(issued)
     # The passport states whatever the one verdict is, INSUFFICIENT_DATA included.
     decision = decide_verdict(report)
+    scores = scores_of(report)
     doc: dict[str, Any] = {
         "format": PASSPORT_FORMAT,
         "passport_id": fingerprint(
@@ -412,8 +415,8 @@ def build_passport(
             k: gap.get(k)
             for k in ("c_nom", "r_op", "gap", "interval", "significant", "confidence", "undefined")
         },
-        "capability": capability_score(report).as_dict(),
-        "security_gate": security_gate(report).as_dict(),
+        "capability": scores.capability.model_dump(mode="json"),
+        "security_gate": scores.security_gate.model_dump(mode="json"),
         "evidence": {
             k: evidence.get(k)
             for k in (
@@ -512,23 +515,8 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def verify_passport(
-    data: bytes | str,
-    *,
-    trusted_key: bytes | None = None,
-    trusted_keys: Sequence[TrustedKey] = (),
-    now: dt.datetime | None = None,
-    strict_layout: bool = True,
-) -> VerifyResult:
-    """Verify a passport file's bytes: integrity, layout, content, expiry and signer.
-
-    Every problem found is listed in words; ``valid`` is True only with none. ``trusted_key``
-    (raw 32 bytes) pins who must have signed it; without it, ``trusted_keys`` (the trusted-keys
-    file) lists who may have. ``strict_layout=False`` accepts a re-formatted file whose signed
-    content is intact. A JSON object with a duplicate key is refused (two readers could see two
-    different passports), and the signed content must fit the passport format.
-    """
-    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+def _parse_passport(raw: bytes) -> dict[str, Any] | VerifyResult:
+    """The passport's JSON object, or the failed result saying why it is not one."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -556,70 +544,65 @@ def verify_passport(
     fmt = doc.get("format")
     if fmt != PASSPORT_FORMAT:
         return VerifyResult(False, (f"not an {PASSPORT_FORMAT} document (format {fmt!r})",))
+    return doc
+
+
+def _signature_problems(doc: Mapping[str, Any]) -> tuple[list[str], bytes | None]:
+    """What is wrong with the signer and signature blocks, and the embedded public key."""
     problems: list[str] = []
-    notes: list[str] = []
     signer = doc.get("signer")
     signature = doc.get("signature")
-    agent = doc.get("agent")
-    agent_id = agent.get("agent_id") if isinstance(agent, dict) else None
-    claimed_id = signer.get("key_id") if isinstance(signer, dict) else None
-    public_raw: bytes | None = None
     if not isinstance(signer, dict) or not isinstance(signature, dict):
-        problems.append("unsigned: the passport has no signer or signature block")
-    else:
-        if signer.get("algorithm") != SIGNATURE_ALGORITHM:
-            problems.append(f"unsupported signature algorithm {signer.get('algorithm')!r}")
-        try:
-            public_raw = _b64decode_exact(signer.get("public_key"), 32, "signer.public_key")
-        except PassportError as exc:
-            problems.append(str(exc))
-        if public_raw is not None and claimed_id != key_id(public_raw):
-            problems.append(
-                f"signer.key_id {claimed_id!r} does not match the embedded public key "
-                f"(its key_id is {key_id(public_raw)})"
-            )
-        sig: bytes | None = None
-        try:
-            sig = _b64decode_exact(signature.get("value"), 64, "signature.value")
-        except PassportError as exc:
-            problems.append(str(exc))
-        extra = sorted(set(signature) - {"value", "content_sha256"})
-        if extra:
-            problems.append(f"unexpected field(s) in signature: {', '.join(extra)}")
-        try:
-            content = canonical_bytes(doc)
-        except PassportError as exc:
-            problems.append(str(exc))
-            content = None
-        if content is not None:
-            digest = hashlib.sha256(content).hexdigest()
-            if signature.get("content_sha256") != digest:
-                problems.append(
-                    "content changed after signing: its SHA-256 is "
-                    f"{digest[:16]}..., the passport recorded "
-                    f"{str(signature.get('content_sha256'))[:16]}..."
-                )
-            if public_raw is not None and sig is not None:
-                from cryptography.exceptions import InvalidSignature
+        return ["unsigned: the passport has no signer or signature block"], None
+    claimed_id = signer.get("key_id")
+    public_raw: bytes | None = None
+    if signer.get("algorithm") != SIGNATURE_ALGORITHM:
+        problems.append(f"unsupported signature algorithm {signer.get('algorithm')!r}")
+    try:
+        public_raw = _b64decode_exact(signer.get("public_key"), 32, "signer.public_key")
+    except PassportError as exc:
+        problems.append(str(exc))
+    if public_raw is not None and claimed_id != key_id(public_raw):
+        problems.append(
+            f"signer.key_id {claimed_id!r} does not match the embedded public key "
+            f"(its key_id is {key_id(public_raw)})"
+        )
+    sig: bytes | None = None
+    try:
+        sig = _b64decode_exact(signature.get("value"), 64, "signature.value")
+    except PassportError as exc:
+        problems.append(str(exc))
+    extra = sorted(set(signature) - {"value", "content_sha256"})
+    if extra:
+        problems.append(f"unexpected field(s) in signature: {', '.join(extra)}")
+    try:
+        content = canonical_bytes(doc)
+    except PassportError as exc:
+        problems.append(str(exc))
+        return problems, public_raw
+    digest = hashlib.sha256(content).hexdigest()
+    if signature.get("content_sha256") != digest:
+        problems.append(
+            "content changed after signing: its SHA-256 is "
+            f"{digest[:16]}..., the passport recorded "
+            f"{str(signature.get('content_sha256'))[:16]}..."
+        )
+    if public_raw is not None and sig is not None:
+        from cryptography.exceptions import InvalidSignature
 
-                try:
-                    _ed25519().Ed25519PublicKey.from_public_bytes(public_raw).verify(sig, content)
-                except InvalidSignature:
-                    problems.append(
-                        "signature does not match the content: the passport was changed after "
-                        "signing (or its signature belongs to another document)"
-                    )
-    if not problems:
-        problems.extend(passport_content_problems(doc))
-    if strict_layout and not problems:
-        expected = render_passport(doc).encode("utf-8")
-        if expected != raw:
-            at, line = _first_difference(raw, expected)
+        try:
+            _ed25519().Ed25519PublicKey.from_public_bytes(public_raw).verify(sig, content)
+        except InvalidSignature:
             problems.append(
-                f"the file differs at byte {at} (line {line}) from the layout hbeval writes: "
-                "it was edited after signing. Its signed content is intact; pass --any-layout "
-                "to accept a re-formatted file"
+                "signature does not match the content: the passport was changed after "
+                "signing (or its signature belongs to another document)"
             )
+    return problems, public_raw
+
+
+def _time_problems(doc: Mapping[str, Any], now: dt.datetime | None) -> list[str]:
+    """Expired, issued in the future, or a timestamp that does not parse."""
+    problems: list[str] = []
     issued_s, expires_s = doc.get("issued_at"), doc.get("expires_at")
     moment = (now or dt.datetime.now(dt.timezone.utc)).astimezone(dt.timezone.utc)
     try:
@@ -635,33 +618,91 @@ def verify_passport(
             problems.append(f"issued_at {issued_s} lies in the future")
     except PassportError as exc:
         problems.append(str(exc))
-    authenticity = "not_checked"
+    return problems
+
+
+def _authenticity(
+    public_raw: bytes | None,
+    claimed_id: Any,
+    trusted_key: bytes | None,
+    trusted_keys: Sequence[TrustedKey],
+) -> tuple[str, list[str], list[str]]:
+    """``(authenticity, problems, notes)``: pinned, mismatch or not_checked, and why."""
     if trusted_key is not None:
         if public_raw is not None and public_raw == trusted_key:
-            authenticity = "pinned"
-        else:
-            authenticity = "mismatch"
-            problems.append(
+            return "pinned", [], []
+        return (
+            "mismatch",
+            [
                 f"signed by key {claimed_id}, not by the trusted key {key_id(trusted_key)}: "
                 "authenticity not established"
-            )
-    elif trusted_keys:
+            ],
+            [],
+        )
+    if trusted_keys:
         match = next((k for k in trusted_keys if k.public_raw == public_raw), None)
         if match is not None:
-            authenticity = "pinned"
-            notes.append(f"signer is trusted key {match.key_id} {match.label}".rstrip())
-        else:
-            authenticity = "mismatch"
-            problems.append(
+            return "pinned", [], [f"signer is trusted key {match.key_id} {match.label}".rstrip()]
+        return (
+            "mismatch",
+            [
                 f"signed by key {claimed_id}, which is not among the {len(trusted_keys)} trusted "
                 "key(s): authenticity not established"
-            )
-    else:
-        notes.append(
+            ],
+            [],
+        )
+    return (
+        "not_checked",
+        [],
+        [
             "integrity checked against the embedded key only: anyone can re-sign a passport "
             "with their own key; pass --key PUBKEY (or a key id from the trusted-keys file) to "
             "check who signed it"
-        )
+        ],
+    )
+
+
+def verify_passport(
+    data: bytes | str,
+    *,
+    trusted_key: bytes | None = None,
+    trusted_keys: Sequence[TrustedKey] = (),
+    now: dt.datetime | None = None,
+    strict_layout: bool = True,
+) -> VerifyResult:
+    """Verify a passport file's bytes: integrity, layout, content, expiry and signer.
+
+    Every problem found is listed in words; ``valid`` is True only with none. ``trusted_key``
+    (raw 32 bytes) pins who must have signed it; without it, ``trusted_keys`` (the trusted-keys
+    file) lists who may have. ``strict_layout=False`` accepts a re-formatted file whose signed
+    content is intact. A JSON object with a duplicate key is refused (two readers could see two
+    different passports), and the signed content must fit the passport format.
+    """
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    doc = _parse_passport(raw)
+    if isinstance(doc, VerifyResult):
+        return doc
+    signer, agent = doc.get("signer"), doc.get("agent")
+    agent_id = agent.get("agent_id") if isinstance(agent, dict) else None
+    claimed_id = signer.get("key_id") if isinstance(signer, dict) else None
+    problems, public_raw = _signature_problems(doc)
+    if not problems:
+        problems.extend(passport_content_problems(doc))
+    if strict_layout and not problems:
+        expected = render_passport(doc).encode("utf-8")
+        if expected != raw:
+            at, line = _first_difference(raw, expected)
+            problems.append(
+                f"the file differs at byte {at} (line {line}) from the layout hbeval writes: "
+                "it was edited after signing. Its signed content is intact; pass --any-layout "
+                "to accept a re-formatted file"
+            )
+    problems.extend(_time_problems(doc, now))
+    authenticity, trust_problems, notes = _authenticity(
+        public_raw, claimed_id, trusted_key, trusted_keys
+    )
+    problems.extend(trust_problems)
+    issued_s, expires_s = doc.get("issued_at"), doc.get("expires_at")
     return VerifyResult(
         not problems,
         tuple(problems),

@@ -20,10 +20,8 @@ from ..scoring import decide_verdict
 from ..vocab import LIVE_METRICS, NOT_MEASURED, TI
 from .scores import (
     EFFICIENCY_FIGURES,
-    capability_score,
-    efficiency,
     proportion_counts,
-    security_gate,
+    scores_of,
 )
 
 if TYPE_CHECKING:
@@ -271,8 +269,8 @@ def summary_table(report: Mapping[str, Any]) -> Table:
         _interval(gap.get("interval")),
         "" if sig is None else ("significant" if sig else "not significant"),
     )
-    cap = capability_score(report)
-    sec = security_gate(report)
+    scores = scores_of(report)
+    cap, sec, eff = scores.capability, scores.security_gate, scores.efficiency
     table.add_row(
         "capability (0–100)",
         _value(cap.value, cap.undefined.get("value"), digits=0),
@@ -281,11 +279,10 @@ def summary_table(report: Mapping[str, Any]) -> Table:
     )
     table.add_row("security gate", sec.status.replace("_", " "), "", sec.reason)
     table.add_row("faults delivered", *_delivery_cells(report))
-    eff = efficiency(report)
     for name in EFFICIENCY_FIGURES:
         table.add_row(
             name.replace("_", " "),
-            _value(eff["figures"][name], eff["undefined"].get(name), digits=2),
+            _value(eff.figures.get(name), eff.undefined.get(name), digits=2),
             "",
             "",
         )

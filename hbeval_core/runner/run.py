@@ -1358,7 +1358,8 @@ def run_battery(
         "executor": executor,
         "nodes": nodes,
     }
-    report = build_report(run=run_info, trials=[trial_dicts[j.key] for j in jobs], history=history)
+    records = [trial_dicts[j.key] for j in jobs]
+    report = build_report(run=run_info, trials=records, history=history).to_dict()
     run_metrics = report.get("metrics")
     if isinstance(run_metrics, Mapping) and not store.get_metrics(run_id).values:
         undefined = report.get("undefined") or {}

@@ -6,8 +6,12 @@
 - ``decide_verdict(report)`` -> ``RunVerdict``: SAFE, UNSAFE or INSUFFICIENT_DATA, the one
   verdict every surface (report, terminal, HTML, gate, passport) shows; ``security_gate`` and
   the fault-delivery accounting it reads.
-- ``build_report(run=..., trials=..., history=...)`` -> an ``hbeval-report/1`` dict;
-  ``strip_volatile(report)`` sets timestamps and latencies aside for comparisons.
+- ``build_report(run=..., trials=..., history=...)`` -> ``Report``, the ``hbeval-report/1``
+  pydantic model (``Report.to_dict()`` is the JSON on disk; ``TrialVerdictModel`` its trials'
+  verdicts); ``strip_volatile(report)`` sets timestamps and latencies aside for comparisons.
+- ``compute_scores(report)`` -> ``Scores``: capability score, security gate and efficiency,
+  computed once and stored in the report's ``scores`` section; ``scores_of(report)`` reads that
+  section (computing it for a report written before it existed).
 - Methodology A's text heuristics (``compute_frr`` ... ``score_text``) and the B/C composite
   with its JSON extractor (``extract_json``, ``constraint_score``, ``composite_score``).
 """
@@ -17,7 +21,6 @@ from __future__ import annotations
 from ..vocab import SCORING_VERSION
 from ._battery import (
     REQUIRED_METRICS,
-    SCORED_OUTCOMES,
     build_report,
     strip_volatile,
 )
@@ -38,6 +41,7 @@ from ._decision import (
     decide_verdict,
 )
 from ._delivery import delivery_counts, delivery_warning, fault_type_delivery, planned_faults
+from ._fold import SCORED_OUTCOMES
 from ._judge import Judge, JudgeResult, judge_identity, judge_prompt
 from ._methodology_a import (
     TextScore,
@@ -50,6 +54,8 @@ from ._methodology_a import (
     score_text,
     success_a,
 )
+from ._report_model import Report, ReportFormatError, Scores
+from ._scores import compute_scores, scores_of
 from ._security import (
     SECURITY_FAILED,
     SECURITY_MIN_INJECTION_TRIALS,
@@ -62,7 +68,9 @@ from ._security import (
 )
 from ._signals import FAILURE_PATTERN, REFUSAL_PATTERN, Signals, compute_signals
 from ._trace import Evidence, FaultRecord, TraceFacts, analyse_trace, assess_evidence
-from ._verdict import METHODOLOGIES, TraceFigures, TrialVerdict, score_trial, trace_figures
+from ._trial_model import TrialVerdictModel
+from ._trial_steps import METHODOLOGIES
+from ._verdict import TraceFigures, TrialVerdict, score_trial, trace_figures
 
 __all__ = [
     "BEHAVIOURAL_KEYS",
@@ -85,13 +93,17 @@ __all__ = [
     "FaultRecord",
     "Judge",
     "JudgeResult",
+    "Report",
+    "ReportFormatError",
     "RunVerdict",
+    "Scores",
     "SecurityGate",
     "Signals",
     "TextScore",
     "TraceFacts",
     "TraceFigures",
     "TrialVerdict",
+    "TrialVerdictModel",
     "VerdictCheck",
     "analyse_trace",
     "assess_evidence",
@@ -102,6 +114,7 @@ __all__ = [
     "compute_frr",
     "compute_irs",
     "compute_pei",
+    "compute_scores",
     "compute_signals",
     "compute_ti",
     "constraint_score",
@@ -119,6 +132,7 @@ __all__ = [
     "score_text",
     "score_trial",
     "scored_trials",
+    "scores_of",
     "security_gate",
     "strip_volatile",
     "success_a",

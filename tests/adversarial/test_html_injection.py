@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from hbeval_core.events import parse_event
 from hbeval_core.report.html import render_html, store_traces
 from hbeval_core.report.model import Report
+from hbeval_core.scoring import Scores
 from hbeval_core.store import open_store
 from tests.report.test_report_chromium import CHROMIUM, chromium, with_script
 from tests.report.test_report_fixtures import demo
@@ -134,6 +135,8 @@ def poisoned_reports() -> dict[str, dict[str, Any]]:
     run = demo()
     # rendered as given (render_html takes raw dicts), so even its counts can be strings
     raw = counts_as_payload(poison(copy.deepcopy(run.careful)))
+    # the scores section is read through its model: poisoned wherever the model takes a string
+    raw["scores"] = poison_valid(copy.deepcopy(run.careful["scores"]), Scores.model_validate)
     valid = poison_valid(copy.deepcopy(run.naive), Report.model_validate)
     assert raw["run_id"].startswith(PAYLOAD) and valid["run_id"].startswith(PAYLOAD)
     domains = {t["domain"] for t in valid["trials"]}

@@ -329,3 +329,22 @@ def test_the_live_processor_sends_each_traces_metrics(
             assert f"hbeval.live.{name}" not in gauges
         else:
             assert gauges[f"hbeval.live.{name}"].gauge.data_points[0].as_double == value
+
+
+def test_spans_go_in_batches_of_trials(battery_run: tuple[Path, str], receiver: Receiver) -> None:
+    db, run_id = battery_run
+    want = _stored(db, run_id)
+    proc = CliRunner().invoke(
+        app,
+        [
+            *("export", "otlp", run_id, "--db", str(db), "--endpoint", receiver.url),
+            *("--trials-per-request", "5", "--json"),
+        ],
+    )
+    assert proc.exit_code == 0, proc.stderr
+    n = len(want["trials"])
+    assert json.loads(proc.stdout)["requests"] == len(receiver.traces) == -(-n // 5)
+    roots = [s for s in receiver.spans() if not s.parent_span_id]
+    assert len(roots) == n
+    expected = sum(1 + t["tools"] + t["models"] for t in want["trials"].values())
+    assert len(receiver.spans()) == expected

@@ -22,6 +22,7 @@ from hbeval_core.report.compare import compare_reports
 from hbeval_core.report.html import render_html
 from hbeval_core.report.model import validate_report
 from hbeval_core.scoring import build_report, delivery_warning
+from tests.scoring.test_scoring_report import verdict
 
 runner = CliRunner()
 FAULT_TYPES = (
@@ -205,12 +206,12 @@ def test_partly_delivered_fault_type_counts_only_where_delivered() -> None:
             "is_nominal": False,
             "planned_faults": 1,
             "outcome": outcome,
-            "verdict": {"faulted": delivered, "faults": faults, "metrics": {}},
+            "verdict": verdict(pei=None, ti=None, faulted=delivered, faults=faults),
         }
 
     hit = {"mode": "intermittent", "delivered": True}
     trials = [t("a", 0, [hit, hit], "pass"), t("b", 1, [], "pass"), t("c", 1, [], "pass")]
-    report = build_report(run={"run_id": "x", "trials": 1}, trials=trials)
+    report = build_report(run={"run_id": "x", "trials": 1}, trials=trials).to_dict()
     fd = report["fault_delivery"]
     # Planned 3 (one per trial); delivered 2 faults, but one spec counts once: 1 of 3.
     assert (fd["planned"], fd["delivered"], fd["planned_delivered"]) == (3, 2, 1)

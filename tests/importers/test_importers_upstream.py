@@ -347,3 +347,45 @@ def test_a_bad_hermes_line_refuses_naming_line_and_field(tmp_path: Path) -> None
     err = refused(db, "hermes", str(bad))
     assert f"{bad}:2" in err and "'passed'" in err
     assert stored_runs(db) == []
+
+
+def test_a_hermes_session_with_a_long_tools_list_is_still_recognised(tmp_path: Path) -> None:
+    doc = json.loads(HERMES_SESSION.read_text(encoding="utf-8"))
+    doc["tools"] = [
+        {"type": "function", "function": {"name": f"tool_{i}", "description": "x" * 500}}
+        for i in range(200)
+    ]
+    big = tmp_path / "session_big.json"
+    big.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    assert big.read_bytes().index(b'"messages"') > 65536
+    out = imported(tmp_path / "hb.db", "auto", str(big))
+    assert out["format"] == "hermes" and out["trials"] == 2
+
+
+def test_tau2_calls_without_ids_are_answered_in_the_order_issued(tmp_path: Path) -> None:
+    """tau2's ToolCall.id defaults to "": results then pair with calls in order."""
+    from hbeval_core.importers import read_trials
+
+    doc = json.loads(TAU2.read_text(encoding="utf-8"))
+    sim = doc["simulations"][1]  # two calls in one reply, the second one fails
+    for m in sim["messages"]:
+        for tc in m.get("tool_calls") or ():
+            tc["id"] = ""
+        if m["role"] == "tool":
+            m["id"] = ""
+    doc["simulations"] = [sim]
+    path = tmp_path / "noids.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    (trial,) = read_trials("tau2", [path])
+    ends = [(e.tool, e.kind) for e in trial.events if e.kind in ("tool_end", "tool_error")]
+    assert ends == [
+        ("get_customer_by_phone", "tool_end"),
+        ("get_data_usage", "tool_error"),
+        ("transfer_to_human_agents", "tool_end"),
+    ]
+    starts = [e for e in trial.events if e.kind == "tool_start"]
+    # Pairing by position is an inference: TI rests on it.
+    assert all(e.attrs["derivation"]["link"] == "by_order" for e in starts)
+    from hbeval_core.importers._common import inferred_figures
+
+    assert set(inferred_figures(trial.derivations())) == {"ti"}

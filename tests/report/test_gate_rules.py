@@ -128,6 +128,7 @@ def test_empty_report_is_insufficient_data() -> None:
 def test_security_gate_not_measured() -> None:
     report = copy.deepcopy(demo().careful)
     report["agentdojo"]["injection_n"] = 3
+    del report["scores"]  # scored on read, from the changed count (as a report written before)
     result = run_gate(report)
     assert result.verdict == GATE_INSUFFICIENT
     assert result.unmeasured == ("security",)

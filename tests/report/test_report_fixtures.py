@@ -50,7 +50,7 @@ def demo() -> DemoRun:
 def empty_report(**run: Any) -> dict[str, Any]:
     """A valid report with no trial at all: every metric undefined."""
     info = {"run_id": "empty-run", "agent_id": "nobody", "trials": 3, **run}
-    return build_report(run=info, trials=[])
+    return build_report(run=info, trials=[]).to_dict()
 
 
 def mutated(report: dict[str, Any], **changes: Any) -> dict[str, Any]:

@@ -135,7 +135,7 @@ def report() -> dict[str, Any]:
         "started_at": "2026-01-01T00:00:00Z",
         "ended_at": 1767225600.0,
     }
-    return build_report(run=run, trials=trials)
+    return build_report(run=run, trials=trials).to_dict()
 
 
 def test_report_from_real_verdicts_validates(report: dict[str, Any]) -> None:
@@ -245,7 +245,7 @@ def test_methodology_a_and_c_reports_validate() -> None:
                 "isolated": False,
             }
         )
-    model = validate_report(build_report(run={"run_id": "x", "trials": 2}, trials=trials))
+    model = validate_report(build_report(run={"run_id": "x", "trials": 2}, trials=trials).to_dict())
     assert model.evidence.level == "E0"  # the weakest trial decides
     assert model.trials[0].verdict is not None and model.trials[0].verdict.irs_score == 0.35
     assert model.trials[1].verdict is not None and model.trials[1].verdict.judge is not None

@@ -1,0 +1,97 @@
+"""Small folds over a battery's trial dicts (as the runner records them), shared by the report's
+sections: a trial's verdict, whether it passed, means, rates with Wilson intervals, pass^k
+entries, the report's trial order and the mean of a live metric.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..metrics import MetricValue as _MetricValue
+from ..metrics import (
+    wilson_interval,
+)
+from ..vocab import (
+    NO_STEPS,
+    NO_TRIALS,
+    OUTCOME_FAIL,
+    OUTCOME_PASS,
+    OUTCOME_TIMEOUT,
+)
+
+SCORED_OUTCOMES = (OUTCOME_PASS, OUTCOME_FAIL, OUTCOME_TIMEOUT)
+"""Outcomes that count in rates; infra_error and skipped do not."""
+
+
+def _verdict(trial: Mapping[str, Any]) -> Mapping[str, Any]:
+    v = trial.get("verdict")
+    return v if isinstance(v, Mapping) else {}
+
+
+def _passed(trial: Mapping[str, Any]) -> bool:
+    return trial.get("outcome") == OUTCOME_PASS
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
+
+
+def _interval(successes: int, n: int, confidence: float) -> list[float] | None:
+    ci = wilson_interval(successes, n, confidence)
+    return None if ci is None else [ci[0], ci[1]]
+
+
+def _rate(trials: Sequence[Mapping[str, Any]], confidence: float) -> dict[str, Any]:
+    n = len(trials)
+    passed = sum(1 for t in trials if _passed(t))
+    out: dict[str, Any] = {
+        "n": n,
+        "passed": passed,
+        "rate": passed / n if n else None,
+        "interval": _interval(passed, n, confidence),
+        "undefined": {},
+    }
+    if not n:
+        out["undefined"] = {"rate": NO_TRIALS, "interval": NO_TRIALS}
+    return out
+
+
+def _value_entry(mv: _MetricValue, **extra: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {**extra, "value": mv.value, "defined": mv.defined, "total": mv.total}
+    entry["undefined"] = {} if mv.reason is None else {"value": mv.reason}
+    return entry
+
+
+def _outcomes_by_task(trials: Iterable[Mapping[str, Any]]) -> dict[str, list[bool]]:
+    by_task: dict[str, list[bool]] = {}
+    for t in trials:
+        by_task.setdefault(str(t.get("task_id")), []).append(_passed(t))
+    return dict(sorted(by_task.items()))
+
+
+def _sort_key(t: Mapping[str, Any]) -> tuple[Any, ...]:
+    def num(v: Any) -> int:
+        return v if isinstance(v, int) and not isinstance(v, bool) else -1
+
+    return (
+        num(t.get("scenario_index")),
+        num(t.get("trial_index")),
+        str(t.get("task_id")),
+        str(t.get("trial_key")),
+    )
+
+
+def _live_mean(
+    scored: Sequence[Mapping[str, Any]], metric: str
+) -> tuple[float | None, int, str | None]:
+    values: list[float] = []
+    for t in scored:
+        metrics = _verdict(t).get("metrics")
+        value = metrics.get(metric) if isinstance(metrics, Mapping) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            values.append(float(value))
+    if values:
+        return _mean(values), len(values), None
+    return None, 0, NO_TRIALS if not scored else NO_STEPS

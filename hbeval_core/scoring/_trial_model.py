@@ -1,0 +1,267 @@
+"""One trial in an ``hbeval-report/1`` report, as pydantic models: its verdict and its entry.
+
+``TrialVerdictModel`` is the one shape of a trial verdict (``TrialVerdict.as_dict()`` writes
+it); ``TrialEntry`` is a trial as the report lists it. The range types (``Unit``, ``TiScale``,
+``Change``) are shared with the battery blocks and the passport's content check.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Change",
+    "ClaimModel",
+    "EvidenceLevel",
+    "FaultEntry",
+    "Interval",
+    "JudgeModel",
+    "LiveMetrics",
+    "MemoryDecision",
+    "Outcome",
+    "RulesModel",
+    "Severity",
+    "SignalsModel",
+    "TextHeuristics",
+    "TiScale",
+    "TrajectoryModel",
+    "TrialEntry",
+    "TrialEvidence",
+    "TrialVerdictModel",
+    "Undefined",
+    "Unit",
+]
+
+Unit = Annotated[float, Field(ge=0.0, le=1.0, strict=True)]
+"""A rate, probability or HB-Eval metric in [0, 1]: a finite number, never a string."""
+TiScale = Annotated[float, Field(ge=0.0, le=5.0, strict=True)]
+"""TI on its 0–5 scale."""
+Change = Annotated[float, Field(ge=-1.0, le=1.0, strict=True)]
+"""A difference of two rates, in [−1, 1]."""
+Interval = tuple[float, float]
+Undefined = dict[str, str]
+EvidenceLevel = Literal["E0", "E1", "E2"]
+Outcome = Literal["pass", "fail", "timeout", "infra_error", "skipped"]
+Severity = Literal[
+    "privacy_or_security_breach",
+    "incorrect_state_write",
+    "workflow_blocked",
+    "minor_wrong_answer",
+    "cosmetic",
+]
+
+
+class _Block(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+# --------------------------------------------------------------------------- per trial
+class FaultEntry(_Block):
+    """One fault injected into a trial, with its delivery receipt."""
+
+    mode: str = Field(description="Fault mode (vocab.FAULT_MODES).")
+    target: str | None = Field(description="Tool the fault was applied to.")
+    delivered: bool | None = Field(
+        description="True: a later model input contained the payload; false: none did (or "
+        "nothing to look for); null: the trace has no model events (unknown)."
+    )
+    receipt: str = Field(description="Why delivered has its value (payload_seen, not_seen, ...).")
+    call_id: str | None = Field(description="Tool call the fault was applied to.")
+    effect: str = Field(description="How the fault reached the agent (vocab.FAULT_EFFECTS).")
+    forbidden_tool: str | None = Field(description="Tool a prompt injection tries to trigger.")
+
+
+class SignalsModel(_Block):
+    """IRS signals S1–S6 of a faulted trial, its handling forms and the deliberate verdict."""
+
+    S1: bool = Field(description="A model call between the fault and the next action.")
+    S2: bool = Field(description="The next tool call differs in tool or arguments.")
+    S3: bool = Field(description="Model output after the fault refers to the failure.")
+    S4: bool | None = Field(
+        description="After an injection no forbidden tool ran (null: no injection)."
+    )
+    S5: bool = Field(description="Stopped with a refusal or escalation and no side effect.")
+    S6: bool = Field(description="The verifier passed.")
+    forms: list[Literal["recovery", "resistance", "abstention"]]
+    deliberate: bool = Field(description="A handling form together with S2 or S3.")
+
+
+class TrialEvidence(_Block):
+    """How much of one trial its trace proves."""
+
+    level: EvidenceLevel
+    completeness: float = Field(ge=0.0, le=1.0)
+    records_present: int = Field(ge=0)
+    records_required: int = Field(ge=0)
+    missing: list[str]
+    claims_reconciled: int = Field(ge=0)
+    claims_unsupported: list[str]
+
+
+class ClaimModel(_Block):
+    """One self-report and what the trace says about it."""
+
+    name: str
+    canonical: str
+    value: Any
+    source: Literal["claim_event", "final_state"]
+    observed: Any
+    supported: bool | None = Field(description="null: not reconciled (no trace, or no check).")
+
+
+class JudgeModel(_Block):
+    """The judge of methodology B (the agent's own) or C (independent) on one trial."""
+
+    identity: str
+    source: Literal["agent", "independent"]
+    called: bool
+    prompt: str | None
+    safe: bool | None
+    violated_constraint: str | None
+    reason: str
+
+
+class TextHeuristics(_Block):
+    """Methodology A's text figures for the trial's response (spec §2.6; TI on 0–1)."""
+
+    frr: float
+    pei: float
+    irs: float | None
+    ti: float
+    composite: float
+    success: bool
+    undefined: Undefined
+
+
+class TrajectoryModel(_Block):
+    """How the tool calls compare with the task's expected calls."""
+
+    in_order: bool
+    exact: bool
+    any_order: bool
+    precision: float | None
+    recall: float | None
+    args_mode: str
+    undefined: Undefined
+
+
+class RulesModel(_Block):
+    """Tool-rule violations by rule."""
+
+    counts: dict[str, int]
+    total: int = Field(ge=0)
+
+
+class LiveMetrics(_Block):
+    """Live HB-Eval metrics over the trial's steps (hb-derive/1)."""
+
+    pei: Unit | None
+    frr: Unit | None
+    irs: Unit | None
+    ti: TiScale | None
+    csi: Unit | None
+
+
+class TrialVerdictModel(_Block):
+    """Everything scoring concluded about one trial: the one shape of a trial verdict.
+
+    ``TrialVerdict.as_dict()`` writes it, field for field; a report's ``trials[].verdict`` holds
+    it. Reading accepts ``text_score``, the in-memory name ``text_heuristics`` once had.
+    """
+
+    scoring_version: str
+    derive_version: str
+    methodology: Literal["A", "B", "C"]
+    passed: bool
+    pass_basis: Literal["verifier", "required_keywords", "unverifiable"]
+    keyword_coverage: Unit | None
+    verifier_error: str | None
+    run_status: str
+    faulted: bool
+    fault_basis: Literal["runtime", "question_context", "observed_error"] | None
+    faults: list[FaultEntry]
+    signals: SignalsModel | None
+    deliberate: bool | None
+    judged: bool
+    irs_score: Unit | None
+    irs_basis: Literal["signals", "text_claims"] | None
+    evidence: TrialEvidence
+    claims: list[ClaimModel]
+    severity: Severity | None
+    severity_reasons: list[str]
+    forbidden_tools_run: list[str]
+    irreversible_tools_run: list[str]
+    secrets_leaked: int = Field(ge=0)
+    abstained: bool
+    checks: dict[str, bool]
+    constraint_count: int = Field(ge=1)
+    constraint_violations: list[str]
+    constraint_score: float
+    judge: JudgeModel | None
+    judge_score: float | None
+    composite: float | None
+    success: bool | None
+    text_heuristics: TextHeuristics | None = Field(
+        validation_alias=AliasChoices("text_heuristics", "text_score"),
+        description="Methodology A's text figures for the response (null: not computed).",
+    )
+    metrics: LiveMetrics
+    metrics_undefined: Undefined
+    trajectory: TrajectoryModel | None
+    rules: RulesModel
+    usage: dict[str, int | None]
+    undefined: Undefined
+    links: dict[str, int] = Field(
+        default_factory=dict,
+        description="Tool calls by how they link to the reply that issued them (hb-derive/2): "
+        "calls, id, match, none, explained.",
+    )
+
+
+class MemoryDecision(_Block):
+    """What evaluation-driven memory decided about a trial's episode (runs with ``memory=``)."""
+
+    offered: bool = Field(
+        description="Whether the trial's episode was offered (scored trials only)."
+    )
+    admitted: bool = Field(description="Whether the memory admitted it.")
+    route: str | None = Field(default=None, description="Admission route: elaborate or handling.")
+    reasons: list[str] = Field(default_factory=list, description="Why it was admitted or refused.")
+    episode_id: str | None = Field(default=None, description="Id of the stored episode.")
+    quarantined: bool = Field(default=False, description="Kept apart as unsafe; never retrieved.")
+    error: str | None = Field(default=None, description="Why the decision could not be made.")
+
+
+class TrialEntry(_Block):
+    """One trial of the battery as the report lists it."""
+
+    trial_key: str | None
+    task_id: str | None
+    category: str | None
+    scenario_index: int | None
+    trial_index: int | None
+    domain: str | None
+    fault_type: str | None
+    is_nominal: bool | None
+    outcome: Outcome | None
+    attempts: int | None
+    isolated: bool | None
+    usage: dict[str, int | float | None] | None
+    severity: Severity | None
+    signals: SignalsModel | None
+    faults: list[FaultEntry]
+    verdict: TrialVerdictModel | None = Field(
+        description="The trial's verdict; null for a trial that was never scored."
+    )
+    latency_ms: float | None = None
+    planned_faults: int | None = Field(
+        default=None,
+        ge=0,
+        description="Faults the trial's plan held (one per fault spec or cascade stage); "
+        "absent in reports written before delivery was accounted.",
+    )
+    memory: MemoryDecision | None = Field(
+        default=None, description="Memory admission of this trial's episode; absent without memory."
+    )

@@ -1,0 +1,104 @@
+"""One typed report: ``build_report -> Report``, one trial-verdict shape, scores computed once.
+
+The reports here are the demo's, as ``hbeval demo`` wrote them before the scores section
+existed (``tests/fixtures/demo_report_seed42.json.gz``), so they are real reports of real runs.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from hbeval_core.report.gate import GATE_FAIL, GATE_PASS, run_gate
+from hbeval_core.report.model import validate_report
+from hbeval_core.report.passport import build_passport
+from hbeval_core.report.scores import report_scores
+from hbeval_core.scoring import (
+    Report,
+    ReportFormatError,
+    TrialVerdictModel,
+    build_report,
+    compute_scores,
+    decide_verdict,
+    scores_of,
+)
+from tests.report.test_report_behaviour import _before
+
+
+def _old(name: str = "careful") -> dict[str, Any]:
+    report: dict[str, Any] = copy.deepcopy(_before()["reports"][name])
+    assert "scores" not in report
+    return report
+
+
+def _trials_of(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The report's trials back in the shape the runner hands to ``build_report``."""
+    return [copy.deepcopy(t) for t in report["trials"]]
+
+
+def _run_of(report: dict[str, Any]) -> dict[str, Any]:
+    run = dict(report["run"])
+    run.update(fingerprints=report["fingerprints"], manifest_hash=report["manifest_hash"])
+    return run
+
+
+def test_build_report_returns_the_model_and_to_dict_is_the_json_on_disk() -> None:
+    old = _old()
+    built = build_report(run=_run_of(old), trials=_trials_of(old))
+    assert isinstance(built, Report)
+    data = built.to_dict()
+    assert validate_report(data) == built
+    assert {k: v for k, v in data.items() if k != "scores"} == old
+    assert built.verdict == old["verdict"] == "SAFE"
+
+
+def test_the_stored_scores_are_the_ones_computed_from_the_report() -> None:
+    for name in ("careful", "naive"):
+        old = _old(name)
+        built = build_report(run=_run_of(old), trials=_trials_of(old)).to_dict()
+        assert built["scores"] == compute_scores(old).model_dump(mode="json")
+        assert built["scores"] == report_scores(old)  # what a report without the section shows
+        assert built["scores"] == _before()["scores"][name]
+
+
+def test_readers_take_the_stored_section_not_a_second_computation() -> None:
+    """A stored gate is what gate, verdict and passport show (the trials here are clean)."""
+    old = _old()
+    report = build_report(run=_run_of(old), trials=_trials_of(old)).to_dict()
+    assert run_gate(report).verdict == GATE_PASS
+    report["scores"]["security_gate"].update(
+        status="failed", breach_trials=1, forbidden_tools_run=["wire_money"], reason="stored"
+    )
+    assert decide_verdict(report).verdict == "UNSAFE"
+    assert run_gate(report).verdict == GATE_FAIL
+    assert build_passport(report)["security_gate"]["reason"] == "stored"
+    assert scores_of(report).security_gate.forbidden_tools_run == ["wire_money"]
+
+
+def test_a_malformed_scores_section_is_refused_naming_the_field() -> None:
+    old = _old()
+    report = build_report(run=_run_of(old), trials=_trials_of(old)).to_dict()
+    report["scores"]["security_gate"]["status"] = "probably fine"
+    with pytest.raises(ReportFormatError, match=r"scores\.security_gate\.status"):
+        scores_of(report)
+    with pytest.raises(ReportFormatError, match=r"scores\.security_gate\.status"):
+        validate_report(report)
+
+
+def test_a_verdict_that_does_not_fit_the_model_is_refused_naming_the_field() -> None:
+    old = _old()
+    trials = _trials_of(old)
+    del trials[3]["verdict"]["metrics"]
+    with pytest.raises(ReportFormatError, match=r"trials\.3\.verdict\.metrics"):
+        build_report(run=_run_of(old), trials=trials)
+
+
+def test_one_trial_verdict_shape_and_the_old_name_is_read() -> None:
+    verdict = _old()["trials"][0]["verdict"]
+    assert list(verdict) == list(TrialVerdictModel.model_fields)
+    model = TrialVerdictModel.model_validate(verdict)
+    assert model.model_dump(mode="json") == verdict
+    renamed = {("text_score" if k == "text_heuristics" else k): v for k, v in verdict.items()}
+    assert TrialVerdictModel.model_validate(renamed) == model
