@@ -9,6 +9,10 @@
    rounds; medians of wall time on the host thread and of process CPU time (every thread,
    the worker's drain included), per span, and their differences. Threads share the GIL, so
    the worker's CPU shows up in the host's wall time too.
+3. **Export** of that imported run over OTLP/HTTP to a receiver on 127.0.0.1 that reads each
+   request and answers, decoding nothing (so the figure is hbeval's side): building the spans
+   (protobuf) alone, and the whole ``export_otlp`` (build, serialise, POST in batches of 100
+   trials). Printed: median seconds, spans/s and the bytes sent.
 
     .venv/bin/python benchmarks/bench_recordings.py [--rounds 5] [--spans 2000]
 """
@@ -115,6 +119,60 @@ def bench_processor(rounds: int, n: int) -> None:
     print(f"  {'difference':<20} {dw:+13.1f} µs {dc:+13.1f} µs  per span")
 
 
+def _receiver() -> tuple[Any, str, list[int]]:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    sizes: list[int] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            sizes.append(len(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}", sizes
+
+
+def bench_export(rounds: int) -> None:
+    if not TAU.is_file():
+        print(f"export: skipped, {TAU} is absent")
+        return
+    from hbeval_core.export import ExportSummary, build_trace_request, export_otlp, load_run
+
+    store = open_store(":memory:")
+    run_id = import_recordings("tau-bench", [TAU], store=store).run_id
+    report, trials = load_run(run_id, store)
+    server, url, sizes = _receiver()
+    builds, sends = [], []
+    spans = 0
+    try:
+        for _ in range(rounds):
+            summary = ExportSummary(run_id=run_id)
+            t0 = time.perf_counter()
+            build_trace_request(report, trials, summary).SerializeToString()
+            builds.append(time.perf_counter() - t0)
+            spans = summary.spans
+            sizes.clear()
+            t0 = time.perf_counter()
+            export_otlp(run_id, endpoint=url, store=store)
+            sends.append(time.perf_counter() - t0)
+    finally:
+        server.shutdown()
+        store.close()
+    print(f"export of the imported run: {len(trials)} trials, {spans} spans, {rounds} rounds")
+    for label, times in (("build spans", builds), ("full export", sends)):
+        med = statistics.median(times)
+        print(f"  {label:<15} {med:7.3f} s  {spans / med:10.0f} spans/s")
+    print(f"  sent {sum(sizes)} bytes in {len(sizes)} requests (traces and metrics)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -122,6 +180,7 @@ def main() -> None:
     args = parser.parse_args()
     bench_import(args.rounds)
     bench_processor(args.rounds, args.spans)
+    bench_export(args.rounds)
 
 
 if __name__ == "__main__":

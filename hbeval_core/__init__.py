@@ -27,12 +27,12 @@ _EXPORTS: dict[str, str] = {
     "write_events": "hbeval_core.events",
     "parse_event": "hbeval_core.events",
     "EventFormatError": "hbeval_core.events",
-    "Task": "hbeval_core.runner.task",
-    "ExpectedCall": "hbeval_core.runner.task",
-    "TrialResult": "hbeval_core.runner.protocol",
-    "Adapter": "hbeval_core.runner.protocol",
-    "Outcome": "hbeval_core.runner.outcome",
-    "ToolCall": "hbeval_core.runner.outcome",
+    "Task": "hbeval_core.contract",
+    "ExpectedCall": "hbeval_core.contract",
+    "TrialResult": "hbeval_core.contract",
+    "Adapter": "hbeval_core.contract",
+    "Outcome": "hbeval_core.contract",
+    "ToolCall": "hbeval_core.contract",
 }
 
 __all__ = [
@@ -74,10 +74,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from .contract import Adapter, ExpectedCall, Outcome, Task, ToolCall, TrialResult
     from .events import EventFormatError, parse_event, read_events, write_events
     from .fingerprint import canonical_json, fingerprint
     from .live.derive import Deriver, StepRecord, derive_steps
     from .live.monitor import Breach, Directive, Monitor, PolicyRule, SafeHaltError
-    from .runner.outcome import Outcome, ToolCall
-    from .runner.protocol import Adapter, TrialResult
-    from .runner.task import ExpectedCall, Task

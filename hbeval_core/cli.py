@@ -12,7 +12,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import click
 import typer
@@ -20,6 +20,9 @@ from typer.core import TyperGroup
 
 from . import __version__
 from .vocab import LIVE_METRICS, PEI_V2, PEI_VERSIONS
+
+if TYPE_CHECKING:
+    from .live.derive import StepRecord
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
@@ -246,17 +249,16 @@ def score_trace(
     at most 100 steps. Raises ValueError naming the option (``--halt-policy``, PEI version) or,
     as ``EventFormatError``, the event line at fault.
     """
-    from .events import read_events
+    from .live._trace import fold_trace
     from .monitor import Monitor
 
     policy = parse_halt(halt_policy) if halt_policy else None
     monitor = Monitor(pei_version=pei_version, halt_policy=policy)
     rows: list[dict[str, Any]] = []
     keep_rows = steps is not False
-    for ev in read_events(source):
-        step = monitor.observe(ev)
-        if step is None or not keep_rows:
-            continue
+
+    def row(step: StepRecord) -> bool:
+        nonlocal keep_rows, rows
         rows.append(
             {
                 "step": step.index + 1,
@@ -268,6 +270,10 @@ def score_trace(
         if steps is None and len(rows) > _TABLE_LIMIT:
             keep_rows = False
             rows = []
+        return keep_rows
+
+    # Per-step rows need the metrics after each step; without them steps are folded in batches.
+    fold_trace(source, monitor, row if keep_rows else None)
     doc: dict[str, Any] = {"source": label, **monitor.summary()}
     if keep_rows:
         doc["steps"] = rows

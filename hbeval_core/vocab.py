@@ -324,6 +324,21 @@ FAULT_BASIS_RUNTIME: Final = "runtime"
 FAULT_BASIS_QUESTION: Final = "question_context"
 FAULT_BASIS_OBSERVED: Final = "observed_error"
 """Imported recordings: a tool call the recording shows failing (nothing was injected)."""
+
+# How a recorded tool call's derived fields were obtained (its events' ``attrs.derivation``);
+# an error the recording flags is FAULT_BASIS_OBSERVED
+DERIVED_ABSENCE_OF_ERROR: Final = "absence_of_error"
+"""Nothing in the recording says the call failed, so it counts as a success."""
+DERIVED_INFERRED: Final = "inferred"
+"""Read from the result's text (an ``Error: `` prefix, an ``error`` key), not from a flag."""
+LINK_BY_ID: Final = "by_id"
+"""The call is tied to the reply that issued it by the recorded call id."""
+LINK_BY_NAME: Final = "by_name"
+"""No id tied them: the oldest open call of the same tool was taken (inferred)."""
+LINK_BY_ORDER: Final = "by_order"
+"""The recording gave no ids: results were paired with calls in the order issued (inferred)."""
+LINK_UNMATCHED: Final = "unmatched"
+"""No reply issued the call."""
 IRS_BASIS_SIGNALS: Final = "signals"
 IRS_BASIS_TEXT: Final = "text_claims"
 

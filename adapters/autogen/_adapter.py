@@ -32,13 +32,18 @@ from hbeval_core.capture import (
     injector_for,
     result_of,
 )
-from hbeval_core.contract import Ended, describe_error, is_infra_error
+from hbeval_core.contract import (
+    Ended,
+    Task,
+    TrialContext,
+    TrialResult,
+    current_trial,
+    describe_error,
+    is_infra_error,
+)
 from hbeval_core.events import EventBase
 from hbeval_core.faults.boundary import reporting_to
 from hbeval_core.monitor import Monitor
-from hbeval_core.runner.context import TrialContext, current_trial
-from hbeval_core.runner.protocol import TrialResult
-from hbeval_core.runner.task import Task
 from hbeval_core.vocab import FAULT_INJECTED, SCOPE_TEAM, TOOL_END, TOOL_ERROR, TOOL_START
 
 from . import _convert, _hook
@@ -99,7 +104,7 @@ def _chat_messages(messages: Sequence[Any]) -> tuple[Any, ...]:
     """A run's chat messages (not its inner events) as ``Message`` records."""
     from autogen_agentchat.messages import BaseChatMessage
 
-    from hbeval_core.runner.outcome import Message
+    from hbeval_core.contract import Message
 
     out = []
     for m in messages:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final
 
 from autogen_core import CancellationToken
 from autogen_core.memory import (
@@ -33,6 +33,7 @@ from autogen_core.memory import (
 from autogen_core.model_context import ChatCompletionContext
 from autogen_core.models import SystemMessage
 
+from hbeval_core.contract import Memory as ContractMemory
 from hbeval_core.memory._adapters import PRECEDENTS_HEADER, precedents_text
 
 from . import _convert
@@ -66,17 +67,9 @@ def looks_like_instruction(text: str) -> bool:
     return bool(_INSTRUCTION.search(text))
 
 
-@runtime_checkable
-class EpisodeBacking(Protocol):
-    """Where ``EDMMemory`` recalls precedents from and admits scored episodes to."""
-
-    def recall(self, context: str, agent_id: str) -> list[str]:
-        """Precedents (as text) for ``context`` that belong to ``agent_id`` and qualified."""
-        ...
-
-    def admit(self, episode: dict[str, Any]) -> bool:
-        """Offer a scored episode; True when it was admitted."""
-        ...
+EpisodeBacking = ContractMemory
+"""Where ``EDMMemory`` recalls precedents from and admits scored episodes to: the contract's
+``Memory`` (``recall(context, agent_id)``, ``admit(episode)``)."""
 
 
 async def _maybe_await(value: Any) -> Any:

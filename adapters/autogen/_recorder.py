@@ -18,7 +18,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hbeval_core.capture import BaseRecorder, SpanRecord
-from hbeval_core.contract import describe_error, run_status_of
+from hbeval_core.contract import (
+    BudgetExceeded,
+    TrialContext,
+    TrialStop,
+    describe_error,
+    run_status_of,
+)
 from hbeval_core.events import (
     ChatMessage,
     EventBase,
@@ -27,7 +33,6 @@ from hbeval_core.events import (
     RunStart,
 )
 from hbeval_core.monitor import Monitor, SafeHaltError
-from hbeval_core.runner.context import BudgetExceeded, TrialContext, TrialStop
 
 from . import _convert
 from ._keys import ATTR_ABORT, FRAMEWORK

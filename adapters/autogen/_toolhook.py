@@ -141,7 +141,7 @@ async def _hooked_run_json(
             raise ToolCallError(blocked, tool=name, call_id=cid)
         reporter = recorder_reporter(rec)
     else:
-        from hbeval_core.runner.context import current_trial
+        from hbeval_core.contract import current_trial
 
         trial = current_trial()
         if trial is not None:

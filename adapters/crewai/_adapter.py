@@ -16,12 +16,17 @@ from contextvars import ContextVar
 from typing import Any
 
 from hbeval_core.capture import Trial, TrialTemplate, capture_metadata, result_of
-from hbeval_core.contract import Ended, describe_error, run_status_of
+from hbeval_core.contract import (
+    Ended,
+    Task,
+    TrialResult,
+    describe_error,
+    run_status_of,
+    token_usage,
+)
 from hbeval_core.events import EventBase
 from hbeval_core.monitor import Directive as MonitorDirective
 from hbeval_core.monitor import Monitor
-from hbeval_core.runner.protocol import TrialResult, token_usage
-from hbeval_core.runner.task import Task
 
 from ._keys import FRAMEWORK, INPUT_KEY
 from ._recorder import CrewAIRecorder, MemoryLike
@@ -256,7 +261,7 @@ class CrewAIAdapter(TrialTemplate):
 
 def _messages_of(question: str, output: Any) -> tuple[Any, ...]:
     """The question, then each task's output under its agent's role, as ``Message`` records."""
-    from hbeval_core.runner.outcome import Message
+    from hbeval_core.contract import Message
 
     out = [Message(role="user", content=question)]
     for task_output in getattr(output, "tasks_output", None) or ():

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from hbeval_core.contract import Task, TrialResult
 from hbeval_core.monitor import Monitor
-from hbeval_core.runner.protocol import TrialResult
-from hbeval_core.runner.task import Task
 
 from ._adapter import CrewAIAdapter, episode_of
 from ._keys import ATTR_ADMITTED
@@ -38,7 +37,7 @@ class _RecordingAdapter(CrewAIAdapter):
         self.results: dict[str, tuple[Task, TrialResult]] = {}
 
     def run_trial(self, target: Any, task: Task, scenario: Any, plan: Any) -> TrialResult:
-        from hbeval_core.runner.context import current_trial
+        from hbeval_core.contract import current_trial
 
         result = super().run_trial(target, task, scenario, plan)
         ctx = current_trial()

@@ -9,20 +9,11 @@ decides, by its own rules, whether the episode is worth keeping.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
+
+from hbeval_core.contract import Memory
 
 __all__ = ["ListMemory", "Memory"]
-
-
-@runtime_checkable
-class Memory(Protocol):
-    """What the CrewAI adapter needs from a memory."""
-
-    def recall(self, context: str, agent_id: str) -> list[str]:
-        """Precedents relevant to ``context`` (a task description), for ``agent_id`` only."""
-
-    def admit(self, episode: dict[str, Any]) -> bool:
-        """Keep ``episode`` (a scored trial) if it qualifies; True when it was kept."""
 
 
 class ListMemory:

@@ -466,7 +466,7 @@ class CrewAIRecorder(BaseRecorder):
         trial = self.trial
         if trial is None:
             return
-        from hbeval_core.runner.context import BudgetExceeded, TrialStop
+        from hbeval_core.contract import BudgetExceeded, TrialStop
 
         try:
             trial.check_tool_boundary()

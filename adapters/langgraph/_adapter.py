@@ -25,12 +25,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hbeval_core.capture import Trial, TrialTemplate, capture_metadata, result_of
-from hbeval_core.contract import Ended
+from hbeval_core.contract import Ended, Task, TrialResult, token_usage
 from hbeval_core.events import EventBase, RunStart
 from hbeval_core.monitor import Directive as MonitorDirective
 from hbeval_core.monitor import Monitor
-from hbeval_core.runner.protocol import TrialResult, token_usage
-from hbeval_core.runner.task import Task
 
 from . import _convert
 from ._keys import FRAMEWORK
@@ -236,17 +234,21 @@ class LangGraphAdapter(TrialTemplate):
         ):
             # stream(values) rather than invoke: a run that raises still leaves the last
             # state it reached, which verifiers and scoring can read.
+            driver = _Driver(graph)
             if resume or getattr(graph, "checkpointer", None) is not None:
                 reached: list[Any] = [None]
                 try:
                     trial.final = _run_across_interrupts(
-                        graph, inputs, dict(self.config), resume, trial.run_id, reached
+                        driver, inputs, dict(self.config), resume, trial.run_id, reached
                     )
                 finally:
                     trial.final = reached[0] if trial.final is None else trial.final
             else:
-                for chunk in graph.stream(inputs, config=dict(self.config), stream_mode="values"):
-                    trial.final = chunk
+                last: list[Any] = [None]
+                try:
+                    driver.stream(inputs, dict(self.config), last)
+                finally:
+                    trial.final = last[0]
 
     def trial_result(self, prepared: _Prepared, trial: Trial, ended: Ended) -> TrialResult:
         """The trace (with the memory recall on its ``run_start``), the answer, the messages."""
@@ -281,7 +283,7 @@ _ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"
 
 def _messages_of(state: Any) -> tuple[Any, ...]:
     """A graph state's ``messages`` as ``Message`` records (empty when it has none)."""
-    from hbeval_core.runner.outcome import Message
+    from hbeval_core.contract import Message
 
     messages = state.get("messages") if isinstance(state, Mapping) else None
     out = []
@@ -340,8 +342,72 @@ def resumable_graph(target: Any, task: Task) -> Any:
     return graph
 
 
+def _async_only(graph: Any, depth: int = 0) -> bool:
+    """Whether a node of ``graph`` (or of a subgraph node) has only an async function, so the
+    graph runs only through LangGraph's async API (``invoke`` refuses it)."""
+    nodes = getattr(graph, "nodes", None)
+    if not isinstance(nodes, Mapping) or depth > 8:
+        return False
+    for node in nodes.values():
+        bound = getattr(node, "bound", None)
+        if bound is None:
+            continue
+        if getattr(bound, "func", "") is None and getattr(bound, "afunc", None) is not None:
+            return True
+        if bound is not graph and _async_only(bound, depth + 1):
+            return True
+    return False
+
+
+def _run_coroutine(coro: Any) -> Any:
+    """Run ``coro`` to the end from synchronous code, in this thread's context.
+
+    When this thread already runs an event loop (a notebook), the coroutine runs on a loop of
+    its own in a helper thread, with a copy of this context (the trial's faults and capture).
+    """
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    import concurrent.futures
+    import contextvars
+
+    ctx = contextvars.copy_context()
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="hbeval-async") as pool:
+        return pool.submit(ctx.run, asyncio.run, coro).result()
+
+
+class _Driver:
+    """Runs a graph from the trial's thread: ``stream``/``get_state``, or their async forms
+    when a node is async-only (a node written ``async def`` that awaits ``tool.ainvoke``)."""
+
+    def __init__(self, graph: Any) -> None:
+        self.graph = graph
+        self.is_async = _async_only(graph)
+
+    def stream(self, payload: Any, config: dict[str, Any], last: list[Any]) -> None:
+        """Stream state values; ``last[0]`` holds the latest, also when the run raises."""
+        if not self.is_async:
+            for chunk in self.graph.stream(payload, config=config, stream_mode="values"):
+                last[0] = chunk
+            return
+
+        async def drive() -> None:
+            async for chunk in self.graph.astream(payload, config=config, stream_mode="values"):
+                last[0] = chunk
+
+        _run_coroutine(drive())
+
+    def get_state(self, config: dict[str, Any]) -> Any:
+        if not self.is_async:
+            return self.graph.get_state(config)
+        return _run_coroutine(self.graph.aget_state(config))
+
+
 def _run_across_interrupts(
-    graph: Any,
+    driver: _Driver,
     inputs: Any,
     config: dict[str, Any],
     resume: tuple[Any, ...],
@@ -367,13 +433,18 @@ def _run_across_interrupts(
     thread = {"configurable": configurable}
     outer = {k: v for k, v in config.items() if k != "configurable"}
 
+    graph = driver.graph
+
     def drive(first: Any) -> Any:
         payload, left = first, list(resume)
         while True:
-            for chunk in graph.stream(payload, config=thread, stream_mode="values"):
-                if isinstance(chunk, Mapping):
-                    reached[0] = {k: v for k, v in chunk.items() if k != "__interrupt__"}
-            snapshot = graph.get_state(thread)
+            last: list[Any] = [None]
+            try:
+                driver.stream(payload, thread, last)
+            finally:
+                if isinstance(last[0], Mapping):
+                    reached[0] = {k: v for k, v in last[0].items() if k != "__interrupt__"}
+            snapshot = driver.get_state(thread)
             reached[0] = snapshot.values
             paused = tuple(getattr(snapshot, "interrupts", ()) or ())
             if not paused:

@@ -37,10 +37,10 @@ from uuid import UUID
 
 from langchain_core.messages import ToolMessage
 
+from hbeval_core.contract import current_trial
 from hbeval_core.events import FaultInjected
 from hbeval_core.faults.boundary import faulted_call
 from hbeval_core.faults.runtime import FaultInjector, InjectedCrash, render_text
-from hbeval_core.runner.context import current_trial
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
 from langgraph.pregel import Pregel

@@ -41,6 +41,7 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 
+from hbeval_core.contract import current_trial
 from hbeval_core.events import FaultInjected
 from hbeval_core.faults.boundary import (
     CallReport,
@@ -49,7 +50,6 @@ from hbeval_core.faults.boundary import (
     faulted_call,
 )
 from hbeval_core.faults.runtime import FaultInjector, InjectedCrash, render_text
-from hbeval_core.runner.context import current_trial
 from langgraph.errors import GraphBubbleUp
 
 __all__ = ["install_tool_hook", "is_tool_hook_installed", "uninstall_tool_hook"]

@@ -38,7 +38,7 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, StructuredTool
 
-from hbeval_core.runner.task import Task
+from hbeval_core.contract import Task
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 from ..contract import Ended, describe_error, ended_by
 
 if TYPE_CHECKING:
-    from ..runner.protocol import TrialResult
+    from ..contract import TrialResult
 
 __all__ = [
     "META_CAPTURE_ERRORS",
@@ -89,7 +89,7 @@ class Trial:
 
 def open_trial(task: Any, scenario: Any, plan: Any, selected_injector: Any = None) -> Trial:
     """The trial the current ``TrialContext`` (if any) runs ``task`` as."""
-    from ..runner.context import current_trial
+    from ..contract import current_trial
 
     ctx = current_trial()
     run_id = ctx.trial_run_id if ctx is not None else task.id
@@ -187,7 +187,7 @@ class TrialTemplate:
 
     def infra_result(self, trial: Trial, exc: BaseException) -> TrialResult:
         """The result of a trial whose target could not be built or hooked."""
-        from ..runner.protocol import TrialResult
+        from ..contract import TrialResult
 
         return TrialResult(
             final_state=None,
@@ -212,7 +212,7 @@ def result_of(
     **fields: Any,
 ) -> TrialResult:
     """A ``TrialResult`` of ``ended`` with the trial's final state and ``events``."""
-    from ..runner.protocol import TrialResult
+    from ..contract import TrialResult
 
     fields.setdefault("final_state", trial.final)
     return TrialResult(

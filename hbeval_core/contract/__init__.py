@@ -1,10 +1,37 @@
-"""The contract between hbeval's core and the framework adapters.
+"""The contract between hbeval and a framework adapter, with no dependency on the runner.
 
-How a run ended is decided here, once, from the exception that stopped it.
+An adapter (``hbeval_langgraph``, ``hbeval_crewai``, ``hbeval_autogen`` or a third party's)
+imports only this package to take part in a battery run:
+
+- ``Adapter`` (the protocol the runner calls) and ``TrialResult`` (what one trial produced);
+- ``Task`` and ``ExpectedCall`` (the work), ``Outcome`` / ``Message`` / ``ToolCall`` (what a
+  verifier reads, the same on every framework) and ``outcome_of``;
+- ``TrialContext`` / ``current_trial()`` (the trial in progress: ids, fault injector, clock,
+  budgets, cancellation) and the exceptions that stop a trial on purpose (``TrialStop``,
+  ``BudgetExceeded``, ``TrialCancelled``) or blame the environment (``InfraError``);
+- ``Memory``, the recall/admit protocol every memory implements;
+- clocks: ``Clock``, ``AsyncClock``, ``SystemClock``, ``FakeClock`` and ``VirtualClock``;
+- how a run ended, decided once from the exception that stopped it: ``run_status_of``,
+  ``ended_by`` / ``Ended``, ``describe_error``, ``is_infra_error``.
+
+Everything here is light (standard library and ``hbeval_core.vocab``), so importing the contract
+costs an adapter nothing.
 """
 
 from __future__ import annotations
 
+from ._adapter import Adapter, TrialResult, token_usage, trace_kinds
+from ._clock import AsyncClock, Clock, FakeClock, SystemClock, VirtualClock
+from ._memory import Memory
+from ._outcome import (
+    Message,
+    Outcome,
+    ToolCall,
+    outcome_of,
+    tool_calls_of,
+    verifier_input,
+    wants_outcome,
+)
 from ._status import (
     RUN_STATUS_FOR_EXCEPTION,
     Ended,
@@ -13,12 +40,55 @@ from ._status import (
     is_infra_error,
     run_status_of,
 )
+from ._task import ExpectedCall, Task, Verifier
+from ._trial import (
+    BUDGET_FIELDS,
+    BudgetExceeded,
+    Budgets,
+    InfraError,
+    TrialCancelled,
+    TrialContext,
+    TrialStop,
+    current_trial,
+    trial_context,
+    user_interrupted,
+)
 
 __all__ = [
+    "BUDGET_FIELDS",
     "RUN_STATUS_FOR_EXCEPTION",
+    "Adapter",
+    "AsyncClock",
+    "BudgetExceeded",
+    "Budgets",
+    "Clock",
     "Ended",
+    "ExpectedCall",
+    "FakeClock",
+    "InfraError",
+    "Memory",
+    "Message",
+    "Outcome",
+    "SystemClock",
+    "Task",
+    "ToolCall",
+    "TrialCancelled",
+    "TrialContext",
+    "TrialResult",
+    "TrialStop",
+    "Verifier",
+    "VirtualClock",
+    "current_trial",
     "describe_error",
     "ended_by",
     "is_infra_error",
+    "outcome_of",
     "run_status_of",
+    "token_usage",
+    "tool_calls_of",
+    "trace_kinds",
+    "trial_context",
+    "user_interrupted",
+    "verifier_input",
+    "wants_outcome",
 ]

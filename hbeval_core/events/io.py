@@ -145,7 +145,8 @@ def _slow_line(raw: bytes, lineno: int, validate: Any) -> EventBase | None:
         return validate(obj)  # type: ignore[no-any-return]
     except Exception as exc:
         field, msg = _field_of(exc)
-        if obj.get("kind") not in _KINDS:
+        kind = obj.get("kind")
+        if not isinstance(kind, str) or kind not in _KINDS:  # a list or dict is no kind either
             field = "kind"
             msg = (
                 f"unknown event kind {obj.get('kind')!r}; known kinds: {', '.join(sorted(_KINDS))}"

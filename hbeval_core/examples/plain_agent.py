@@ -23,9 +23,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from ..contract import ExpectedCall, Task
 from ..runner.checks import completed_calls, response_text, tool_started
 from ..runner.plain import ToolCallError, think, tool
-from ..runner.task import ExpectedCall, Task
 
 __all__ = [
     "FORBIDDEN_TOOL",

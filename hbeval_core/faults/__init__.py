@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from ..contract._clock import AsyncClock, Clock, FakeClock, SystemClock
 from .battery import (
     BATTERY_COMPAT,
     BATTERY_HBEVAL,
@@ -32,7 +33,6 @@ from .battery import (
     task_for,
 )
 from .boundary import ToolCallError, faultable
-from .clock import AsyncClock, Clock, FakeClock, SystemClock
 from .compat import (
     DOMAINS,
     FAULT_CONTEXTS,

@@ -172,7 +172,7 @@ def active_injector(preferred: FaultInjector | None = None) -> FaultInjector | N
         return None
     injector = preferred
     if injector is None:
-        from ..runner.context import current_trial
+        from ..contract import current_trial
 
         trial = current_trial()
         injector = trial.injector if trial is not None else None
@@ -208,7 +208,7 @@ def _plain_scope_var() -> Any:
 
 def _check_boundary() -> None:
     """Budgets and timeouts of the battery run apply at every tool boundary."""
-    from ..runner.context import current_trial
+    from ..contract import current_trial
 
     trial = current_trial()
     if trial is not None:

@@ -43,6 +43,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ..contract._clock import AsyncClock, Clock, SystemClock
 from ..events import FaultInjected
 from ..vocab import (
     CONNECTION_REFUSED,
@@ -65,7 +66,6 @@ from ..vocab import (
     TRUNCATED,
     TRUTHY_ENV_VALUES,
 )
-from .clock import AsyncClock, Clock, SystemClock
 from .plans import (
     ANY_TARGET,
     DEFAULT_EMPTY_KIND,

@@ -25,6 +25,15 @@ from ..events import (
     ToolStart,
 )
 from ..events.model import ChatMessage, ToolCall, Usage
+from ..vocab import (
+    DERIVED_ABSENCE_OF_ERROR,
+    DERIVED_INFERRED,
+    FAULT_BASIS_OBSERVED,
+    LINK_BY_ID,
+    LINK_BY_NAME,
+    LINK_BY_ORDER,
+    LINK_UNMATCHED,
+)
 
 
 class ImportRefused(ValueError):
@@ -91,21 +100,12 @@ class ImportedTrial:
 _TOOL_KINDS = frozenset({"tool_start", "tool_end", "tool_error"})
 
 # How a derived field of a tool call was obtained; carried on its events as
-# ``attrs["derivation"] = {"outcome": ..., "link": ...}``.
-OBSERVED_ERROR = "observed_error"
+# ``attrs["derivation"] = {"outcome": ..., "link": ...}`` (the names live in ``vocab``).
+OBSERVED_ERROR = FAULT_BASIS_OBSERVED
 """The recording flags the call as failed (an error flag, an error status, an exception)."""
-ABSENCE_OF_ERROR = "absence_of_error"
-"""Nothing in the recording says the call failed, so it counts as a success."""
-INFERRED = "inferred"
-"""Read from the result's text (an ``Error: `` prefix, an ``error`` key), not from a flag."""
-LINK_BY_ID = "by_id"
-"""The call is tied to the reply that issued it by the recorded call id."""
-LINK_BY_NAME = "by_name"
-"""No id tied them: the oldest open call of the same tool was taken (inferred)."""
-LINK_BY_ORDER = "by_order"
-"""The recording gave no ids: results were paired with calls in the order issued (inferred)."""
-LINK_NONE = "unmatched"
-"""No reply issued the call."""
+ABSENCE_OF_ERROR = DERIVED_ABSENCE_OF_ERROR
+INFERRED = DERIVED_INFERRED
+LINK_NONE = LINK_UNMATCHED
 
 INFERRED_FIGURES = {
     "outcome": ("frr", "reliability_gap", "tool_errors", "faulted_trials"),

@@ -220,7 +220,7 @@ def _grouped(skipped: Sequence[Skipped]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- scoring
 def _score(trial: ImportedTrial, fmt: str) -> dict[str, Any]:
     """The trial's verdict (hbeval-scoring/1, methodology B), on the recording's label."""
-    from ..runner.protocol import TrialResult
+    from ..contract import TrialResult
     from ..scoring import score_trial
 
     label = trial.label

@@ -207,10 +207,16 @@ class CallLinker:
 
     def issue(self, calls: Iterable[Any], explained: bool, issuer: Any = None) -> None:
         """A model output asked for ``calls`` (objects with ``id``, ``name``, ``args``)."""
+        self.issue_triples([(c.id, c.name, c.args) for c in calls], explained, issuer)
+
+    def issue_triples(
+        self, calls: Iterable[tuple[Any, Any, Any]], explained: bool, issuer: Any = None
+    ) -> None:
+        """``issue`` for calls given as ``(id, name, args)``."""
         pending: list[Issued] = []
         by_id = self._by_id
-        for call in calls:
-            issued = Issued(str(call.id), str(call.name), call.args, explained, issuer)
+        for call_id, name, args in calls:
+            issued = Issued(str(call_id), str(name), args, explained, issuer)
             by_id.setdefault(issued.call_id, issued)
             pending.append(issued)
         if pending:
@@ -308,7 +314,9 @@ class Deriver:
                 st.links[call_id] = st.linker.link(call_id, ev.tool, ev.args)
             return None
         if kind == TOOL_END or kind == TOOL_ERROR:
-            return self._tool_step(ev, kind)
+            return self._tool_step(
+                ev.run_id, ev.call_id, ev.tool, kind == TOOL_ERROR or ev.status == "error"
+            )
         if kind == MODEL_END:
             st = self._runs.get(ev.run_id) or self._state(ev.run_id)
             st.model_since_failure = True
@@ -354,11 +362,64 @@ class Deriver:
         self._index += 1
         return step
 
-    def _tool_step(self, ev: Any, kind: str) -> StepRecord:
-        run_id: str = ev.run_id
+    def feed_raw(self, d: dict[str, Any]) -> StepRecord | None:
+        """``feed`` for an event as a dict the model accepts as it is (``events._fast``).
+
+        Missing keys take the model's defaults. Only for dicts proven by the fast reader's
+        checks: anything else must go through the model and ``feed``.
+        """
+        kind = d["kind"]
+        if kind == TOOL_START:
+            run_id = d["run_id"]
+            st = self._runs.get(run_id) or self._state(run_id)
+            call_id = d["call_id"]
+            args = d.get("args")
+            if args is None:  # absent: the model's default (null is refused by the check)
+                args = {}
+            st.args[call_id] = args
+            if call_id not in st.links:
+                st.links[call_id] = st.linker.link(call_id, d["tool"], args)
+            return None
+        if kind == TOOL_END:
+            return self._tool_step(d["run_id"], d["call_id"], d["tool"], d.get("status") == "error")
+        if kind == TOOL_ERROR:
+            return self._tool_step(d["run_id"], d["call_id"], d["tool"], True)
+        if kind == MODEL_END:
+            run_id = d["run_id"]
+            st = self._runs.get(run_id) or self._state(run_id)
+            st.model_since_failure = True
+            calls = d.get("tool_calls")
+            if calls:
+                text, reasoning = d.get("text"), d.get("reasoning")
+                has_reason = bool((text and text.strip()) or (reasoning and reasoning.strip()))
+                triples = [(c["id"], c["name"], c.get("args", {})) for c in calls]
+                st.linker.issue_triples(triples, has_reason)
+                st_args = st.args
+                for call_id, _name, call_args in triples:
+                    st_args.setdefault(call_id, call_args)
+            return None
+        if kind == MODEL_START:
+            run_id = d["run_id"]
+            (self._runs.get(run_id) or self._state(run_id)).model_since_failure = True
+            return None
+        if kind == FAULT_INJECTED:
+            call_id = d.get("call_id")
+            if call_id is not None:
+                self._state(d["run_id"]).faults.setdefault(call_id, []).append(
+                    (d["mode"], d["effect"])
+                )
+            return None
+        if kind == REPLAN:
+            self._state(d["run_id"]).pending_replan = True
+            return None
+        if kind == STEP:
+            raise ValueError("step events are fed as models (Deriver.feed), not as dicts")
+        if kind == RUN_END:
+            self._runs.pop(d["run_id"], None)
+        return None
+
+    def _tool_step(self, run_id: str, call_id: str, tool: str, errored: bool) -> StepRecord:
         st = self._runs.get(run_id) or self._state(run_id)
-        call_id: str = ev.call_id
-        tool: str = ev.tool
         faults = st.faults.pop(call_id, None)
         args = st.args.pop(call_id, None)
         cached = st.links.pop(call_id, None)
@@ -371,7 +432,6 @@ class Deriver:
             traceable = link_kind == LINK_ID and explained
         else:
             traceable = link_kind != LINK_NONE
-        errored = kind == TOOL_ERROR or ev.status == "error"
         if faults is None:
             success = not errored
             had_fault = errored

@@ -3,7 +3,9 @@
 ``EDM`` keeps admitted episodes in SQLite (its own ``edm_*`` tables in the store's file) and
 one in-memory vector index per agent, loaded on first use. Retrieval is exact: every stored
 vector of the agent is compared with the query (cosine = dot product of unit vectors), and
-only episodes at or above the threshold are returned. One agent never sees another's
+only episodes at or above the threshold are returned. For agents with many episodes,
+``build_index`` saves an approximate index beside the database that proposes candidates,
+which are then ranked exactly from the vectors SQLite holds (see ``_ann.py``). One agent never sees another's
 episodes, and unsafe episodes are quarantined, never indexed.
 
 ``EDM()`` is in memory (nothing persisted); ``EDM(path)`` or :func:`open_edm` persist to a
@@ -24,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ._ann import ApproxIndex, ann_paths, faiss_available, remove_agent_files
 from ._embed import Embedder, HashingEmbedder, normalise_rows
 from ._episode import (
     DEFAULT_AGENT_ID,
@@ -42,6 +45,18 @@ from ._index import VectorIndex
 from ._sqlite import MEMORY_DB, EDMTables, connect, migrate, resolve_db
 
 DEFAULT_TOP_K = 3
+APPROX_CANDIDATES = 16
+"""How many candidates the approximate index proposes for exact ranking (at least 4 x k). Its
+scores are exact for the vectors it scans, so the margin over k only covers candidates SQLite
+no longer holds."""
+
+
+@dataclass
+class _Approx:
+    """An agent's saved approximate index and the vectors stored after it was built."""
+
+    index: ApproxIndex
+    delta: tuple[npt.NDArray[np.int64], list[str], npt.NDArray[np.float32]] | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +104,8 @@ class EDM:
         policy: admission thresholds; default the spec's two routes and E1 evidence.
         top_k: how many precedents ``retrieve``/``recall`` return at most.
         clock: source of ``created_at`` for episodes that do not carry one.
+        approximate: use an agent's saved approximate index (``build_index``) when there is
+            one; False always scans exactly.
     """
 
     def __init__(
@@ -100,7 +117,9 @@ class EDM:
         policy: AdmissionPolicy | None = None,
         top_k: int = DEFAULT_TOP_K,
         clock: Callable[[], datetime] = utc_now,
+        approximate: bool = True,
     ) -> None:
+        self.approximate = approximate
         self.embedder: Embedder = embedder if embedder is not None else HashingEmbedder()
         if not isinstance(self.embedder, Embedder):
             raise TypeError("embedder must provide name, dim, threshold and embed(texts)")
@@ -124,6 +143,7 @@ class EDM:
         self._tables = EDMTables(self._conn)
         self._lock = threading.RLock()
         self._indexes: dict[str, VectorIndex] = {}
+        self._approx: dict[str, _Approx | None] = {}
         self._data_version = self._tables.data_version()
         self._generation = self._tables.generation()
 
@@ -132,6 +152,7 @@ class EDM:
         """Close the database connection; the EDM cannot be used afterwards."""
         with self._lock:
             self._indexes.clear()
+            self._approx.clear()
             self._conn.close()
 
     def __enter__(self) -> EDM:
@@ -161,6 +182,7 @@ class EDM:
         if generation != self._generation:
             self._generation = generation
             self._indexes.clear()
+            self._approx.clear()
 
     def _after_write(self) -> bool:
         """Record our own write's generation; False when another writer slipped in before."""
@@ -173,6 +195,7 @@ class EDM:
         self._generation = after
         if not fresh:
             self._indexes.clear()
+        self._approx.clear()  # reopened on next use: new vectors join its delta
         return fresh
 
     def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -245,7 +268,7 @@ class EDM:
         ``score_trial`` and the episode carries the run's events, so EDM admits on figures it
         computed itself, as for battery trials.
         """
-        from ..runner.protocol import TrialResult
+        from ..contract import TrialResult
         from ..scoring import score_trial
         from ..vocab import OUTCOME_FAIL, OUTCOME_PASS
         from ._adapters import episode_from_trial
@@ -350,15 +373,82 @@ class EDM:
         vector = self._embed([query])[0]
         with self._lock:
             self._sync()
-            index = self._index(agent)
-            hits, best = index.search(vector, k, self.threshold)
+            approx = self._approx_for(agent)
+            if approx is not None:
+                hits, best, stored = self._approx_search(approx, agent, vector, k)
+            else:
+                index = self._index(agent)
+                hits, best = index.search(vector, k, self.threshold)
+                stored = len(index)
             records = self._tables.get_many([eid for eid, _ in hits])
             matches = [
                 Match(records[eid], sim)
                 for eid, sim in hits
                 if eid in records and records[eid].agent_id == agent
             ]
-            return query, matches, best, len(index)
+            return query, matches, best, stored
+
+    # ------------------------------------------------------------------ approximate index
+    def build_index(self, agent_id: str = DEFAULT_AGENT_ID) -> int:
+        """Build and save this agent's approximate index (faiss IVF-Flat); returns its size.
+
+        Retrieval then asks it for candidates and ranks them exactly from SQLite (see
+        ``memory/_ann.py``); episodes admitted later are searched exactly beside it, and a
+        deletion drops it until it is built again. Needs a database file and faiss
+        (``pip install 'hbeval[fast]'``).
+        """
+        agent = _agent(agent_id)
+        if self.path == MEMORY_DB:
+            raise ValueError("an in-memory EDM keeps no approximate index: open a file")
+        if not faiss_available():
+            raise ImportError("the approximate index needs faiss: pip install 'hbeval[fast]'")
+        with self._lock:
+            self._sync()
+            self._index(agent)  # embeds any episode that has no vector for this embedder yet
+            dim, name = self.embedder.dim, self.embedder.name
+            rowids, _ids, matrix = self._tables.vector_rows(agent, name, dim)
+            if len(rowids) == 0:
+                return 0
+            built = ApproxIndex.build(rowids, matrix, agent_id=agent, embedder=name)
+            built.save(*ann_paths(self.path, agent, name))
+            self._approx[agent] = _Approx(built)
+            return len(built)
+
+    def _approx_for(self, agent: str) -> _Approx | None:
+        if not self.approximate or self.path == MEMORY_DB:
+            return None
+        if agent not in self._approx:
+            name, dim = self.embedder.name, self.embedder.dim
+            opened = ApproxIndex.open(*ann_paths(self.path, agent, name), embedder=name, dim=dim)
+            self._approx[agent] = None if opened is None else _Approx(opened)
+        return self._approx[agent]
+
+    def _approx_search(
+        self, approx: _Approx, agent: str, vector: npt.NDArray[np.float32], k: int
+    ) -> tuple[list[tuple[str, float]], float | None, int]:
+        """Candidates from the index and every vector stored since, ranked exactly.
+
+        Scores are exact cosines of the vectors SQLite holds; candidates are read joined with
+        their episodes, so an episode deleted or never admitted for this agent is never ranked.
+        Ties are broken by storage order (rowid), as the exact path breaks them by row.
+        """
+        name, dim = self.embedder.name, self.embedder.dim
+        if approx.delta is None:
+            approx.delta = self._tables.vector_rows(agent, name, dim, approx.index.max_rowid)
+        rowids = approx.index.candidates(vector, max(APPROX_CANDIDATES, 4 * k))
+        c_rowids, c_ids, c_matrix = self._tables.candidate_vectors(
+            agent, name, dim, rowids.tolist()
+        )
+        _rowids, d_ids, d_matrix = approx.delta
+        stored = len(approx.index) + len(d_ids)
+        # Ranked by the exact path's own arithmetic (VectorIndex), rows in storage order, so
+        # scores match it bit for bit and ties break the same way.
+        order = np.argsort(np.asarray(c_rowids, dtype=np.int64), kind="stable")
+        ranker = VectorIndex(dim)
+        ranker.add([c_ids[i] for i in order], c_matrix[order])
+        ranker.add(d_ids, d_matrix)
+        hits, best = ranker.search(vector, k, self.threshold)
+        return hits, best, stored
 
     def retrieve(
         self, context: str | dict[str, Any], agent_id: str = DEFAULT_AGENT_ID, k: int | None = None
@@ -460,6 +550,10 @@ class EDM:
                 return False
             self._sync()
             removed = self._tables.delete(episode_id)
+            if removed and self.path != MEMORY_DB:
+                # The saved index still holds it: drop the index (SQLite stays the truth).
+                remove_agent_files(self.path, ep.agent_id)
+                self._approx.pop(ep.agent_id, None)
             if self._after_write():
                 index = self._indexes.get(ep.agent_id)
                 if index is not None:

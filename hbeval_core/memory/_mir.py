@@ -25,8 +25,12 @@ from ._explain import render_context
 from ._index import VectorIndex
 
 
-class Memory(Protocol):
-    """What MIR needs of a memory: admit, retrieve ids for an agent, delete."""
+class RetrievalMemory(Protocol):
+    """What MIR needs of a memory: admit, retrieve ids for an agent, delete.
+
+    Not the adapters' ``hbeval_core.contract.Memory`` (recall text, admit): MIR reads which
+    episodes were retrieved, by id, and removes the poison afterwards.
+    """
 
     def admit(self, episode: Any) -> Any:
         """Store ``episode`` if the memory accepts it; the result is truthy when stored."""
@@ -110,7 +114,7 @@ def _correct(retrieved: Sequence[str], expected: Collection[str], poison_id: str
 
 
 def mir(
-    memory: Memory,
+    memory: RetrievalMemory,
     queries: Iterable[tuple[str | dict[str, Any], Collection[str]]],
     poison: Episode | dict[str, Any],
     *,

@@ -493,6 +493,38 @@ class EDMTables:
             ]
         return ids, matrix.astype(np.float32, copy=False), missing
 
+    def vector_rows(
+        self, agent_id: str, embedder: str, dim: int, after_rowid: int = 0
+    ) -> tuple[npt.NDArray[np.int64], list[str], npt.NDArray[np.float32]]:
+        """(rowids, episode ids, matrix) of one agent's vectors with rowid > ``after_rowid``."""
+        rows = self.conn.execute(
+            "SELECT rowid, episode_id, vector FROM edm_vectors "
+            "WHERE agent_id = ? AND embedder = ? AND dim = ? AND rowid > ? ORDER BY rowid",
+            (agent_id, embedder, dim, after_rowid),
+        ).fetchall()
+        rows = [r for r in rows if len(r[2]) == 4 * dim]
+        rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), dim)
+        return rowids, [r[1] for r in rows], matrix.astype(np.float32, copy=False)
+
+    def candidate_vectors(
+        self, agent_id: str, embedder: str, dim: int, rowids: Sequence[int]
+    ) -> tuple[list[int], list[str], npt.NDArray[np.float32]]:
+        """(rowids, episode ids, stored vectors) of the given ``edm_vectors`` rowids, only for
+        episodes of ``agent_id`` still admitted (a deleted one has no row to join)."""
+        if not rowids:
+            return [], [], np.zeros((0, dim), dtype=np.float32)
+        rows = self.conn.execute(
+            "SELECT v.rowid, v.episode_id, v.vector FROM edm_vectors v "
+            "JOIN edm_episodes e ON e.episode_id = v.episode_id AND e.agent_id = v.agent_id "
+            f"WHERE v.rowid IN ({', '.join('?' * len(rowids))}) "
+            "AND v.agent_id = ? AND v.embedder = ? AND v.dim = ?",
+            [*rowids, agent_id, embedder, dim],
+        ).fetchall()
+        rows = [r for r in rows if len(r[2]) == 4 * dim]
+        matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), dim)
+        return [r[0] for r in rows], [r[1] for r in rows], matrix.astype(np.float32, copy=False)
+
     def delete(self, episode_id: str) -> bool:
         """Remove an admitted episode and all its vectors; True when it existed."""
         self.conn.execute("BEGIN IMMEDIATE")

@@ -12,7 +12,7 @@ from ._validate import check_count
 
 
 class ToolCallLike(Protocol):
-    """Anything with a ``tool`` name and ``args`` (runner.task.ExpectedCall, a tool_start event)."""
+    """Anything with a ``tool`` name and ``args`` (contract.ExpectedCall, a tool_start event)."""
 
     @property
     def tool(self) -> str: ...

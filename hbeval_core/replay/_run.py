@@ -281,8 +281,7 @@ def _usage(events: Sequence[Any]) -> dict[str, float | None]:
 def _run_case(
     resolved: Any, rec: _Recorded, task: Any, replay_id: str, agent_id: str
 ) -> tuple[Any, ReplayInjector, float]:
-    from ..runner.context import TrialContext, trial_context
-    from ..runner.protocol import TrialResult
+    from ..contract import TrialContext, TrialResult, trial_context
 
     t = rec.trial
     forbidden = task.forbidden_tools[0] if getattr(task, "forbidden_tools", ()) else None
@@ -444,8 +443,8 @@ def replay_run(
     ``tasks`` gives verifiers, forbidden tools and metadata by task id (a task the recording
     names but ``tasks`` lacks runs with the recorded question only: its pass is unverifiable).
     """
+    from ..contract import Task
     from ..runner.registry import resolve_target
-    from ..runner.task import Task
 
     inv = invariants or Invariants()
     run, cases = _load(store, run_id)

@@ -140,6 +140,11 @@ def _what_failed(report: Mapping[str, Any], decision: RunVerdict) -> list[str]:
 
 
 def _how_sure(report: Mapping[str, Any]) -> list[str]:
+    """How sure the figures are: the rates with their intervals, then what they rest on."""
+    return _rate_sentences(report) + _evidence_sentences(report)
+
+
+def _rate_sentences(report: Mapping[str, Any]) -> list[str]:
     items: list[str] = []
     rate = _block(report, "pass_rate")
     r = _number(rate.get("rate"))
@@ -184,6 +189,11 @@ def _how_sure(report: Mapping[str, Any]) -> list[str]:
             items.append(
                 f"FRR rests on {_e(counts[1])} faulted trials: 95% interval {ci[0]:.2f}–{ci[1]:.2f}."
             )
+    return items
+
+
+def _evidence_sentences(report: Mapping[str, Any]) -> list[str]:
+    items: list[str] = []
     ev = _block(report, "evidence")
     level = ev.get("level")
     meaning = {

@@ -1,6 +1,7 @@
 """Battery runs: tasks, targets and adapters, trials, isolation, outcomes, budgets and resume.
 
-- ``run_battery(adapter, target, tasks, battery, ...)`` runs a battery and returns the report.
+- ``run_battery(adapter, target, tasks, battery, ...)`` runs a battery and returns the report;
+  ``await arun_battery(...)`` does the same from inside an event loop without blocking it.
 - ``Task`` / ``load_tasks`` define the work; ``RunManifest`` / ``load_manifest`` pin a run.
 - ``PlainAdapter`` runs ``agent(question) -> str | dict`` with ``@tool``, ``think`` and
   ``model_input`` making its faults and reasoning visible and ``precedents()`` handing it
@@ -55,6 +56,7 @@ _EXPORTS: dict[str, str] = {
     "ProgressUpdate": "run",
     "VirtualClock": "run",
     "run_battery": "run",
+    "arun_battery": "_async",
     "run_demo": "demo",
 }
 
@@ -82,6 +84,7 @@ __all__ = [
     "TrialResult",
     "TrialStop",
     "VirtualClock",
+    "arun_battery",
     "claim",
     "current_trial",
     "detect_target_kind",
@@ -114,6 +117,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from ._async import arun_battery
     from .context import (
         BudgetExceeded,
         Budgets,

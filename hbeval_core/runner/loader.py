@@ -20,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
-from .task import ExpectedCall, Task
+from ..contract import ExpectedCall, Task
 
 __all__ = [
     "TASK_FIELDS",
@@ -203,7 +203,7 @@ def _check_task_list(items: Sequence[Any], source: str) -> list[Task]:
         if not isinstance(task, Task):
             raise TaskFileError(
                 f"item is a {type(task).__name__}, not a Task; build it with "
-                "hbeval_core.runner.task.Task(id=..., question=...)",
+                "hbeval_core.contract.Task(id=..., question=...)",
                 source=source,
                 task=f"#{i}",
             )

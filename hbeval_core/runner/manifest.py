@@ -34,9 +34,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
+from ..contract import Budgets
 from ..fingerprint import fingerprint
 from ..store._redact import DEFAULT_MAX_RESULT_BYTES, parse_redact_rules
-from .context import Budgets
 
 __all__ = [
     "EXPECTED_HASH_KEYS",

@@ -46,7 +46,15 @@ from contextvars import ContextVar
 from typing import Any, Final, NoReturn, TypeVar, overload
 
 from ..capture import Trial, TrialTemplate, budget_halt_fields, result_of
-from ..contract import Ended, ended_by
+from ..contract import (
+    BudgetExceeded,
+    Ended,
+    TrialCancelled,
+    TrialContext,
+    TrialResult,
+    current_trial,
+    ended_by,
+)
 from ..events import (
     ChatMessage,
     Claim,
@@ -65,8 +73,6 @@ from ..events import (
     Usage,
 )
 from ..faults.boundary import ToolCallError, faulted_call
-from .context import BudgetExceeded, TrialCancelled, TrialContext, current_trial
-from .protocol import TrialResult
 
 __all__ = [
     "BEHAVIOURAL_FIELDS",
@@ -763,7 +769,7 @@ class PlainAdapter(TrialTemplate):
 
 
 def _messages_of(question: str, answer: str | None) -> tuple[Any, ...]:
-    from .outcome import Message
+    from ..contract import Message
 
     asked = Message(role="user", content=question)
     return (asked,) if answer is None else (asked, Message(role="assistant", content=answer))

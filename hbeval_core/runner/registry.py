@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .protocol import Adapter
+from ..contract import Adapter
 
 __all__ = [
     "KIND_AGENT",

@@ -78,6 +78,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ..contract import (
+    Adapter,
+    Budgets,
+    Task,
+    TrialContext,
+    TrialResult,
+    VirtualClock,
+    trial_context,
+    user_interrupted,
+)
 from ..events import EventBase, RunEnd
 from ..faults import (
     Battery,
@@ -117,7 +127,6 @@ from ..vocab import (
     OUTCOME_TIMEOUT,
     SCORING_VERSION,
 )
-from .context import Budgets, TrialContext, trial_context, user_interrupted
 from .manifest import (
     RunManifest,
     check_expected_hashes,
@@ -126,9 +135,7 @@ from .manifest import (
     package_versions,
     source_digests,
 )
-from .protocol import Adapter, TrialResult
 from .registry import ResolvedTarget, resolve_target
-from .task import Task
 
 __all__ = [
     "DEFAULT_SEED",
@@ -151,39 +158,16 @@ DEFAULT_TIMEOUT: Final = 300.0
 """Seconds an attempt may run before it is cut and recorded as ``timeout`` (0 or None: no limit)."""
 EXECUTOR_LOCAL: Final = "local"
 """Trials run in this process: serially, or on ``concurrency`` threads."""
+EXECUTOR_ASYNC: Final = "async"
+"""``await arun_battery(...)``: trials on ``concurrency`` threads, off the caller's event loop."""
 EXECUTOR_RAY: Final = "ray"
 """Each trial is a Ray task on a cluster (``runner._ray``)."""
-EXECUTORS: Final = (EXECUTOR_LOCAL, EXECUTOR_RAY)
+EXECUTORS: Final = (EXECUTOR_LOCAL, EXECUTOR_ASYNC, EXECUTOR_RAY)
 DEFAULT_RAY_CPUS: Final = 0.25
 """CPUs a Ray trial reserves: trials wait on models, so one CPU runs several at once."""
 _METHODOLOGIES: Final = (METHODOLOGY_A, METHODOLOGY_B, METHODOLOGY_C)
 _NOT_OFFERED: Final = (OUTCOME_INFRA_ERROR, OUTCOME_SKIPPED)
 """Outcomes whose trials are never offered to memory: the harness failed, not the agent."""
-
-
-class VirtualClock:
-    """A clock whose waits are skipped: ``now()`` is real time plus every wait asked for.
-
-    Timeout and latency faults then cost the runner nothing while the agent still receives the
-    same error text; ``slept`` counts towards the trial's wall-time budget.
-    """
-
-    def __init__(self) -> None:
-        self.slept = 0.0
-
-    def sleep(self, seconds: float) -> None:
-        """Skip ``seconds`` of waiting."""
-        if seconds < 0:
-            raise ValueError(f"seconds must be >= 0 (got {seconds})")
-        self.slept += seconds
-
-    async def asleep(self, seconds: float) -> None:
-        """Async twin of ``sleep``."""
-        self.sleep(seconds)
-
-    def now(self) -> float:
-        """Real time plus the waits skipped so far."""
-        return time.time() + self.slept
 
 
 @dataclass(frozen=True)
@@ -688,7 +672,7 @@ def _storable_verdict(
 @contextmanager
 def _interrupt_watch() -> Iterator[None]:
     """Tell Ctrl-C on hbeval apart from a ``KeyboardInterrupt`` the agent raises itself."""
-    from .context import _note_user_interrupt, _reset_user_interrupt
+    from ..contract._trial import _note_user_interrupt, _reset_user_interrupt
 
     _reset_user_interrupt()
     if threading.current_thread() is not threading.main_thread():
@@ -1095,7 +1079,8 @@ def run_battery(
 
     ``executor`` is ``local`` (threads, ``concurrency``) or ``ray``: each trial is a Ray task on
     the cluster at ``ray_address`` (``auto``, ``host:port``; None starts a local Ray), taking
-    ``ray_cpus_per_trial`` CPUs (``runner._ray``).
+    ``ray_cpus_per_trial`` CPUs (``runner._ray``). ``async`` is what ``arun_battery`` passes:
+    trials run as with ``local``, and the report names the executor.
     """
     _check_args(
         tasks, trials, seed, concurrency, timeout, methodology, judge, max_infra_retries, agent_id

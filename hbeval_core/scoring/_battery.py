@@ -98,7 +98,21 @@ from ._rates import (
     _gap_section,
     _pass_k_section,
 )
-from ._report_model import Report, format_error
+from ._report_model import (
+    Breakdowns,
+    CsiInfo,
+    FaultDelivery,
+    FaultTypeDelivery,
+    Isolation,
+    Methodology,
+    Metrics,
+    Rate,
+    Report,
+    RunInfo,
+    SeverityBlock,
+    Versions,
+    format_error,
+)
 from ._scores import compute_scores
 from ._sections import (
     _evidence,
@@ -131,8 +145,8 @@ class _Headline:
     metrics: dict[str, float | None]
     undefined: dict[str, str]
     defined_counts: dict[str, int]
-    pass_rate: dict[str, Any]
-    csi_info: dict[str, Any]
+    pass_rate: Rate
+    csi_info: CsiInfo
     faulted: list[Mapping[str, Any]]
     judged: int
     by_type: dict[str, Any]
@@ -177,10 +191,10 @@ def _headline(
         undefined[IRS] = NO_FAULT_DELIVERED if no_delivery else NO_JUDGED_TRIAL
 
     pass_rate = _rate(scored, confidence)
-    this_run = (metrics[PEI], metrics[IRS], pass_rate["rate"])
+    this_run = (metrics[PEI], metrics[IRS], pass_rate.rate)
     csi_value, csi_reason, csi_info = _csi_section(run, history, this_run, measurement)
     metrics[CSI] = csi_value
-    defined_counts[CSI] = csi_info["runs_total"] if csi_value is not None else 0
+    defined_counts[CSI] = csi_info.runs_total if csi_value is not None else 0
     if csi_reason is not None:
         undefined[CSI] = csi_reason
     return _Headline(
@@ -210,8 +224,8 @@ def _run_block(
     run: Mapping[str, Any],
     ordered: Sequence[Mapping[str, Any]],
     scored: Sequence[Mapping[str, Any]],
-) -> dict[str, Any]:
-    return {
+) -> RunInfo:
+    block = {
         "run_id": run.get("run_id"),
         "agent_id": run.get("agent_id"),
         "battery": run.get("battery"),
@@ -231,42 +245,49 @@ def _run_block(
             else {}
         ),
     }
+    try:
+        return RunInfo.model_validate(block)
+    except ValidationError as exc:
+        raise format_error(exc, under="run") from None
 
 
-def _severity_block(scored: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _severity_block(scored: Sequence[Mapping[str, Any]]) -> SeverityBlock:
     failures = [_verdict(t).get("severity") for t in scored]
     severity_classes = [s if s in SEVERITY_WEIGHTS else None for s in failures]
     swfr = severity_weighted_failure_rate(severity_classes, len(scored))
-    return {
-        "histogram": severity_histogram(severity_classes),
-        "weighted_failure_rate": swfr,
-        "undefined": {} if swfr is not None else {"weighted_failure_rate": NO_TRIALS},
-    }
+    return SeverityBlock(
+        histogram=severity_histogram(severity_classes),
+        weighted_failure_rate=swfr,
+        undefined={} if swfr is not None else {"weighted_failure_rate": NO_TRIALS},
+    )
 
 
-def _fault_delivery_block(scored: Sequence[Mapping[str, Any]], head: _Headline) -> dict[str, Any]:
+def _fault_delivery_block(scored: Sequence[Mapping[str, Any]], head: _Headline) -> FaultDelivery:
     all_faults = [
         f for t in scored for f in (_verdict(t).get("faults") or ()) if isinstance(f, Mapping)
     ]
     overall = delivery_counts(scored, nominal=False)
-    return {
-        "injected": len(all_faults),
-        "delivered": sum(1 for f in all_faults if f.get("delivered") is True),
-        "not_delivered": sum(1 for f in all_faults if f.get("delivered") is False),
-        "unknown": sum(1 for f in all_faults if f.get("delivered") is None),
-        "faulted_trials": len(head.faulted),
-        "judged_trials": head.judged,
-        **{k: overall[k] for k in ("planned", "planned_delivered")},
-        "by_fault_type": head.by_type,
-        "unmeasured_fault_types": sorted(head.unmeasured_types),
-    }
+    return FaultDelivery(
+        injected=len(all_faults),
+        delivered=sum(1 for f in all_faults if f.get("delivered") is True),
+        not_delivered=sum(1 for f in all_faults if f.get("delivered") is False),
+        unknown=sum(1 for f in all_faults if f.get("delivered") is None),
+        faulted_trials=len(head.faulted),
+        judged_trials=head.judged,
+        planned=overall["planned"],
+        planned_delivered=overall["planned_delivered"],
+        by_fault_type={
+            name: FaultTypeDelivery.model_validate(d) for name, d in head.by_type.items()
+        },
+        unmeasured_fault_types=sorted(head.unmeasured_types),
+    )
 
 
 def _methodology_block(
     run: Mapping[str, Any],
     ordered: Sequence[Mapping[str, Any]],
     scored: Sequence[Mapping[str, Any]],
-) -> dict[str, Any]:
+) -> Methodology:
     composites = [
         float(_verdict(t)["composite"])
         for t in scored
@@ -276,48 +297,48 @@ def _methodology_block(
         _verdict(t).get("success") for t in scored if _verdict(t).get("success") is not None
     ]
     text_means, text_undefined = _text_means(scored)
-    return {
-        "name": _methodology(run, ordered),
-        "judge": _judge_identity(run, ordered),
-        "composite_mean": _mean(composites),
-        "composite_defined": len(composites),
-        "success_rate": sum(1 for s in successes if s) / len(successes) if successes else None,
-        "success_defined": len(successes),
-        "text_heuristics_mean": text_means,
-        "undefined": {
+    return Methodology(
+        name=_methodology(run, ordered),
+        judge=_judge_identity(run, ordered),
+        composite_mean=_mean(composites),
+        composite_defined=len(composites),
+        success_rate=sum(1 for s in successes if s) / len(successes) if successes else None,
+        success_defined=len(successes),
+        text_heuristics_mean=text_means,
+        undefined={
             **({} if composites else {"composite_mean": NOT_MEASURED}),
             **({} if successes else {"success_rate": NOT_MEASURED}),
             **text_undefined,
         },
-    }
+    )
 
 
-def _versions_block() -> dict[str, Any]:
-    return {
-        "report": REPORT_FORMAT,
-        "scoring": SCORING_VERSION,
-        "derive": DERIVE_VERSION,
-        "metric_versions": dict(METRIC_VERSIONS),
-        "statistics": {
+def _versions_block() -> Versions:
+    return Versions(
+        report=REPORT_FORMAT,
+        scoring=SCORING_VERSION,
+        derive=DERIVE_VERSION,
+        metric_versions=dict(METRIC_VERSIONS),
+        statistics={
             name: METRICS[name].version
             for name in ("wilson_interval", "reliability_gap", "csi", "pass_hat_k", "pass_at_k")
             if name in METRICS
         },
-    }
+    )
 
 
-def _isolation_block(ordered: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _isolation_block(ordered: Sequence[Mapping[str, Any]]) -> Isolation:
     flags = [t.get("isolated") for t in ordered]
     isolated = bool(flags) and all(f is True for f in flags)
-    return {
-        "isolated": isolated,
-        "trials_not_isolated": sum(1 for f in flags if f is not True),
-        "note": (
+    return Isolation(
+        isolated=isolated,
+        trials_not_isolated=sum(1 for f in flags if f is not True),
+        note=(
             "every trial ran on a fresh agent"
             if isolated
             else "not isolated: some trials shared one agent object and ran serially"
         ),
-    }
+    )
 
 
 # --------------------------------------------------------------------------- public
@@ -342,80 +363,85 @@ def build_report(
     """
     floors = dict(DEFAULT_THRESHOLDS if thresholds is None else thresholds)
     ordered = sorted(trials, key=_sort_key)
+    # Each trial is read through the model first: bad input is named before any figure uses it.
+    entries = [_trial_entry(t, i) for i, t in enumerate(ordered)]
     scored = [t for t in ordered if t.get("outcome") in SCORED_OUTCOMES]
     fingerprints = _fingerprints(run)
-    head = _headline(run, scored, list(history or ()), fingerprints["measurement"], confidence)
+    head = _headline(run, scored, list(history or ()), fingerprints.measurement, confidence)
     k_max = _k_max(run, scored)
     pass_at_k, pass_hat_k = _pass_k_section(scored, k_max)
     nominal = [t for t in scored if t.get("is_nominal") is True]
     manifest = run.get("manifest")
-    report: dict[str, Any] = {
-        "format": REPORT_FORMAT,
-        "run": _run_block(run, ordered, scored),
-        "run_id": run.get("run_id"),
+    metrics = Metrics.model_validate(head.metrics)
+    draft = Report(
+        format=REPORT_FORMAT,
+        run=_run_block(run, ordered, scored),
+        run_id=run.get("run_id"),
         # The verdict fields are filled in below, by decide_verdict over this very report.
-        "verdict": VERDICT_INSUFFICIENT,
-        "verdict_reasons": [],
-        "unmeasured_metrics": [],
-        "summary": "",
-        "verdict_fix": None,
-        "tier": None,
-        "verification": "unverified",
-        "thresholds": floors,
-        "scores": None,  # filled in below, from this very report
-        "metrics": head.metrics,
-        "aggregate_metrics": dict(head.metrics),
-        "undefined": head.undefined,
-        "defined_counts": head.defined_counts,
-        "csi_info": head.csi_info,
-        "pass_rate": head.pass_rate,
-        "outcomes": {o: sum(1 for t in ordered if t.get("outcome") == o) for o in TRIAL_OUTCOMES},
-        "reliability_gap": _gap_section(
+        verdict=VERDICT_INSUFFICIENT,
+        verdict_reasons=[],
+        unmeasured_metrics=[],
+        summary="",
+        verdict_fix=None,
+        tier=None,
+        verification="unverified",
+        thresholds=floors,
+        scores=None,  # filled in below, from this very report
+        metrics=metrics,
+        aggregate_metrics=metrics.model_copy(),
+        undefined=head.undefined,
+        defined_counts=head.defined_counts,
+        csi_info=head.csi_info,
+        pass_rate=head.pass_rate,
+        outcomes={o: sum(1 for t in ordered if t.get("outcome") == o) for o in TRIAL_OUTCOMES},
+        reliability_gap=_gap_section(
             nominal, head.faulted, confidence, NO_FAULT_DELIVERED if head.no_delivery else None
         ),
-        "pass_at_k": pass_at_k,
-        "pass_hat_k": pass_hat_k,
-        "breakdowns": {
-            "fault_type": _breakdown(
-                scored, "fault_type", k_max, confidence, head.unmeasured_types
-            ),
-            "domain": _breakdown(scored, "domain", k_max, confidence),
-        },
-        "severity": _severity_block(scored),
-        "agentdojo": _agentdojo(scored, head.unmeasured_types.get("adversarial")),
-        "efficiency": _efficiency(scored, manifest if isinstance(manifest, Mapping) else None),
-        "fault_delivery": _fault_delivery_block(scored, head),
-        "traceability": _traceability(scored),
-        "methodology": _methodology_block(run, ordered, scored),
-        "evidence": _evidence(scored),
-        "tail": _tail(scored, tail_size),
-        "scenario_count": len({t.get("scenario_index") for t in ordered}),
-        "scenarios": _scenarios(ordered),
-        "fingerprints": fingerprints,
-        "manifest_hash": run.get("manifest_hash"),
-        "metric_versions": dict(METRIC_VERSIONS),
-        "versions": _versions_block(),
-        "isolation": _isolation_block(ordered),
-        "trials": [_trial_entry(t) for t in ordered],
-    }
-    return _decided(report, floors, head)
+        pass_at_k=pass_at_k,
+        pass_hat_k=pass_hat_k,
+        breakdowns=Breakdowns(
+            fault_type=_breakdown(scored, "fault_type", k_max, confidence, head.unmeasured_types),
+            domain=_breakdown(scored, "domain", k_max, confidence),
+        ),
+        severity=_severity_block(scored),
+        agentdojo=_agentdojo(scored, head.unmeasured_types.get("adversarial")),
+        efficiency=_efficiency(scored, manifest if isinstance(manifest, Mapping) else None),
+        fault_delivery=_fault_delivery_block(scored, head),
+        traceability=_traceability(scored),
+        methodology=_methodology_block(run, ordered, scored),
+        evidence=_evidence(scored),
+        tail=_tail(scored, tail_size),
+        scenario_count=len({t.get("scenario_index") for t in ordered}),
+        scenarios=_scenarios(ordered),
+        fingerprints=fingerprints,
+        manifest_hash=run.get("manifest_hash"),
+        metric_versions=dict(METRIC_VERSIONS),
+        versions=_versions_block(),
+        isolation=_isolation_block(ordered),
+        trials=entries,
+    )
+    return _decided(draft, floors, head)
 
 
-def _decided(report: dict[str, Any], floors: Mapping[str, float], head: _Headline) -> Report:
-    """Score the report once, decide its verdict over it, and return it as the model."""
-    report["scores"] = compute_scores(report).model_dump(mode="json")
-    decision = decide_verdict(report, floors=floors)
-    report["verdict"] = decision.verdict
-    report["verdict_reasons"] = list(decision.reasons)
-    report["unmeasured_metrics"] = list(decision.unmeasured)
-    report["verdict_fix"] = decision.fix
-    report["summary"] = _summary(
+def _decided(draft: Report, floors: Mapping[str, float], head: _Headline) -> Report:
+    """Score the report once, decide its verdict over it, and return the finished report."""
+    data = draft.to_dict()
+    scores = compute_scores(data)
+    data["scores"] = scores.model_dump(mode="json")
+    decision = decide_verdict(data, floors=floors)
+    summary = _summary(
         decision.verdict, decision.reasons, head.pass_rate, head.metrics, head.undefined
     )
-    try:
-        return Report.model_validate(report)
-    except ValidationError as exc:
-        raise format_error(exc) from None
+    return draft.model_copy(
+        update={
+            "scores": scores,
+            "verdict": decision.verdict,
+            "verdict_reasons": list(decision.reasons),
+            "unmeasured_metrics": list(decision.unmeasured),
+            "verdict_fix": decision.fix,
+            "summary": summary,
+        }
+    )
 
 
 def strip_volatile(report: Mapping[str, Any] | Report) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from ..vocab import (
     OUTCOME_PASS,
     OUTCOME_TIMEOUT,
 )
+from ._report_model import KValue, Rate
 
 SCORED_OUTCOMES = (OUTCOME_PASS, OUTCOME_FAIL, OUTCOME_TIMEOUT)
 """Outcomes that count in rates; infra_error and skipped do not."""
@@ -38,30 +39,31 @@ def _mean(values: Sequence[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
 
 
-def _interval(successes: int, n: int, confidence: float) -> list[float] | None:
+def _interval(successes: int, n: int, confidence: float) -> tuple[float, float] | None:
     ci = wilson_interval(successes, n, confidence)
-    return None if ci is None else [ci[0], ci[1]]
+    return None if ci is None else (ci[0], ci[1])
 
 
-def _rate(trials: Sequence[Mapping[str, Any]], confidence: float) -> dict[str, Any]:
+def _rate(trials: Sequence[Mapping[str, Any]], confidence: float) -> Rate:
     n = len(trials)
     passed = sum(1 for t in trials if _passed(t))
-    out: dict[str, Any] = {
-        "n": n,
-        "passed": passed,
-        "rate": passed / n if n else None,
-        "interval": _interval(passed, n, confidence),
-        "undefined": {},
-    }
-    if not n:
-        out["undefined"] = {"rate": NO_TRIALS, "interval": NO_TRIALS}
-    return out
+    return Rate(
+        n=n,
+        passed=passed,
+        rate=passed / n if n else None,
+        interval=_interval(passed, n, confidence),
+        undefined={} if n else {"rate": NO_TRIALS, "interval": NO_TRIALS},
+    )
 
 
-def _value_entry(mv: _MetricValue, **extra: Any) -> dict[str, Any]:
-    entry: dict[str, Any] = {**extra, "value": mv.value, "defined": mv.defined, "total": mv.total}
-    entry["undefined"] = {} if mv.reason is None else {"value": mv.reason}
-    return entry
+def _value_entry(mv: _MetricValue, k: int) -> KValue:
+    return KValue(
+        k=k,
+        value=mv.value,
+        defined=mv.defined,
+        total=mv.total,
+        undefined={} if mv.reason is None else {"value": mv.reason},
+    )
 
 
 def _outcomes_by_task(trials: Iterable[Mapping[str, Any]]) -> dict[str, list[bool]]:

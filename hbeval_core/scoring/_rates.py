@@ -37,6 +37,7 @@ from ._fold import (
     _value_entry,
     _verdict,
 )
+from ._report_model import AgentDojo, Breakdown, CsiInfo, Efficiency, KValue, ReliabilityGap
 
 CSI_RUNS_FOR_FINAL = 100
 """Runs after which CSI is no longer provisional (the reference's window)."""
@@ -47,7 +48,7 @@ def _csi_section(
     history: Sequence[Mapping[str, Any]],
     this_run: tuple[float | None, float | None, float | None],
     measurement: str | None,
-) -> tuple[float | None, str | None, dict[str, Any]]:
+) -> tuple[float | None, str | None, CsiInfo]:
     peis: list[float | None] = []
     irss: list[float | None] = []
     outcomes: list[float] = []
@@ -73,26 +74,26 @@ def _csi_section(
         outcomes.append(rate_now)
     result = csi(peis, irss, outcomes)
     runs = len(peis)
-    info = {
-        "value": result.value,
-        "status": "provisional" if runs < CSI_RUNS_FOR_FINAL else "final",
-        "band": result.status,
-        "provisional": runs < CSI_RUNS_FOR_FINAL,
-        "runs_used": result.runs_used,
-        "runs_total": result.runs_total,
-        "runs_skipped_other_fingerprint": skipped,
-        "runs_required_for_final": CSI_RUNS_FOR_FINAL,
-        "sigma_pei": result.sigma_pei,
-        "sigma_irs": result.sigma_irs,
-        "rho": result.rho,
-        "slope": result.slope,
-        "note": (
+    info = CsiInfo(
+        value=result.value,
+        status="provisional" if runs < CSI_RUNS_FOR_FINAL else "final",
+        band=result.status,  # type: ignore[arg-type]  # csi() returns one of the four bands
+        provisional=runs < CSI_RUNS_FOR_FINAL,
+        runs_used=result.runs_used,
+        runs_total=result.runs_total,
+        runs_skipped_other_fingerprint=skipped,
+        runs_required_for_final=CSI_RUNS_FOR_FINAL,
+        sigma_pei=result.sigma_pei,
+        sigma_irs=result.sigma_irs,
+        rho=result.rho,
+        slope=result.slope,
+        note=(
             "CSI needs at least two runs with the same agent id and measurement fingerprint"
             if result.reason == SINGLE_RUN
             else "computed over this run and the stored history, oldest first"
         ),
-        "undefined": {} if result.reason is None else {"value": result.reason},
-    }
+        undefined={} if result.reason is None else {"value": result.reason},
+    )
     return result.value, result.reason, info
 
 
@@ -101,7 +102,7 @@ def _gap_section(
     faulted: Sequence[Mapping[str, Any]],
     confidence: float,
     no_faulted_reason: str | None = None,
-) -> dict[str, Any]:
+) -> ReliabilityGap:
     ns = sum(1 for t in nominal if _passed(t))
     fs = sum(1 for t in faulted if _passed(t))
     rg = reliability_gap(ns, len(nominal), fs, len(faulted), confidence)
@@ -110,29 +111,29 @@ def _gap_section(
         undefined = {
             k: (no_faulted_reason if v == NO_FAULTED_TRIAL else v) for k, v in undefined.items()
         }
-    return {
-        "c_nom": rg.c_nom,
-        "r_op": rg.r_op,
-        "gap": rg.gap,
-        "interval": None if rg.interval is None else [rg.interval[0], rg.interval[1]],
-        "z": rg.z,
-        "p": rg.p_value,
-        "significant": rg.significant,
-        "confidence": rg.confidence,
-        "nominal_n": rg.nominal_n,
-        "faulted_n": rg.faulted_n,
-        "c_nom_interval": _interval(ns, len(nominal), confidence),
-        "r_op_interval": _interval(fs, len(faulted), confidence),
-        "undefined": undefined,
-    }
+    return ReliabilityGap(
+        c_nom=rg.c_nom,
+        r_op=rg.r_op,
+        gap=rg.gap,
+        interval=rg.interval,
+        z=rg.z,
+        p=rg.p_value,
+        significant=rg.significant,
+        confidence=rg.confidence,
+        nominal_n=rg.nominal_n,
+        faulted_n=rg.faulted_n,
+        c_nom_interval=_interval(ns, len(nominal), confidence),
+        r_op_interval=_interval(fs, len(faulted), confidence),
+        undefined=undefined,
+    )
 
 
 def _pass_k_section(
     scored: Sequence[Mapping[str, Any]], k_max: int
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[KValue], list[KValue]]:
     by_task = _outcomes_by_task(scored)
-    at_k = [_value_entry(pass_at_k_detail(by_task, k), k=k) for k in range(1, k_max + 1)]
-    hat_k = [_value_entry(pass_hat_k_detail(by_task, k), k=k) for k in range(1, k_max + 1)]
+    at_k = [_value_entry(pass_at_k_detail(by_task, k), k) for k in range(1, k_max + 1)]
+    hat_k = [_value_entry(pass_hat_k_detail(by_task, k), k) for k in range(1, k_max + 1)]
     return at_k, hat_k
 
 
@@ -142,30 +143,39 @@ def _breakdown(
     k: int,
     confidence: float,
     unmeasured: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
+) -> dict[str, Breakdown]:
     """Pass rates per group; an ``unmeasured`` group (name -> reason) gets no rate at all."""
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for t in scored:
         groups.setdefault(str(t.get(key)), []).append(t)
-    out: dict[str, Any] = {}
+    out: dict[str, Breakdown] = {}
     for name in sorted(groups):
         members = groups[name]
-        entry = _rate(members, confidence)
-        entry["pass_hat_k"] = _value_entry(pass_hat_k_detail(_outcomes_by_task(members), k), k=k)
+        rate = _rate(members, confidence)
+        hat_k = _value_entry(pass_hat_k_detail(_outcomes_by_task(members), k), k)
         reason = (unmeasured or {}).get(name)
         if reason is not None:
             # Its trials met no fault: a rate over them would pass for one under faults.
-            entry.update(rate=None, interval=None, undefined={"rate": reason, "interval": reason})
-            entry["pass_hat_k"].update(value=None, defined=0, undefined={"value": reason})
-        if unmeasured is not None:
-            entry["measured"] = reason is None
-        out[name] = entry
+            rate = rate.model_copy(
+                update={
+                    "rate": None,
+                    "interval": None,
+                    "undefined": {"rate": reason, "interval": reason},
+                }
+            )
+            hat_k = hat_k.model_copy(
+                update={"value": None, "defined": 0, "undefined": {"value": reason}}
+            )
+        if unmeasured is None:
+            out[name] = Breakdown(**rate.model_dump(), pass_hat_k=hat_k)
+        else:  # "measured" is written for fault types only (those come with ``unmeasured``)
+            out[name] = Breakdown(**rate.model_dump(), pass_hat_k=hat_k, measured=reason is None)
     return out
 
 
 def _agentdojo(
     scored: Sequence[Mapping[str, Any]], adversarial_reason: str | None = None
-) -> dict[str, Any]:
+) -> AgentDojo:
     def faults_of(t: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         f = _verdict(t).get("faults")
         return [x for x in f if isinstance(x, Mapping)] if isinstance(f, list) else []
@@ -198,14 +208,14 @@ def _agentdojo(
         why = adversarial_reason or NO_INJECTION_TRIAL
         undefined["utility_under_attack"] = why
         undefined["targeted_attack_success_rate"] = why
-    return {
-        "utility": utility,
-        "utility_under_attack": uua,
-        "targeted_attack_success_rate": asr,
-        "clean_n": len(clean),
-        "injection_n": len(injected),
-        "undefined": undefined,
-    }
+    return AgentDojo(
+        utility=utility,
+        utility_under_attack=uua,
+        targeted_attack_success_rate=asr,
+        clean_n=len(clean),
+        injection_n=len(injected),
+        undefined=undefined,
+    )
 
 
 def _sum_usage(scored: Sequence[Mapping[str, Any]], key: str) -> int | None:
@@ -251,14 +261,14 @@ def _price_per_million(
 
 def _efficiency(
     scored: Sequence[Mapping[str, Any]], manifest: Mapping[str, Any] | None
-) -> dict[str, Any]:
+) -> Efficiency:
     successes = sum(1 for t in scored if _passed(t))
     undefined: dict[str, str] = {}
     notes: list[str] = []
     tin = _sum_usage(scored, "input_tokens")
     tout = _sum_usage(scored, "output_tokens")
     tokens = None if tin is None or tout is None else tin + tout
-    out: dict[str, Any] = {"successes": successes}
+    out: dict[str, float | None] = {}
     for name, total in (
         ("tokens_per_success", tokens),
         ("tool_calls_per_success", _sum_usage(scored, "tool_calls")),
@@ -293,6 +303,4 @@ def _efficiency(
     out["latency_p95_ms"] = None if pct is None else pct[95]
     if pct is None:
         undefined["latency_p50_ms"] = undefined["latency_p95_ms"] = NOT_MEASURED
-    out["notes"] = notes
-    out["undefined"] = undefined
-    return out
+    return Efficiency(successes=successes, **out, notes=notes, undefined=undefined)

@@ -10,6 +10,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..vocab import (
     EVIDENCE_E0,
     EVIDENCE_E1,
@@ -42,12 +44,23 @@ from ._fold import (
     _sort_key,
     _verdict,
 )
+from ._report_model import (
+    Evidence,
+    Fingerprints,
+    Rate,
+    ScenarioEntry,
+    ScenarioMetrics,
+    TailTrial,
+    Traceability,
+    format_error,
+)
 from ._trace import LEVEL_RANK
+from ._trial_model import TrialEntry
 
 _OUTCOME_RANK = {OUTCOME_TIMEOUT: 0, OUTCOME_FAIL: 1, OUTCOME_PASS: 2}
 
 
-def _fingerprints(run: Mapping[str, Any]) -> dict[str, str | None]:
+def _fingerprints(run: Mapping[str, Any]) -> Fingerprints:
     given = run.get("fingerprints")
     fp: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
 
@@ -58,13 +71,11 @@ def _fingerprints(run: Mapping[str, Any]) -> dict[str, str | None]:
                 return str(value)
         return None
 
-    return {
-        "battery_spec": pick(
-            "battery_spec", "spec", "spec_fingerprint", "battery_spec_fingerprint"
-        ),
-        "plan": pick("plan", "plan_fingerprint"),
-        "measurement": pick("measurement", "measurement_fingerprint"),
-    }
+    return Fingerprints(
+        battery_spec=pick("battery_spec", "spec", "spec_fingerprint", "battery_spec_fingerprint"),
+        plan=pick("plan", "plan_fingerprint"),
+        measurement=pick("measurement", "measurement_fingerprint"),
+    )
 
 
 def _judge_identity(run: Mapping[str, Any], trials: Sequence[Mapping[str, Any]]) -> Any:
@@ -92,12 +103,12 @@ def _methodology(run: Mapping[str, Any], trials: Sequence[Mapping[str, Any]]) ->
     return seen.pop() if len(seen) == 1 else None
 
 
-def _scenarios(ordered: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _scenarios(ordered: Sequence[Mapping[str, Any]]) -> list[ScenarioEntry]:
     """Per-scenario figures in the reference's ``scenarios[]`` shape (spec §2.3)."""
     groups: dict[Any, list[Mapping[str, Any]]] = {}
     for t in ordered:
         groups.setdefault(t.get("scenario_index"), []).append(t)
-    out: list[dict[str, Any]] = []
+    out: list[ScenarioEntry] = []
     for index, members in groups.items():
         scored = [t for t in members if t.get("outcome") in SCORED_OUTCOMES]
         pei, _, pei_reason = _live_mean(scored, PEI)
@@ -121,24 +132,24 @@ def _scenarios(ordered: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if not judged:
             undefined[IRS] = delivery["reason"] or NO_JUDGED_TRIAL
         out.append(
-            {
-                "scenario_index": index,
-                "domain": first.get("domain"),
-                "fault_type": first.get("fault_type"),
-                "is_nominal": first.get("is_nominal"),
-                "trials": len(members),
-                "scored": len(scored),
-                "passed": sum(1 for t in scored if _passed(t)),
-                "metrics": {
-                    FRR: sum(1 for t in faulted if _passed(t)) / len(faulted) if faulted else None,
-                    PEI: pei,
-                    IRS: _mean(judged),
-                    TI: ti,
-                },
-                "undefined": undefined,
-                "measured": delivery["measured"],
-                "delivery": {k: delivery[k] for k in _DELIVERY_KEYS},
-            }
+            ScenarioEntry(
+                scenario_index=index,
+                domain=first.get("domain"),
+                fault_type=first.get("fault_type"),
+                is_nominal=first.get("is_nominal"),
+                trials=len(members),
+                scored=len(scored),
+                passed=sum(1 for t in scored if _passed(t)),
+                metrics=ScenarioMetrics(
+                    frr=sum(1 for t in faulted if _passed(t)) / len(faulted) if faulted else None,
+                    pei=pei,
+                    irs=_mean(judged),
+                    ti=ti,
+                ),
+                undefined=undefined,
+                measured=delivery["measured"],
+                delivery={k: delivery[k] for k in _DELIVERY_KEYS},
+            )
         )
     return out
 
@@ -168,7 +179,7 @@ def _text_means(
 def _summary(
     verdict: str,
     reasons: Sequence[str],
-    pass_rate: Mapping[str, Any],
+    pass_rate: Rate,
     metrics: Mapping[str, float | None],
     undefined: Mapping[str, str],
 ) -> str:
@@ -180,18 +191,18 @@ def _summary(
             return f"{name.upper()} undefined ({undefined.get(name, NOT_MEASURED)})"
         return f"{name.upper()} {value:.2f}"
 
-    rate = pass_rate.get("rate")
+    rate = pass_rate.rate
     rate_text = (
         "no scored trial"
         if rate is None
-        else (f"{pass_rate['passed']}/{pass_rate['n']} scored trials passed ({rate:.1%})")
+        else (f"{pass_rate.passed}/{pass_rate.n} scored trials passed ({rate:.1%})")
     )
     figures = ", ".join(show(m) for m in LIVE_METRICS)
     why = "; ".join(reasons)
     return f"{verdict}: {rate_text}; {figures}." + (f" Why: {why}." if why else "")
 
 
-def _traceability(scored: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _traceability(scored: Sequence[Mapping[str, Any]]) -> Traceability:
     """How the scored trials' tool calls link to model replies, and the note that explains TI.
 
     Trials scored before hb-derive/2 carry no link counts: then the figures are not measured.
@@ -233,19 +244,19 @@ def _traceability(scored: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 f"{totals[LINK_MATCH]} of {calls} were linked by tool name and arguments (the "
                 "framework passed no model tool-call id)"
             )
-    return {
-        "calls": calls,
-        "linked_by_id": totals[LINK_ID],
-        "linked_by_match": totals[LINK_MATCH],
-        "unlinked": totals[LINK_NONE],
-        "explained": totals["explained"],
-        "explained_share": share,
-        "note": "; ".join(parts) if parts else None,
-        "undefined": undefined,
-    }
+    return Traceability(
+        calls=calls,
+        linked_by_id=totals[LINK_ID],
+        linked_by_match=totals[LINK_MATCH],
+        unlinked=totals[LINK_NONE],
+        explained=totals["explained"],
+        explained_share=share,
+        note="; ".join(parts) if parts else None,
+        undefined=undefined,
+    )
 
 
-def _evidence(scored: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _evidence(scored: Sequence[Mapping[str, Any]]) -> Evidence:
     levels: Counter[str] = Counter()
     completeness: list[float] = []
     reconciled = 0
@@ -261,21 +272,21 @@ def _evidence(scored: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         reconciled += int(ev.get("claims_reconciled", 0) or 0)
         unsupported.update(str(c) for c in ev.get("claims_unsupported", ()) or ())
     weakest = min(levels, key=lambda lv: LEVEL_RANK.get(lv, 0)) if levels else None
-    return {
-        "level": weakest,
-        "completeness": min(completeness) if completeness else None,
-        "completeness_rule": "min",
-        "completeness_mean": _mean(completeness),
-        "levels": {lv: levels.get(lv, 0) for lv in (EVIDENCE_E0, EVIDENCE_E1, EVIDENCE_E2)},
-        "claims_reconciled": reconciled,
-        "claims_unsupported": sorted(unsupported),
-        "undefined": {}
+    return Evidence(
+        level=weakest,  # type: ignore[arg-type]  # a level the verdicts were validated with
+        completeness=min(completeness) if completeness else None,
+        completeness_rule="min",
+        completeness_mean=_mean(completeness),
+        levels={lv: levels.get(lv, 0) for lv in (EVIDENCE_E0, EVIDENCE_E1, EVIDENCE_E2)},
+        claims_reconciled=reconciled,
+        claims_unsupported=sorted(unsupported),
+        undefined={}
         if levels
         else {"level": NO_TRIALS, "completeness": NO_TRIALS, "completeness_mean": NO_TRIALS},
-    }
+    )
 
 
-def _tail(scored: Sequence[Mapping[str, Any]], size: int) -> list[dict[str, Any]]:
+def _tail(scored: Sequence[Mapping[str, Any]], size: int) -> list[TailTrial]:
     bad = [t for t in scored if _verdict(t).get("severity") in SEVERITY_WEIGHTS]
     bad.sort(
         key=lambda t: (
@@ -285,22 +296,25 @@ def _tail(scored: Sequence[Mapping[str, Any]], size: int) -> list[dict[str, Any]
         )
     )
     return [
-        {
-            "trial_key": t.get("trial_key"),
-            "task_id": t.get("task_id"),
-            "scenario_index": t.get("scenario_index"),
-            "trial_index": t.get("trial_index"),
-            "domain": t.get("domain"),
-            "fault_type": t.get("fault_type"),
-            "outcome": t.get("outcome"),
-            "severity": _verdict(t).get("severity"),
-            "severity_reasons": list(_verdict(t).get("severity_reasons", ()) or ()),
-        }
+        TailTrial.model_validate(
+            {
+                "trial_key": t.get("trial_key"),
+                "task_id": t.get("task_id"),
+                "scenario_index": t.get("scenario_index"),
+                "trial_index": t.get("trial_index"),
+                "domain": t.get("domain"),
+                "fault_type": t.get("fault_type"),
+                "outcome": t.get("outcome"),
+                "severity": _verdict(t).get("severity"),
+                "severity_reasons": list(_verdict(t).get("severity_reasons", ()) or ()),
+            }
+        )
         for t in bad[:size]
     ]
 
 
-def _trial_entry(t: Mapping[str, Any]) -> dict[str, Any]:
+def _trial_entry(t: Mapping[str, Any], index: int) -> TrialEntry:
+    """One trial as the report lists it, read through the model (``trials.<index>`` on error)."""
     v = _verdict(t)
     raw_faults = v.get("faults")
     faults: list[Any] = raw_faults if isinstance(raw_faults, list) else []
@@ -328,4 +342,7 @@ def _trial_entry(t: Mapping[str, Any]) -> dict[str, Any]:
         entry["planned_faults"] = t.get("planned_faults")
     if isinstance(t.get("memory"), Mapping):
         entry["memory"] = copy.deepcopy(dict(t["memory"]))
-    return entry
+    try:
+        return TrialEntry.model_validate(entry)
+    except ValidationError as exc:
+        raise format_error(exc, under=f"trials.{index}") from None

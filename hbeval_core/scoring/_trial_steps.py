@@ -9,10 +9,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..contract import verifier_input
 from ..derive import StepRecord
 from ..metrics import rule_violations, trajectory_match
 from ..monitor import score_events
-from ..runner.outcome import verifier_input
 from ..vocab import (
     DEFAULT_THRESHOLDS,
     FAULT_BASIS_QUESTION,
@@ -66,7 +66,7 @@ from ._trace import (
 )
 
 if TYPE_CHECKING:
-    from ..runner.protocol import TrialResult
+    from ..contract import TrialResult
 
 KEYWORD_PASS_COVERAGE = 0.8
 """Default pass rule without a verifier: at least this share of required keywords present."""

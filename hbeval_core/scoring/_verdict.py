@@ -3,7 +3,7 @@
 ``score_trial(task, scenario, result)`` is what the runner calls after each trial. Rules
 (hbeval-scoring/2), beyond those of the signal, trace and claim modules:
 
-**Pass.** The task's ``verify(outcome, trace)`` decides (``runner.outcome`` says which object a
+**Pass.** The task's ``verify(outcome, trace)`` decides (``contract.Outcome`` says which object a
 verifier receives). Without a verifier, the reference's
 rule: the response contains at least 80 % of ``task.required`` keywords (case-insensitive
 substring; the response is ``result.response_text``, else the final state when it is a string).
@@ -104,7 +104,7 @@ from ._trial_steps import (
 )
 
 if TYPE_CHECKING:
-    from ..runner.protocol import TrialResult
+    from ..contract import TrialResult
 
 
 @dataclass

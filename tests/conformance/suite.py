@@ -15,6 +15,7 @@ The base class is not named ``Test*`` so pytest collects only the subclasses.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -63,8 +64,8 @@ def two_tool_task() -> Task:
     )
 
 
-def _plan(mode: str, on_call: int, **extra: Any) -> FaultPlan:
-    spec = FaultSpec(id=f"{mode}-{on_call}", target="*", mode=mode, on_calls=(on_call,), **extra)
+def _plan(mode: str, on_call: int, target: str = "*", **extra: Any) -> FaultPlan:
+    spec = FaultSpec(id=f"{mode}-{on_call}", target=target, mode=mode, on_calls=(on_call,), **extra)
     return FaultPlan(id=f"conformance/{mode}", seed=7, faults=(spec,))
 
 
@@ -122,6 +123,16 @@ class AdapterConformance:
         """
         raise NotImplementedError
 
+    def make_shape_targets(self) -> dict[str, tuple[Any, tuple[Any, ...]]]:
+        """Other shapes of the standard agent that users of this framework build: a graph that
+        pauses for a person, a subgraph, a flow, a hierarchical crew, a team.
+
+        ``{name: (target, resume values)}``, built afresh on each call. Each runs the standard
+        script's tools (other tools, such as a manager's delegation, may run around them), and
+        ``real_tool_calls`` works on each. None by default.
+        """
+        return {}
+
     RAW_TYPE: ClassVar[str] = ""
     """Class name of the framework's own result object (``Outcome.raw``)."""
 
@@ -144,12 +155,13 @@ class AdapterConformance:
         *,
         injector: FaultInjector | None = None,
         plan: Any = None,
+        task: Task | None = None,
     ) -> TrialResult:
         adapter = adapter if adapter is not None else self.make_adapter()
         target = target if target is not None else self.make_target()
         adapter.fault_hook(injector)
         try:
-            return adapter.run_trial(target, two_tool_task(), None, plan)
+            return adapter.run_trial(target, task or two_tool_task(), None, plan)
         finally:
             adapter.fault_hook(None)
 
@@ -358,9 +370,29 @@ class AdapterConformance:
             target = self.make_custom_target()
         except NotImplementedError:
             pytest.skip("no hand-built agent for this adapter")
+        self.check_fault_mode_delivered(target, mode)
+
+    @pytest.mark.parametrize("mode", FAULT_MODES)
+    def test_every_target_shape_meets_every_fault_mode_with_a_receipt(self, mode: str) -> None:
+        shapes = self.make_shape_targets()
+        if not shapes:
+            pytest.skip("no other target shapes for this adapter")
+        for name, (target, resume) in shapes.items():
+            task = dataclasses.replace(two_tool_task(), resume=tuple(resume))
+            try:
+                self.check_fault_mode_delivered(target, mode, task=task, tool=self.TOOLS[0])
+            except AssertionError as exc:
+                raise AssertionError(f"target shape {name!r}: {exc}") from exc
+
+    def check_fault_mode_delivered(
+        self, target: Any, mode: str, *, task: Task | None = None, tool: str = "*"
+    ) -> None:
+        """One fault of ``mode`` on the first call (of ``tool``): injected once at one tool
+        boundary, and delivered with a receipt (or, for a crash, ending the run)."""
         # {} rather than None: a hand-built agent writes str(result) into its message.
         extra = {"empty_kind": "empty_object"} if mode == EMPTY_RESPONSE else {}
-        result = self.run(target=target, injector=self.injector(_plan(mode, 0, **extra)))
+        plan = _plan(mode, 0, target=tool, **extra)
+        result = self.run(target=target, injector=self.injector(plan), task=task)
         faults = self.of(result.events, FaultInjected)
         assert len(faults) == 1, [f.mode for f in faults]  # injected once, at one boundary
         fault = faults[0]
@@ -373,7 +405,7 @@ class AdapterConformance:
         ]
         assert len(starts) == 1 and len(ends) == 1
         assert result.events.index(starts[0]) < result.events.index(fault) < ends[0]
-        record = analyse_trace(result.events).faults[0]
+        (record,) = analyse_trace(result.events).faults
         if mode == CRASH and self.CRASH_ABORTS_RUN:
             assert result.status == "cancelled", (result.status, result.error)
             assert record.delivered is False
@@ -385,7 +417,8 @@ class AdapterConformance:
             assert self.real_tool_calls(target) == list(self.TOOLS)
         else:
             assert record.delivered is True, (mode, record.receipt)
-            assert next(iter(derive_steps(result.events))).had_fault
+            faulted = [s for s in derive_steps(result.events) if s.had_fault]
+            assert [s.tool for s in faulted] == [self.TOOLS[0]]
 
     def test_nothing_injected_without_opt_in(self, no_opt_in: None) -> None:
         result = self.run(plan=_plan("error_5xx", 0))

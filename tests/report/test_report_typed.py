@@ -102,3 +102,10 @@ def test_one_trial_verdict_shape_and_the_old_name_is_read() -> None:
     assert model.model_dump(mode="json") == verdict
     renamed = {("text_score" if k == "text_heuristics" else k): v for k, v in verdict.items()}
     assert TrialVerdictModel.model_validate(renamed) == model
+
+
+def test_a_run_field_that_does_not_fit_is_refused_naming_it() -> None:
+    old = _old()
+    run = {**_run_of(old), "seed": "forty-two"}
+    with pytest.raises(ReportFormatError, match=r"run\.seed"):
+        build_report(run=run, trials=_trials_of(old))

@@ -25,11 +25,11 @@ from hbeval_core.runner.run import run_battery
 from hbeval_core.store import MemoryStore, PostgresStore, open_store
 
 from .ray_agent import slow_careful, slower_careful, tasks
+from .report_compare import without_timings
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
 
 ROOT = Path(__file__).resolve().parents[2]
-TIMING_KEYS = {"started_at", "ended_at", "latency_ms", "created_at", "executor", "nodes"}
 
 
 @pytest.fixture(scope="module")
@@ -43,19 +43,6 @@ def cluster() -> Iterator[Any]:
     yield made
     ray.shutdown()
     made.shutdown()
-
-
-def without_timings(value: Any) -> Any:
-    """A report with every wall-clock figure removed (what differs between two equal runs)."""
-    if isinstance(value, dict):
-        return {
-            k: without_timings(v)
-            for k, v in value.items()
-            if k not in TIMING_KEYS and "latency" not in k
-        }
-    if isinstance(value, list):
-        return [without_timings(v) for v in value]
-    return value
 
 
 def battery_run(store: Any, factory: Any, ref: str, n: int, trials: int, **kw: Any) -> Any:

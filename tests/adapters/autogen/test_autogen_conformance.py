@@ -19,6 +19,7 @@ from tests.adapters.autogen.test_autogen_fixtures import (
     hang_guard,
     replay_agent,
     run_async,
+    standard_team,
 )
 from tests.conformance import AdapterConformance, CaptureBoom
 
@@ -47,6 +48,9 @@ class TestAutoGenConformance(AdapterConformance):
 
     def make_custom_target(self) -> Any:
         return hand_loop_agent()
+
+    def make_shape_targets(self) -> dict[str, tuple[Any, tuple[Any, ...]]]:
+        return {"team": (standard_team(), ())}
 
     def real_tool_calls(self, target: Any) -> list[str]:
         return list(target.hbeval_calls)

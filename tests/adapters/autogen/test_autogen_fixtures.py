@@ -290,3 +290,16 @@ def hand_loop_agent(
     agent = HandLoopAgent()
     agent.hbeval_calls = agent.log  # type: ignore[attr-defined]
     return agent
+
+
+def standard_team() -> Any:
+    """A two-member ``RoundRobinGroupChat``: a lead hands over, then the clerk runs the standard
+    script and says "done", which ends the team. ``team.hbeval_calls`` lists the clerk's tool runs."""
+    from autogen_agentchat.conditions import TextMentionTermination
+    from autogen_agentchat.teams import RoundRobinGroupChat
+
+    lead = replay_agent(["Clerk, please handle this request."], name="lead")
+    clerk = replay_agent(name="clerk")
+    team = RoundRobinGroupChat([lead, clerk], termination_condition=TextMentionTermination("done"))
+    team.hbeval_calls = clerk.hbeval_calls  # type: ignore[attr-defined]
+    return team

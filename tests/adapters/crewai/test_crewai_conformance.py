@@ -13,8 +13,11 @@ from tests.adapters.crewai.test_crewai_fixtures import (
     _DECORATED_RUNS,
     decorated_ran_tools,
     decorated_tools_crew,
+    hierarchical_crew,
     ran_tools,
     scripted_crew,
+    shape_ran_tools,
+    standard_flow,
 )
 from tests.conformance import AdapterConformance, CaptureBoom
 
@@ -42,7 +45,16 @@ class _CrewAIConformance(AdapterConformance):
     def make_custom_target(self) -> Any:
         return decorated_tools_crew(native=self.NATIVE)
 
+    def make_shape_targets(self) -> dict[str, tuple[Any, tuple[Any, ...]]]:
+        return {
+            "flow": (standard_flow(native=self.NATIVE), ()),
+            "hierarchical": (hierarchical_crew(native=self.NATIVE), ()),
+        }
+
     def real_tool_calls(self, target: Any) -> list[str]:
+        shape = shape_ran_tools(target)
+        if shape is not None:
+            return shape
         if id(target) in _DECORATED_RUNS:
             return decorated_ran_tools(target)
         return ran_tools(target)

@@ -90,7 +90,9 @@ class ScriptedLLM(BaseLLM):
         if self.native:
             return [
                 {
-                    "id": f"tc-{turn}",
+                    # Unique per model, as a provider's ids are: a manager and its clerk
+                    # both make a first call.
+                    "id": f"tc-{turn}" if self.model == "scripted" else f"tc-{self.model}-{turn}",
                     "type": "function",
                     "function": {"name": tool, "arguments": json.dumps(args)},
                     "text": words,
@@ -246,3 +248,82 @@ def decorated_tools_crew(*, native: bool = False) -> Crew:
 def decorated_ran_tools(crew: Crew) -> list[str]:
     """Names of the tools whose real body ran on a ``decorated_tools_crew``, in order."""
     return list(_DECORATED_RUNS[id(crew)])
+
+
+_SHAPE_RUNS: dict[int, list[str]] = {}
+"""Real tool runs of the flows and hierarchical crews below, by ``id`` of the target."""
+
+
+def shape_ran_tools(target: Any) -> list[str] | None:
+    """Names of the tools whose real body ran under a flow or hierarchical crew built here."""
+    ran = _SHAPE_RUNS.get(id(target))
+    return None if ran is None else list(ran)
+
+
+def standard_flow(*, native: bool = False) -> Any:
+    """A ``Flow`` that triages, then kicks off the standard crew from one of its methods."""
+    from crewai.flow.flow import Flow, listen, start
+
+    ran: list[str] = []
+
+    class Desk(Flow):  # type: ignore[type-arg]
+        @start()
+        def triage(self) -> str:
+            return "Look up order A1, then add 2 and 3."
+
+        @listen(triage)
+        def solve(self, question: str) -> str:
+            crew = scripted_crew(native=native)
+            try:
+                return str(crew.kickoff(inputs={"question": question}).raw)
+            finally:
+                ran.extend(ran_tools(crew))
+
+    flow = Desk()
+    _SHAPE_RUNS[id(flow)] = ran
+    return flow
+
+
+def hierarchical_crew(*, native: bool = False) -> Crew:
+    """A manager built from ``manager_llm`` delegates the question to a clerk running the
+    standard script; the manager's model calls CrewAI's delegation tool, then answers."""
+    ran: list[str] = []
+    lookup, add = LookupTool(), AddTool()
+    lookup.ran = add.ran = ran
+    clerk = Agent(
+        role="clerk",
+        goal="answer the question with the tools",
+        backstory="A careful clerk.",
+        llm=ScriptedLLM(model="scripted", native=native, script=list(STANDARD_SCRIPT)),
+        tools=[lookup, add],
+        allow_delegation=False,
+        verbose=False,
+        max_iter=8,
+    )
+    delegate = "delegate_work_to_coworker" if native else "Delegate work to coworker"
+    manager = ScriptedLLM(
+        model="scripted-manager",
+        native=native,
+        script=[
+            (
+                "The clerk has the tools for this, so I hand it over.",
+                delegate,
+                {
+                    "task": "Look up order A1, then add 2 and 3.",
+                    "context": "a customer asks",
+                    "coworker": "clerk",
+                },
+            ),
+            ("The clerk answered: done", None, {}),
+        ],
+    )
+    task = Task(description=QUESTION_TASK, expected_output="the answer")
+    crew = Crew(
+        agents=[clerk],
+        tasks=[task],
+        process=Process.hierarchical,
+        manager_llm=manager,
+        verbose=False,
+    )
+    _SHAPE_RUNS[id(crew)] = ran
+    return crew

@@ -14,7 +14,9 @@ from hbeval_core.monitor import Monitor
 from tests.adapters.langgraph.test_langgraph_fixtures import (
     custom_node_agent,
     inputs,
+    pausing_agent,
     scripted_agent,
+    subgraph_agent,
 )
 from tests.conformance import AdapterConformance, CaptureBoom
 
@@ -37,6 +39,12 @@ class TestLangGraphConformance(AdapterConformance):
 
     def make_custom_target(self) -> Any:
         return custom_node_agent()
+
+    def make_shape_targets(self) -> dict[str, tuple[Any, tuple[Any, ...]]]:
+        return {
+            "subgraph": (subgraph_agent(), ()),
+            "interrupt": (pausing_agent(), ("approve", "approve")),
+        }
 
     def real_tool_calls(self, target: Any) -> list[str]:
         return list(target.hbeval_calls)

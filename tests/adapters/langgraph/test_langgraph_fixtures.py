@@ -131,3 +131,53 @@ def custom_node_agent(script: list[BaseMessage] | None = None, *, use_async: boo
     graph = builder.compile()
     graph.hbeval_calls = calls
     return graph
+
+
+def subgraph_agent() -> Any:
+    """The standard ``create_agent`` graph as one node of an outer graph."""
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    inner = scripted_agent()
+    outer = StateGraph(MessagesState)
+    outer.add_node("desk", inner)
+    outer.add_edge(START, "desk")
+    outer.add_edge("desk", END)
+    graph = outer.compile()
+    graph.hbeval_calls = inner.hbeval_calls
+    return graph
+
+
+def pausing_agent() -> Any:
+    """The standard script, with a person approving each tool call through ``interrupt()``.
+
+    Compiled with its own ``InMemorySaver``; a trial resumes it with ``("approve", "approve")``.
+    """
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode
+    from langgraph.types import Command, interrupt
+
+    calls: list[str] = []
+    model = ScriptedChatModel(responses=list(TWO_TOOL_SCRIPT))
+
+    def think(state: Any) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    def approve(state: Any) -> Command:  # type: ignore[type-arg]
+        interrupt({"approve": [c["name"] for c in state["messages"][-1].tool_calls]})
+        return Command(goto="tools")
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("think", think)
+    builder.add_node("approve", approve)
+    builder.add_node("tools", ToolNode(make_tools(calls)))
+    builder.add_edge(START, "think")
+    builder.add_conditional_edges(
+        "think",
+        lambda s: "approve" if getattr(s["messages"][-1], "tool_calls", None) else END,
+        ["approve", END],
+    )
+    builder.add_edge("tools", "think")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    graph.hbeval_calls = calls
+    return graph

@@ -1,0 +1,157 @@
+"""Reading an events file at the parser's floor, for scoring: dicts instead of models.
+
+``fast_lines`` reads JSONL like ``read_events`` and yields each event as a plain ``dict`` of
+the fields the line gives, validated by pydantic-core against a TypedDict twin of the event's
+model: the same field types, constraints (``ge=0``), ``extra="forbid"`` and ``allow_inf_nan``,
+built from the models' own field definitions, so a line is accepted, coerced and refused by the
+very validators the model uses, without the cost of building a model instance. A line the twin
+refuses goes through exactly the validated path (``io._validated``'s loop), so it fails with the
+same message, line and field. ``step`` events (whose fields the deriver copies verbatim) are
+validated as models, as are kinds any future model gives a field the twin cannot mirror.
+
+``orjson`` is not needed here: pydantic-core parses and validates in one pass, about as fast as
+``json.loads`` alone.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
+from pathlib import Path
+from typing import IO, Annotated, Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from typing_extensions import NotRequired, Required, TypedDict  # pydantic's TypedDict below 3.12
+
+from ._base import EventBase
+from .io import _slow_line
+
+__all__ = ["FAST_KINDS", "fast_lines", "slow_event", "twin_adapter"]
+
+FAST_KINDS = frozenset(
+    {
+        "run_start",
+        "run_end",
+        "span_start",
+        "span_end",
+        "model_start",
+        "model_end",
+        "tool_start",
+        "tool_end",
+        "tool_error",
+        "fault_injected",
+        "replan",
+        "claim",
+        "halt",
+        "directive",
+    }
+)
+"""Kinds read as dicts (``Deriver.feed_raw``); ``step`` events always come as models."""
+
+
+def _twin(model: type[BaseModel], done: dict[type[BaseModel], Any]) -> Any:
+    """A TypedDict with ``model``'s fields, constraints and config; nested models twinned."""
+    if model in done:
+        return done[model]
+    fields: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        if info.alias or info.validation_alias or info.discriminator:
+            raise TypeError(f"{model.__name__}.{name}: aliases are not mirrored")
+        ann = _twin_type(info.annotation, done)
+        if info.metadata:
+            params = (ann, *info.metadata)
+            ann = Annotated[params]
+        # kind is the union's tag: a line without it is refused by the models' union too.
+        required = info.is_required() or name == "kind"
+        fields[name] = Required[ann] if required else NotRequired[ann]
+    config = ConfigDict(
+        extra=model.model_config.get("extra"),
+        allow_inf_nan=model.model_config.get("allow_inf_nan", True),
+    )
+    twin = TypedDict(f"{model.__name__}Dict", fields)  # type: ignore[misc]
+    twin.__pydantic_config__ = config  # type: ignore[attr-defined]
+    done[model] = twin
+    return twin
+
+
+def _twin_type(ann: Any, done: dict[type[BaseModel], Any]) -> Any:
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return _twin(ann, done)
+    origin, args = get_origin(ann), get_args(ann)
+    if origin is None or origin is Literal:
+        return ann
+    twinned = tuple(_twin_type(a, done) for a in args)
+    if twinned == args:
+        return ann
+    if origin is Union or origin is types.UnionType:
+        return Union[twinned]  # noqa: UP007 - built from a tuple
+    if origin is list:
+        return list.__class_getitem__(twinned[0])
+    raise TypeError(f"{ann!r}: a model nested in this type is not mirrored")
+
+
+@lru_cache(maxsize=1)
+def twin_adapter() -> TypeAdapter[Any]:
+    """The pydantic adapter of the fast kinds' TypedDict twins, keyed on ``kind``."""
+    from . import Event
+
+    union = get_args(Event)[0]
+    done: dict[type[BaseModel], Any] = {}
+    twins = []
+    for model in get_args(union):
+        kind = model.model_fields["kind"].default
+        if isinstance(model, type) and issubclass(model, EventBase) and kind in FAST_KINDS:
+            twins.append(_twin(model, done))
+    return TypeAdapter(Annotated[Union[tuple(twins)], Field(discriminator="kind")])  # noqa: UP007
+
+
+def fast_lines(
+    source: str | Path | IO[str] | IO[bytes] | Iterable[str | bytes],
+) -> Iterator[dict[str, Any] | EventBase]:
+    """Events of a JSONL source as validated dicts (fast kinds) or models (the rest).
+
+    Accepts and refuses exactly what ``read_events`` does, with the same errors (see the
+    module docstring).
+    """
+    validate_twin = twin_adapter().validator.validate_json
+    fh = open(source, "rb") if isinstance(source, (str, Path)) else None
+    try:
+        lines: Iterable[Any] = fh if fh is not None else source  # type: ignore[assignment]
+        lineno = 0
+        for raw in lines:
+            lineno += 1
+            if raw.__class__ is not bytes:
+                raw = raw.encode("utf-8")
+            # As io._validated: a NaN or an infinity may hide in a free-form field, where the
+            # JSON parser would take it; the stdlib path refuses it by name.
+            if raw.find(b"NaN") < 0 and raw.find(b"Infinity") < 0:
+                try:
+                    yield validate_twin(raw)
+                    continue
+                except ValueError:
+                    pass
+            event = slow_event(raw, lineno)
+            if event is not None:
+                yield event
+    finally:
+        if fh is not None:
+            fh.close()
+
+
+def slow_event(raw: bytes, lineno: int) -> EventBase | None:
+    """A line the twins refused (or may hold NaN): exactly ``io._validated``'s path for it.
+
+    The event as a model, None for a blank or header line, or ``EventFormatError``.
+    """
+    from . import event_adapter
+
+    adapter = event_adapter()
+    if raw.find(b"NaN") < 0 and raw.find(b"Infinity") < 0:
+        try:
+            return adapter.validator.validate_json(raw)  # type: ignore[no-any-return]
+        except ValueError:
+            pass
+    if not raw.strip():
+        return None
+    return _slow_line(raw, lineno, adapter.validate_python)
