@@ -9,6 +9,7 @@ imports only this package to take part in a battery run:
 - ``TrialContext`` / ``current_trial()`` (the trial in progress: ids, fault injector, clock,
   budgets, cancellation) and the exceptions that stop a trial on purpose (``TrialStop``,
   ``BudgetExceeded``, ``TrialCancelled``) or blame the environment (``InfraError``);
+- ``AdapterInfo``, what an adapter's ``hbeval.adapters`` entry point names;
 - ``Memory``, the recall/admit protocol every memory implements;
 - clocks: ``Clock``, ``AsyncClock``, ``SystemClock``, ``FakeClock`` and ``VirtualClock``;
 - how a run ended, decided once from the exception that stopped it: ``run_status_of``,
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 from ._adapter import Adapter, TrialResult, token_usage, trace_kinds
 from ._clock import AsyncClock, Clock, FakeClock, SystemClock, VirtualClock
+from ._entry import ENTRY_POINT_GROUP, AdapterInfo
 from ._memory import Memory
 from ._outcome import (
     Message,
@@ -56,8 +58,10 @@ from ._trial import (
 
 __all__ = [
     "BUDGET_FIELDS",
+    "ENTRY_POINT_GROUP",
     "RUN_STATUS_FOR_EXCEPTION",
     "Adapter",
+    "AdapterInfo",
     "AsyncClock",
     "BudgetExceeded",
     "Budgets",

@@ -89,6 +89,7 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
     fingerprint = action_fingerprint
     ti_min_raw = m._ti_min_raw
     ti_sure = f_ti - 0.01 if f_ti is not None else 0.0
+    ti_near = f_ti + 0.01 if f_ti is not None else -1.0  # raw TI at or above: no breach
     for action, success, had_fault, rec, traceable, replanned, handled in batch:
         idx = n
         n += 1
@@ -175,8 +176,8 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
             # minimum is kept raw: round() is monotone, so rounding the minimum later
             # gives the minimum of the rounded values.
             breached = False
-            if f_ti is not None and raw_ti < f_ti + 0.01:
-                breached = raw_ti < ti_sure or round(raw_ti, 2) < f_ti
+            if raw_ti < ti_near:  # never when TI has no floor (ti_near is then -1)
+                breached = raw_ti < ti_sure or round(raw_ti, 2) < f_ti  # type: ignore[operator]
             if breached:
                 if ob[3] is None:
                     _open(m, 3, TI, round(raw_ti, 2), f_ti, idx)  # type: ignore[arg-type]

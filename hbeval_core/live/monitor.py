@@ -256,8 +256,9 @@ class Monitor:
         if self._defer:
             queue = self._queue
             queue.append(step)  # deque.append is atomic: no lock needed to queue
-            if len(queue) >= _QUEUE_MAX:
-                self._drain()
+            if len(queue) < _QUEUE_MAX:
+                return
+            self._drain()
             return
         with self._lock:
             self._fold((step,))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
@@ -164,6 +165,23 @@ def _delivery_cells(report: Mapping[str, Any]) -> tuple[str, str, str]:
     return value, "", note
 
 
+def error_lines(report: Mapping[str, Any]) -> list[str]:
+    """How many trials ended with an error, and the most common errors' first lines, so an agent
+    that never ran under hbeval (every trial raising the same error) is seen at once."""
+    trials = [t for t in report.get("trials") or () if isinstance(t, Mapping)]
+    errors = [str(t["error"]) for t in trials if t.get("error")]
+    if not errors:
+        return []
+    firsts = Counter((e.strip().splitlines() or [""])[0][:160] for e in errors)
+    lines = [
+        f"  {len(errors)} of {len(trials)} trials ended with an error (the whole text is in "
+        "the report's trials and in the store's attempts):"
+    ]
+    for text, n in firsts.most_common(3):
+        lines.append(f"    {n} x {text}")
+    return lines
+
+
 def verdict_lines(report: Mapping[str, Any]) -> list[str]:
     """The verdict's reasons, its fix, and every scenario that was not measured, as text lines.
 
@@ -173,6 +191,7 @@ def verdict_lines(report: Mapping[str, Any]) -> list[str]:
     lines = [f"  - {reason}" for reason in decision.reasons]
     if decision.fix is not None:
         lines.append(f"  fix: {decision.fix}")
+    lines.extend(error_lines(report))
     missing = [
         sc
         for sc in report.get("scenarios") or ()

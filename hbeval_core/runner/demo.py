@@ -7,6 +7,7 @@ Works from any folder, since the agents ship inside the package. Each call start
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib import import_module
 from pathlib import Path
 from typing import Any, Final
 
@@ -33,7 +34,8 @@ def run_demo(
     ``db`` is a path or ``sqlite:///`` URL; by default the store is ``<out_dir>/.hbeval/hbeval.db``
     (``./.hbeval/hbeval.db`` when ``out_dir`` is the working directory). ``progress`` receives
     the agent's name with each update. Nothing else is written: the caller renders the reports.
-    ``agents`` is "auto" (LangGraph when installed, else plain), "langgraph" or "plain".
+    ``agents`` is "auto" (the installed framework demo, else plain) or an adapter kind with a
+    demo (``demo_agents``).
     """
     from ..faults import Battery
     from ..store import open_store
@@ -67,24 +69,33 @@ def run_demo(
 
 
 def demo_agents(agents: str = "auto") -> tuple[Any, Any, Any, Any, str]:
-    """The LangGraph support agents when LangGraph is installed, else the plain-Python ones.
+    """The demo's agents: ``(adapter, careful, naive, tasks, kind)``.
 
-    The demo's point is a real framework under faults; the plain agents keep ``hbeval demo``
-    working on a core-only install.
+    ``agents`` is "auto" or an adapter kind with a demo. The adapters offering one are found
+    through the ``hbeval.adapters`` entry points (``AdapterInfo.demo``); "auto" takes the
+    framework demo of highest ``demo_priority`` whose framework imports, else the plain-Python
+    agents, which keep ``hbeval demo`` working on a core-only install. ``adapter`` is None for
+    the plain agents (the runner picks the plain adapter itself).
     """
-    if agents not in ("auto", "langgraph", "plain"):
-        raise ValueError(f"agents must be auto, langgraph or plain; got {agents!r}")
-    try:
-        if agents == "plain":
-            raise ImportError("plain agents requested")
-        from hbeval_langgraph import LangGraphAdapter
-        from hbeval_langgraph.examples import careful, naive, tasks
-    except ImportError:
-        if agents == "langgraph":
-            raise
-        from ..examples.plain_agent import careful as p_careful
-        from ..examples.plain_agent import naive as p_naive
-        from ..examples.plain_agent import tasks as p_tasks
+    from .registry import PLAIN, discovered_adapters, get_adapter
 
-        return None, p_careful, p_naive, p_tasks, "plain"
-    return LangGraphAdapter(), careful, naive, tasks, "langgraph"
+    offered = {k: v for k, v in discovered_adapters().items() if v.demo is not None}
+    if agents != "auto" and agents not in offered and agents != PLAIN:
+        known = ", ".join(["auto", *sorted({*offered, PLAIN})])
+        raise ValueError(f"agents must be one of {known}; got {agents!r}")
+    if agents == "auto":
+        order = sorted(offered.values(), key=lambda info: (-info.demo_priority, info.kind))
+        candidates = [info for info in order if info.kind != PLAIN]
+    else:
+        candidates = [offered[agents]] if agents in offered and agents != PLAIN else []
+    for info in candidates:
+        try:
+            module = import_module(str(info.demo))
+        except ImportError:
+            if agents != "auto":
+                raise
+            continue
+        return get_adapter(info.kind), module.careful, module.naive, module.tasks, info.kind
+    from ..examples import plain_agent
+
+    return None, plain_agent.careful, plain_agent.naive, plain_agent.tasks, PLAIN

@@ -191,6 +191,9 @@ def load_tasks(source: str | Path | Sequence[Task], *, base_dir: Path | None = N
             "module:tasks",
             source=text,
         )
+    if obj and all(isinstance(item, Mapping) for item in obj):
+        # Plain dicts, as in a task file (``verify`` may also be the callable itself).
+        return tasks_from_data(list(obj), source=text, base_dir=base_dir)
     return _check_task_list(obj, text)
 
 
@@ -310,7 +313,9 @@ def _task_from(item: Any, index: int, source: str, base_dir: Path | None) -> Tas
         )
     verify = None
     ref = item.get("verify")
-    if ref is not None:
+    if callable(ref) and not isinstance(ref, str):  # a dict built in Python may hold it
+        verify = ref
+    elif ref is not None:
         if not isinstance(ref, str):
             raise fail("verify", f"must be a 'module:callable' string (got {ref!r})")
         try:

@@ -1,10 +1,12 @@
 """Which adapter runs a target, and whether the target is a factory or a shared agent.
 
-Adapters register a *kind* with a detector and a factory (``register_adapter``). Framework
-adapters that ship with hbeval are known lazily, as ``kind -> "module:attr"``, and imported only
-when a target's class comes from that framework's modules (checked by ``__module__`` prefix on
-the class and its bases). Detection never imports a framework. The plain-callable adapter is
-the fallback for anything callable.
+Adapters are found through the ``hbeval.adapters`` entry points: each names an ``AdapterInfo``
+(``hbeval_core.contract``) saying its kind, the framework's module prefixes and where the adapter
+is. An adapter is imported only when a target's class comes from its framework's modules
+(checked by ``__module__`` prefix on the class and its bases) or its kind is asked for, so
+detection never imports a framework, and this module names no adapter. ``register_adapter``
+adds a kind at run time (a detector and a factory). The plain-callable adapter is the fallback
+for anything callable.
 
 Target kinds (``--target-kind``):
 
@@ -23,11 +25,13 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Final
 
-from ..contract import Adapter
+from ..contract import ENTRY_POINT_GROUP, Adapter, AdapterInfo
 
 __all__ = [
     "KIND_AGENT",
@@ -40,6 +44,7 @@ __all__ = [
     "adapter_kinds",
     "detect_adapter",
     "detect_target_kind",
+    "discovered_adapters",
     "get_adapter",
     "register_adapter",
     "resolve_target",
@@ -49,19 +54,60 @@ KIND_FACTORY: Final = "factory"
 KIND_AGENT: Final = "agent"
 PLAIN: Final = "plain"
 
-LAZY_ADAPTERS: dict[str, str] = {
-    "langgraph": "hbeval_langgraph:LangGraphAdapter",
-    "crewai": "hbeval_crewai:CrewAIAdapter",
-    "autogen": "hbeval_autogen:AutoGenAdapter",
-}
-"""Adapters imported only when a target looks like their framework: kind -> "module:attr"."""
+log = logging.getLogger("hbeval.runner")
 
-MODULE_PREFIXES: dict[str, tuple[str, ...]] = {
-    "langgraph": ("langgraph", "langchain", "langchain_core"),
-    "crewai": ("crewai",),
-    "autogen": ("autogen_agentchat", "autogen_core", "autogen_ext", "autogen"),
-}
-"""Module prefixes of each lazily known framework's classes (matched on the class and its bases)."""
+
+@lru_cache(maxsize=1)
+def discovered_adapters() -> dict[str, AdapterInfo]:
+    """Every adapter announced under the ``hbeval.adapters`` entry points, by kind.
+
+    Loading an entry imports only the small module holding its ``AdapterInfo``, never the
+    framework. An entry that fails to load is logged and left out.
+    """
+    from importlib.metadata import entry_points
+
+    found: dict[str, AdapterInfo] = {}
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            info = ep.load()
+        except Exception as exc:  # a broken third-party entry must not hide the others
+            log.warning("adapter entry point %r could not be loaded: %r", ep.name, exc)
+            continue
+        if not isinstance(info, AdapterInfo):
+            log.warning(
+                "adapter entry point %r names a %s, not an AdapterInfo; ignored",
+                ep.name,
+                type(info).__name__,
+            )
+            continue
+        found[info.kind] = info
+    return found
+
+
+def _framework_adapters() -> dict[str, AdapterInfo]:
+    return {k: v for k, v in discovered_adapters().items() if k != PLAIN}
+
+
+if TYPE_CHECKING:
+    LAZY_ADAPTERS: dict[str, str]
+    """Framework adapters known from the entry points: kind -> "module:attr"."""
+    MODULE_PREFIXES: dict[str, tuple[str, ...]]
+    """Module prefixes of each framework adapter's classes (matched on the class and its bases)."""
+
+
+def __getattr__(name: str) -> Any:
+    # LAZY_ADAPTERS and MODULE_PREFIXES stay importable; they are read from the entry points.
+    if name == "LAZY_ADAPTERS":
+        return {k: v.adapter for k, v in _framework_adapters().items()}
+    if name == "MODULE_PREFIXES":
+        return {k: v.module_prefixes for k, v in _framework_adapters().items()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_NO_ENTRY_POINTS_HINT: Final = (
+    f"adapters are found through the {ENTRY_POINT_GROUP!r} entry points; if hbeval was "
+    "installed before they existed, reinstall it (pip install -e . or scripts/setup-venv.sh)"
+)
 
 
 class TargetKindError(ValueError):
@@ -110,7 +156,7 @@ def register_adapter(kind: str, detector: Detector, factory: AdapterFactory) -> 
 
 def adapter_kinds() -> list[str]:
     """Every adapter kind known: registered, lazily known and ``plain``."""
-    return sorted({*_REGISTRY, *LAZY_ADAPTERS, PLAIN})
+    return sorted({*_REGISTRY, *_framework_adapters(), PLAIN})
 
 
 def _module_names(obj: Any) -> list[str]:
@@ -119,8 +165,7 @@ def _module_names(obj: Any) -> list[str]:
     return [n for n in names if n != "builtins"]
 
 
-def _looks_like(obj: Any, kind: str) -> bool:
-    prefixes = MODULE_PREFIXES.get(kind, ())
+def _looks_like(obj: Any, prefixes: tuple[str, ...]) -> bool:
     for name in _module_names(obj):
         for prefix in prefixes:
             if name == prefix or name.startswith(prefix + "."):
@@ -136,8 +181,8 @@ def detect_adapter(obj: Any) -> str:
                 return entry.kind
         except Exception:  # a detector's bug must not hide the other adapters
             continue
-    for kind in LAZY_ADAPTERS:
-        if _looks_like(obj, kind):
+    for kind, info in _framework_adapters().items():
+        if _looks_like(obj, info.module_prefixes):
             return kind
     if callable(obj):
         return PLAIN
@@ -155,16 +200,20 @@ def get_adapter(kind: str) -> Adapter:
         return entry.factory()
     if kind == PLAIN:
         return _plain_factory()
-    ref = LAZY_ADAPTERS.get(kind)
-    if ref is None:
-        raise TargetKindError(f"unknown adapter kind {kind!r}; known: {', '.join(adapter_kinds())}")
-    module_name, _, attr = ref.partition(":")
+    info = _framework_adapters().get(kind)
+    if info is None:
+        hint = "" if _framework_adapters() else f" ({_NO_ENTRY_POINTS_HINT})"
+        raise TargetKindError(
+            f"unknown adapter kind {kind!r}; known: {', '.join(adapter_kinds())}{hint}"
+        )
+    module_name, _, attr = info.adapter.partition(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
+        install = f"'hbeval[{info.extra}]'" if info.extra else f"the {kind} adapter"
         raise TargetKindError(
             f"the {kind} adapter ({module_name}) cannot be imported ({exc}); "
-            f"install it with: pip install 'hbeval[{kind}]'"
+            f"install it with: pip install {install}"
         ) from exc
     # The adapter module may have registered a richer entry while importing.
     entry = _REGISTRY.get(kind)

@@ -96,7 +96,7 @@ from ..faults import (
     measurement_fingerprint,
     task_for,
 )
-from ..scoring import build_report, judge_identity, score_trial
+from ..scoring import build_report, judge_identity, report_error, score_trial
 from ..store import (
     DEFAULT_MAX_RESULT_BYTES,
     RUN_COMPLETED,
@@ -500,6 +500,8 @@ class _Runner:
             attempts=len(attempts),
             latency_ms=final.latency_ms,
             events=final.result.events,
+            # As the store's final attempt records it (a scoring error takes the agent's place).
+            error=scoring_error if scoring_error is not None else final.result.error,
         )
         episode = self.episode(job, trial, final.result.events, final.result.response_text)
         return _Done(job, attempts, outcome, verdict, trial, scoring_error, episode)
@@ -536,9 +538,15 @@ class _Runner:
         attempts: int,
         latency_ms: float | None,
         events: Sequence[EventBase],
+        error: str | None = None,
     ) -> dict[str, Any]:
-        """The per-trial dict ``build_report`` reads (the same for run and resumed trials)."""
+        """The per-trial dict ``build_report`` reads (the same for run and resumed trials).
+
+        ``error`` is the final attempt's error as stored (redacted); the report carries it,
+        bounded, so a reader sees why a run failed without opening the store.
+        """
         scenario = job.scenario
+        extra = {} if error is None else {"error": report_error(error)}
         return {
             "trial_key": job.key,
             "task_id": job.task.id,
@@ -555,6 +563,7 @@ class _Runner:
             "verdict": verdict,
             "usage": _usage(verdict, events),
             "isolated": self.resolved.isolated,
+            **extra,
         }
 
 
@@ -795,7 +804,12 @@ def _record_trial_metrics(store: Any, run_id: str, key: str, verdict: Mapping[st
 
 
 def _resumed_trial(
-    runner: _Runner, job: _Job, store: Any, record: Any, last_attempt: Mapping[str, int]
+    runner: _Runner,
+    job: _Job,
+    store: Any,
+    record: Any,
+    last_attempt: Mapping[str, int],
+    error: str | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any] | str | None]:
     """Rebuild a stored trial's dict (and its episode for memory) from its record and events."""
     final = last_attempt.get(job.key)
@@ -813,6 +827,7 @@ def _resumed_trial(
         attempts=record.attempts,
         latency_ms=record.latency_ms,
         events=events,
+        error=error,
     )
     return trial, runner.episode(job, trial, events)
 
@@ -828,11 +843,22 @@ def _reload_trials(
     if not missing:
         return
     records = {r.trial_key: r for r in store.list_trials(runner.run_id)}
-    last_attempt: dict[str, int] = {}
-    for a in store.list_attempts(runner.run_id):
-        last_attempt[a.trial_key] = max(a.attempt, last_attempt.get(a.trial_key, -1))
+    last_attempt, final_error = _final_attempts(store, runner.run_id)
     for job in missing:
-        trial_dicts[job.key], _ = _resumed_trial(runner, job, store, records[job.key], last_attempt)
+        trial_dicts[job.key], _ = _resumed_trial(
+            runner, job, store, records[job.key], last_attempt, final_error.get(job.key)
+        )
+
+
+def _final_attempts(store: Any, run_id: str) -> tuple[dict[str, int], dict[str, str | None]]:
+    """Each stored trial's last attempt number, and that attempt's error."""
+    last_attempt: dict[str, int] = {}
+    final_error: dict[str, str | None] = {}
+    for a in store.list_attempts(run_id):
+        if a.attempt >= last_attempt.get(a.trial_key, -1):
+            last_attempt[a.trial_key] = a.attempt
+            final_error[a.trial_key] = a.error
+    return last_attempt, final_error
 
 
 # ---------------------------------------------------------------------- memory
@@ -1236,9 +1262,7 @@ def run_battery(
             jobs.append(_Job(key, scenario, task, k, plan))
 
     stored = {r.trial_key: r for r in store.list_trials(run_id)}
-    last_attempt: dict[str, int] = {}
-    for a in store.list_attempts(run_id):
-        last_attempt[a.trial_key] = max(a.attempt, last_attempt.get(a.trial_key, -1))
+    last_attempt, final_error = _final_attempts(store, run_id)
     trial_dicts: dict[str, dict[str, Any]] = {}
     episodes: dict[str, dict[str, Any] | str | None] = {}
     pending: list[_Job] = []
@@ -1246,7 +1270,7 @@ def run_battery(
         record = stored.get(job.key)
         if record is not None:
             trial_dicts[job.key], episodes[job.key] = _resumed_trial(
-                runner, job, store, record, last_attempt
+                runner, job, store, record, last_attempt, final_error.get(job.key)
             )
         else:
             if job.key in last_attempt:  # an interrupted earlier try: keep its attempts

@@ -68,7 +68,7 @@ from ._security import (
 )
 from ._signals import FAILURE_PATTERN, REFUSAL_PATTERN, Signals, compute_signals
 from ._trace import Evidence, FaultRecord, TraceFacts, analyse_trace, assess_evidence
-from ._trial_model import TrialVerdictModel
+from ._trial_model import TrialVerdictModel, report_error
 from ._trial_steps import METHODOLOGIES
 from ._verdict import TraceFigures, TrialVerdict, score_trial, trace_figures
 
@@ -129,6 +129,7 @@ __all__ = [
     "keyword_coverage",
     "planned_faults",
     "proportion_counts",
+    "report_error",
     "score_text",
     "score_trial",
     "scored_trials",

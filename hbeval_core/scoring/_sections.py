@@ -55,7 +55,7 @@ from ._report_model import (
     format_error,
 )
 from ._trace import LEVEL_RANK
-from ._trial_model import TrialEntry
+from ._trial_model import TrialEntry, report_error
 
 _OUTCOME_RANK = {OUTCOME_TIMEOUT: 0, OUTCOME_FAIL: 1, OUTCOME_PASS: 2}
 
@@ -340,6 +340,8 @@ def _trial_entry(t: Mapping[str, Any], index: int) -> TrialEntry:
         entry["latency_ms"] = t.get("latency_ms")
     if "planned_faults" in t:
         entry["planned_faults"] = t.get("planned_faults")
+    if t.get("error") is not None:
+        entry["error"] = report_error(t["error"])
     if isinstance(t.get("memory"), Mapping):
         entry["memory"] = copy.deepcopy(dict(t["memory"]))
     try:

@@ -234,6 +234,17 @@ class MemoryDecision(_Block):
     error: str | None = Field(default=None, description="Why the decision could not be made.")
 
 
+ERROR_CHARS = 500
+"""How much of an agent's error a report keeps per trial (the store keeps all of it)."""
+
+
+def report_error(text: str) -> str:
+    """An agent's error as a report shows it: control characters turned into spaces, at most
+    ``ERROR_CHARS`` characters (cut ones end with an ellipsis)."""
+    clean = "".join(c if c in "\n\t" or c >= " " else " " for c in str(text))
+    return clean if len(clean) <= ERROR_CHARS else clean[: ERROR_CHARS - 1] + "…"
+
+
 class TrialEntry(_Block):
     """One trial of the battery as the report lists it."""
 
@@ -256,6 +267,12 @@ class TrialEntry(_Block):
         description="The trial's verdict; null for a trial that was never scored."
     )
     latency_ms: float | None = None
+    error: str | None = Field(
+        default=None,
+        max_length=ERROR_CHARS,
+        description="The final attempt's error (redacted, bounded), when the run raised or was "
+        "cut; absent otherwise. The store keeps the whole text.",
+    )
     planned_faults: int | None = Field(
         default=None,
         ge=0,

@@ -222,7 +222,8 @@ class PostgresStore(SQLStore):
         try:
             raw = psycopg.connect(url, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
-            raise StoreError(f"cannot connect to the store at {self.path}: {exc}") from None
+            reason = " ".join(str(exc).split())  # libpq's message spans lines
+            raise StoreError(f"cannot connect to the store at {self.path}: {reason}") from None
         self._raw: Any = raw
         try:
             conn = _Conn(raw)

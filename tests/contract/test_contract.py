@@ -111,3 +111,19 @@ def test_contract_imports_neither_runner_nor_heavy_modules() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_adapter_info_names_the_bad_field() -> None:
+    with pytest.raises(ValueError, match="field 'adapter' must be 'module:attr'"):
+        contract.AdapterInfo(kind="x", adapter="x_adapter.XAdapter")
+    with pytest.raises(ValueError, match="field 'kind'"):
+        contract.AdapterInfo(kind=" ", adapter="x_adapter:XAdapter")
+
+
+def test_every_shipped_adapter_is_announced() -> None:
+    from hbeval_core.runner.registry import discovered_adapters
+
+    found = discovered_adapters()
+    assert set(found) >= {"plain", "langgraph", "crewai", "autogen"}
+    assert found["plain"].adapter == "hbeval_core.runner.plain:PlainAdapter"
+    assert found["langgraph"].demo == "hbeval_langgraph.examples"

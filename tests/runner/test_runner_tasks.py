@@ -148,3 +148,24 @@ def test_python_references(tmp_path: Path) -> None:
         load_object("no_colon_here")
     with pytest.raises(TargetError, match="cannot import module"):
         load_object("hbeval_no_such_module:x")
+
+
+def test_a_module_list_of_dicts_loads_like_a_task_file(tmp_path: Path) -> None:
+    (tmp_path / "agent_tasks.py").write_text(
+        "def check(outcome, trace):\n"
+        "    return '14' in (outcome.final_text or '')\n"
+        "tasks = [\n"
+        "    {'id': 'x1', 'question': 'How many X-1?', 'verify': check},\n"
+        "    {'id': 'x2', 'question': 'Price of X-1?', 'required': ['3.50']},\n"
+        "]\n"
+        "bad = [{'id': 'x1', 'question': 'q', 'retries': 3}]\n"
+        "mixed = [{'id': 'x1', 'question': 'q'}, 3]\n",
+        encoding="utf-8",
+    )
+    first, second = load_tasks(f"{tmp_path / 'agent_tasks.py'}:tasks")
+    assert first.id == "x1" and callable(first.verify) and first.verify.__name__ == "check"
+    assert second.required == ("3.50",)
+    with pytest.raises(TaskFileError, match="retries"):
+        load_tasks(f"{tmp_path / 'agent_tasks.py'}:bad")
+    with pytest.raises(TaskFileError, match="not a Task"):
+        load_tasks(f"{tmp_path / 'agent_tasks.py'}:mixed")

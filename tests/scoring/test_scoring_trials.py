@@ -588,6 +588,17 @@ def test_verdict_dict_is_deterministic_and_json_ready() -> None:
     assert a["scoring_version"] == "hbeval-scoring/2"
 
 
+def test_the_verdict_dict_is_the_one_verdict_model() -> None:
+    from hbeval_core.scoring import TrialVerdictModel
+
+    v = score_trial(ORDER_TASK, Scn(), result(careful_recovery()))
+    d = v.as_dict()
+    assert list(d) == list(TrialVerdictModel.model_fields)  # one set of field names, in order
+    assert v.to_model().model_dump(mode="json") == d
+    assert d["constraint_count"] == v.constraint_count == len(v.checks)
+    assert v.text_score is v.text_heuristics  # the old name still reads
+
+
 def test_parallel_call_from_the_same_reply_is_not_the_next_action() -> None:
     events = [
         RunStart(run_id=R),

@@ -71,8 +71,9 @@ def test_read_only_writes_nothing_and_needs_a_store(postgres_url: str) -> None:
 
 def test_an_unreachable_server_is_a_clear_error() -> None:
     url = "postgresql://someone:secret@127.0.0.1:1/nowhere"
-    with pytest.raises(StoreError, match=r"cannot connect to the store at .*:\*\*\*@127"):
+    with pytest.raises(StoreError, match=r"cannot connect to the store at .*:\*\*\*@127") as err:
         PostgresStore(url)
+    assert "secret" not in str(err.value) and "\n" not in str(err.value)  # one line, no password
     assert "secret" not in public_url(url)
 
 
