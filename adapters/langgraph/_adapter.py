@@ -24,7 +24,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hbeval_core.capture import Trial, TrialTemplate, capture_metadata, result_of
+from hbeval_core.capture import Trial, TrialTemplate, capture_metadata, result_of, run_to_end
 from hbeval_core.contract import Ended, Task, TrialResult, token_usage
 from hbeval_core.events import EventBase, RunStart
 from hbeval_core.monitor import Directive as MonitorDirective
@@ -359,26 +359,6 @@ def _async_only(graph: Any, depth: int = 0) -> bool:
     return False
 
 
-def _run_coroutine(coro: Any) -> Any:
-    """Run ``coro`` to the end from synchronous code, in this thread's context.
-
-    When this thread already runs an event loop (a notebook), the coroutine runs on a loop of
-    its own in a helper thread, with a copy of this context (the trial's faults and capture).
-    """
-    import asyncio
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    import concurrent.futures
-    import contextvars
-
-    ctx = contextvars.copy_context()
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="hbeval-async") as pool:
-        return pool.submit(ctx.run, asyncio.run, coro).result()
-
-
 class _Driver:
     """Runs a graph from the trial's thread: ``stream``/``get_state``, or their async forms
     when a node is async-only (a node written ``async def`` that awaits ``tool.ainvoke``)."""
@@ -398,12 +378,12 @@ class _Driver:
             async for chunk in self.graph.astream(payload, config=config, stream_mode="values"):
                 last[0] = chunk
 
-        _run_coroutine(drive())
+        run_to_end(drive())
 
     def get_state(self, config: dict[str, Any]) -> Any:
         if not self.is_async:
             return self.graph.get_state(config)
-        return _run_coroutine(self.graph.aget_state(config))
+        return run_to_end(self.graph.aget_state(config))
 
 
 def _run_across_interrupts(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._async import run_to_end
 from ._construct import construct
 from ._fast import Deferred, DeferredRecorder
 from ._instrument import Instrumentor
@@ -67,6 +68,7 @@ __all__ = [
     "open_trial",
     "precedents_text",
     "result_of",
+    "run_to_end",
 ]
 
 

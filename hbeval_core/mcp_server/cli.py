@@ -1,43 +1,7 @@
-"""The ``hbeval mcp`` command: serve a store to MCP clients over stdio or streamable HTTP."""
+"""Moved to ``hbeval_core.cli``: ``hbeval mcp`` keeps importing from here."""
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
+from ..cli._mcp import mcp_cmd
 
 __all__ = ["mcp_cmd"]
-
-
-def mcp_cmd(
-    db: Annotated[
-        str | None,
-        typer.Option("--db", help="Store: a path or sqlite:///path (default ./.hbeval/hbeval.db)."),
-    ] = None,
-    http: Annotated[
-        int | None,
-        typer.Option(
-            "--http",
-            metavar="PORT",
-            help="Serve streamable HTTP on 127.0.0.1:PORT (path /mcp) instead of stdio.",
-        ),
-    ] = None,
-) -> None:
-    """Serve the store read-only to MCP clients (stdio by default)."""
-    from ._tools import ToolInputError
-
-    if http is not None and not 1 <= http <= 65535:
-        typer.echo(f"hbeval: --http must be a port from 1 to 65535, got {http}", err=True)
-        raise typer.Exit(2)
-    try:
-        from ._server import build_server
-
-        server = build_server(db, port=http or 8000)
-    except (ToolInputError, ImportError) as exc:
-        typer.echo(f"hbeval: {exc}", err=True)
-        raise typer.Exit(2) from None
-    if http is None:
-        server.run("stdio")
-    else:
-        typer.echo(f"hbeval: MCP over streamable HTTP at http://127.0.0.1:{http}/mcp", err=True)
-        server.run("streamable-http")

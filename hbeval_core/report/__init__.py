@@ -4,8 +4,8 @@
 into a report) and are re-exported here for convenience; ``model`` holds the schema, the
 validator and the reader that refuses newer format versions. ``scores`` (capability, security
 gate, efficiency), ``html`` (the self-contained page), ``compare``, ``gate``, ``passport`` and
-``terminal`` render, judge and sign a report; ``cli`` holds their commands (not imported here,
-so importing this package does not import typer).
+``terminal`` render, judge and sign a report; their commands live in ``hbeval_core.cli``
+(``report.cli`` is an alias, not imported here, so importing this package does not import typer).
 """
 
 from __future__ import annotations

@@ -153,7 +153,7 @@ _WORKER_STATE: dict[str, tuple[Any, Any]] = {}
 
 def _worker_state(plan: RayPlan) -> tuple[Any, Any]:
     """This worker process's runner (and store) for the plan, built on first use."""
-    from .run import _Runner
+    from ._attempts import _Runner
 
     with _WORKER_LOCK:
         state = _WORKER_STATE.get(plan.key)
@@ -182,7 +182,8 @@ def node_name() -> str:
 
 def run_trial_task(plan: RayPlan, spec: tuple[str, int, int, int]) -> TrialOutput:
     """The body of one Ray task: run (or find already recorded) one trial."""
-    from .run import _Job, trial_bundle
+    from ._attempts import _Job
+    from ._resume import trial_bundle
 
     key, scenario_index, trial_index, first_attempt = spec
     runner, store = _worker_state(plan)

@@ -45,7 +45,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Final, NoReturn, TypeVar, overload
 
-from ..capture import Trial, TrialTemplate, budget_halt_fields, result_of
+from ..capture import Trial, TrialTemplate, budget_halt_fields, result_of, run_to_end
 from ..contract import (
     BudgetExceeded,
     Ended,
@@ -724,7 +724,10 @@ class PlainAdapter(TrialTemplate):
         """Call the agent once with the scope active."""
         token = _SCOPE.set(prepared)
         try:
-            trial.final = _invoke(trial.target, trial.task.system, trial.question)
+            final = _invoke(trial.target, trial.task.system, trial.question)
+            if inspect.isawaitable(final):  # an ``async def`` agent: await it in this trial
+                final = run_to_end(final)
+            trial.final = final
         finally:
             _SCOPE.reset(token)
 

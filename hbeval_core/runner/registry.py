@@ -57,6 +57,12 @@ PLAIN: Final = "plain"
 log = logging.getLogger("hbeval.runner")
 
 
+_HINT: Final = (
+    f"adapters are found through the {ENTRY_POINT_GROUP!r} entry points; if hbeval was "
+    "installed before they existed, reinstall it (pip install -e . or scripts/setup-venv.sh)"
+)
+
+
 @lru_cache(maxsize=1)
 def discovered_adapters() -> dict[str, AdapterInfo]:
     """Every adapter announced under the ``hbeval.adapters`` entry points, by kind.
@@ -81,6 +87,9 @@ def discovered_adapters() -> dict[str, AdapterInfo]:
             )
             continue
         found[info.kind] = info
+    if PLAIN not in found:
+        # The core's own entry is missing: the installed metadata predates the entry points.
+        log.warning("no %r entry point for the core's plain adapter; %s", ENTRY_POINT_GROUP, _HINT)
     return found
 
 
@@ -102,12 +111,6 @@ def __getattr__(name: str) -> Any:
     if name == "MODULE_PREFIXES":
         return {k: v.module_prefixes for k, v in _framework_adapters().items()}
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-_NO_ENTRY_POINTS_HINT: Final = (
-    f"adapters are found through the {ENTRY_POINT_GROUP!r} entry points; if hbeval was "
-    "installed before they existed, reinstall it (pip install -e . or scripts/setup-venv.sh)"
-)
 
 
 class TargetKindError(ValueError):
@@ -202,7 +205,7 @@ def get_adapter(kind: str) -> Adapter:
         return _plain_factory()
     info = _framework_adapters().get(kind)
     if info is None:
-        hint = "" if _framework_adapters() else f" ({_NO_ENTRY_POINTS_HINT})"
+        hint = "" if _framework_adapters() else f" ({_HINT})"
         raise TargetKindError(
             f"unknown adapter kind {kind!r}; known: {', '.join(adapter_kinds())}{hint}"
         )

@@ -1,0 +1,516 @@
+"""One trial, start to finish: attempts, timeouts, retries of infra errors, scoring.
+
+``_Runner.run_trial(job) -> _Done`` is the per-trial function every executor calls (threads in
+``runner.run``, Ray tasks in ``runner._ray``): it needs only the runner's settings and the job,
+touches no store, and returns everything the caller records.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import json
+import logging
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ..contract import (
+    Adapter,
+    Budgets,
+    Task,
+    TrialContext,
+    TrialResult,
+    VirtualClock,
+    trial_context,
+    user_interrupted,
+)
+from ..events import EventBase, RunEnd
+from ..faults import (
+    FaultInjector,
+)
+from ..scoring import report_error, score_trial
+from ..store import (
+    Redactor,
+    sanitise_value,
+    storable_events,
+    storable_text,
+)
+from ..vocab import (
+    DIRECTIVE,
+    HALT,
+    MODEL_END,
+    OUTCOME_FAIL,
+    OUTCOME_INFRA_ERROR,
+    OUTCOME_PASS,
+    OUTCOME_SKIPPED,
+    OUTCOME_TIMEOUT,
+)
+from .registry import ResolvedTarget
+
+log = logging.getLogger("hbeval.runner")
+
+
+_NOT_OFFERED: Final = (OUTCOME_INFRA_ERROR, OUTCOME_SKIPPED)
+"""Outcomes whose trials are never offered to memory: the harness failed, not the agent."""
+
+
+def trial_run_id(run_id: str, trial_key: str, attempt: int) -> str:
+    """The id the events of one attempt carry: ``<run>/<trial>``, ``<run>/<trial>/a<n>`` for retries."""
+    return f"{run_id}/{trial_key}" if attempt == 0 else f"{run_id}/{trial_key}/a{attempt}"
+
+
+# ---------------------------------------------------------------------- one trial
+@dataclass
+class _Attempt:
+    number: int
+    result: TrialResult
+    infra: bool
+    started_at: float
+    ended_at: float
+    latency_ms: float
+
+
+@dataclass
+class _Job:
+    key: str
+    scenario: Any
+    task: Task
+    trial_index: int
+    plan: Any
+    first_attempt: int = 0
+
+
+@dataclass
+class _Done:
+    job: _Job
+    attempts: list[_Attempt]
+    outcome: str
+    verdict: dict[str, Any] | None
+    trial: dict[str, Any]
+    scoring_error: str | None = None
+    episode: dict[str, Any] | str | None = None
+    """The episode offered to memory once the run ends (see ``_Runner.episode``)."""
+
+
+def _usage(verdict: Mapping[str, Any] | None, events: Sequence[EventBase]) -> dict[str, Any]:
+    """Tokens, tool calls, model calls and interventions of a trial (None where not measured)."""
+    base = verdict.get("usage") if isinstance(verdict, Mapping) else None
+    usage: dict[str, Any] = {
+        "input_tokens": None,
+        "output_tokens": None,
+        "tool_calls": None,
+    }
+    if isinstance(base, Mapping):
+        usage.update({k: base.get(k) for k in usage})
+    kinds = [getattr(e, "kind", None) for e in events]
+    usage["model_calls"] = kinds.count(MODEL_END)
+    # Interventions: times hbeval stopped or redirected the agent (budget halts, directives).
+    usage["interventions"] = kinds.count(HALT) + kinds.count(DIRECTIVE)
+    return usage
+
+
+def _outcome(result: TrialResult, infra: bool, verdict: Mapping[str, Any] | None) -> str:
+    if result.status == "timeout":
+        return OUTCOME_TIMEOUT
+    if infra or verdict is None:
+        return OUTCOME_INFRA_ERROR
+    # A trial stopped by a budget or a Safe Halt did not finish its task: it cannot pass.
+    if verdict.get("passed") is True and result.status not in ("halted", "cancelled", "error"):
+        return OUTCOME_PASS
+    return OUTCOME_FAIL
+
+
+class _Runner:
+    """The state of one ``run_battery`` call (kept out of the public signature)."""
+
+    def __init__(
+        self,
+        *,
+        resolved: ResolvedTarget,
+        tasks: Sequence[Task],
+        battery: Any,
+        run_id: str,
+        agent_id: str,
+        trials: int,
+        seed: int,
+        timeout: float | None,
+        budgets: Budgets,
+        clock: Any,
+        methodology: str,
+        judge: Any,
+        max_infra_retries: int,
+        memory_run: Mapping[str, Any] | None = None,
+        redactor: Redactor | None = None,
+    ) -> None:
+        self.resolved = resolved
+        self.adapter: Adapter = resolved.adapter
+        self.tasks = tasks
+        self.battery = battery
+        self.run_id = run_id
+        self.agent_id = agent_id
+        self.trials = trials
+        self.seed = seed
+        self.timeout = timeout
+        self.budgets = budgets
+        self.clock = clock
+        self.methodology = methodology
+        self.judge = judge
+        self.max_infra_retries = max_infra_retries
+        self.memory_run = memory_run
+        self.redactor = redactor if redactor is not None else Redactor()
+        """Secrets and oversized results are rewritten with this before scoring and storage."""
+        """Run ids and fingerprints for episodes; None when no memory is attached."""
+        # A shared agent is one object: trials on it must not overlap, even after a timeout
+        # left one running (documented: its background run may still touch the object).
+        self._agent_lock = threading.Lock()
+
+    # -- attempts ----------------------------------------------------------------------------------
+    def _context(self, job: _Job, number: int) -> TrialContext:
+        run_key = trial_run_id(self.run_id, job.key, number)
+        clock = self.clock if self.clock is not None else VirtualClock()
+        forbidden = job.task.forbidden_tools[0] if job.task.forbidden_tools else None
+        injector = None
+        if job.plan is not None:
+            injector = FaultInjector(
+                job.plan, run_id=run_key, clock=clock, forbidden_tool=forbidden, enabled=True
+            )
+        return TrialContext(
+            run_id=self.run_id,
+            trial_run_id=run_key,
+            trial_key=job.key,
+            agent_id=self.agent_id,
+            task_id=job.task.id,
+            scenario_index=job.scenario.index,
+            trial_index=job.trial_index,
+            attempt=number,
+            injector=injector,
+            clock=clock,
+            budgets=self.budgets,
+            forbidden_tool=forbidden,
+        )
+
+    def _call_adapter(self, agent: Any, job: _Job, ctx: TrialContext) -> tuple[TrialResult, bool]:
+        """Run the adapter inside the trial's context; an exception from it is infra."""
+        with trial_context(ctx):
+            try:
+                self.adapter.fault_hook(ctx.injector)
+                try:
+                    result = self.adapter.run_trial(agent, job.task, job.scenario, job.plan)
+                finally:
+                    self.adapter.fault_hook(None)
+            except Exception as exc:  # the adapter promised not to raise: this is the harness
+                log.warning("adapter %s raised on %s: %r", self.adapter.name, job.key, exc)
+                return _infra_result(ctx, f"adapter raised {type(exc).__name__}: {exc}", exc), True
+            except (SystemExit, KeyboardInterrupt) as exc:
+                if isinstance(exc, KeyboardInterrupt) and user_interrupted():
+                    raise  # Ctrl-C on hbeval itself: the run stops, completed trials are kept
+                # The agent called sys.exit() or raised KeyboardInterrupt itself: its trial
+                # ends in an error, the run goes on.
+                log.warning("the agent raised %r on %s: trial ended", exc, job.key)
+                return _agent_exit_result(ctx, exc), False
+        return result, bool(result.infra)
+
+    def _attempt(self, job: _Job, number: int) -> _Attempt:
+        ctx = self._context(job, number)
+        started = time.time()
+        t0 = time.perf_counter()
+        try:
+            agent = self.resolved.agent(job.task)
+        except Exception as exc:
+            result, infra = (
+                _infra_result(ctx, f"the target factory raised {type(exc).__name__}: {exc}", exc),
+                True,
+            )
+        else:
+            if self.timeout is None:
+                if self.resolved.isolated:
+                    result, infra = self._call_adapter(agent, job, ctx)
+                else:
+                    with self._agent_lock:
+                        result, infra = self._call_adapter(agent, job, ctx)
+            elif self.resolved.isolated:
+                result, infra = self._with_timeout(agent, job, ctx, owns_lock=False)
+            elif self._agent_lock.acquire(timeout=self.timeout):
+                # The worker thread releases the lock when the agent returns, however late.
+                result, infra = self._with_timeout(agent, job, ctx, owns_lock=True)
+            else:
+                message = (
+                    "skipped: the shared agent is still running a trial that timed out, so "
+                    "this trial could not start (use a factory target for isolated trials)"
+                )
+                result = TrialResult(
+                    final_state=None, status="skipped", error=message, error_type="AgentBusy"
+                )
+                infra = False
+        latency = (time.perf_counter() - t0) * 1000.0
+        return _Attempt(number, result, infra, started, time.time(), latency)
+
+    def _with_timeout(
+        self, agent: Any, job: _Job, ctx: TrialContext, *, owns_lock: bool
+    ) -> tuple[TrialResult, bool]:
+        box: dict[str, Any] = {}
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                box["value"] = self._call_adapter(agent, job, ctx)
+            except BaseException as exc:  # reported to the waiting runner, never printed
+                box["error"] = exc
+            finally:
+                if owns_lock:
+                    self._agent_lock.release()
+                done.set()
+
+        # The caller's context variables reach the agent, as they do without a timeout.
+        thread = threading.Thread(
+            target=contextvars.copy_context().run,
+            args=(work,),
+            name=f"hbeval-{job.key}-a{ctx.attempt}",
+            daemon=True,
+        )
+        thread.start()
+        assert self.timeout is not None
+        if done.wait(self.timeout):
+            if "error" in box:
+                exc = box["error"]
+                if isinstance(exc, Exception):
+                    return _infra_result(
+                        ctx, f"harness error {type(exc).__name__}: {exc}", exc
+                    ), True
+                raise exc
+            value: tuple[TrialResult, bool] = box["value"]
+            return value
+        events = ctx.cut()
+        _abandon(thread)
+        message = (
+            f"trial exceeded its timeout of {self.timeout:g} s; the agent's thread was "
+            "abandoned as a daemon thread (it may still be running) and its events after the "
+            "cut are discarded"
+        )
+        return _ended_result(ctx, events, "timeout", message, "TrialTimeout"), False
+
+    # -- a whole trial ------------------------------------------------------------------------------
+    def run_trial(self, job: _Job) -> _Done:
+        attempts: list[_Attempt] = []
+        for n in range(self.max_infra_retries + 1):
+            attempt = self._attempt(job, job.first_attempt + n)
+            attempts.append(attempt)
+            if not attempt.infra:
+                break
+        for att in attempts:
+            att.result = _storable_result(att.result, job.key, self.redactor)
+        final = attempts[-1]
+        if final.result.status == "skipped":
+            trial = self.trial_dict(
+                job,
+                outcome=OUTCOME_SKIPPED,
+                verdict=None,
+                attempts=len(attempts),
+                latency_ms=final.latency_ms,
+                events=(),
+            )
+            return _Done(job, attempts, OUTCOME_SKIPPED, None, trial)
+        verdict: dict[str, Any] | None = None
+        scoring_error: str | None = None
+        try:
+            verdict = score_trial(
+                job.task,
+                job.scenario,
+                final.result,
+                methodology=self.methodology,
+                judge=self.judge,
+            ).as_dict()
+        except Exception as exc:  # a scoring bug is the harness's failure, not the agent's
+            scoring_error = storable_text(f"scoring failed: {type(exc).__name__}: {exc}")
+            log.error("scoring %s failed: %r", job.key, exc)
+        if verdict is not None:
+            verdict = _storable_verdict(verdict, job.key, self.redactor)
+        outcome = _outcome(final.result, final.infra, verdict)
+        trial = self.trial_dict(
+            job,
+            outcome=outcome,
+            verdict=verdict,
+            attempts=len(attempts),
+            latency_ms=final.latency_ms,
+            events=final.result.events,
+            # As the store's final attempt records it (a scoring error takes the agent's place).
+            error=scoring_error if scoring_error is not None else final.result.error,
+        )
+        episode = self.episode(job, trial, final.result.events, final.result.response_text)
+        return _Done(job, attempts, outcome, verdict, trial, scoring_error, episode)
+
+    def episode(
+        self,
+        job: _Job,
+        trial: Mapping[str, Any],
+        events: Sequence[EventBase],
+        final_text: str | None = None,
+    ) -> dict[str, Any] | str | None:
+        """The trial's episode for memory; None when there is none to offer, the error text when
+        it could not be built (no memory, not scored or not the agent's failure give None)."""
+        if self.memory_run is None or trial.get("verdict") is None:
+            return None
+        if trial.get("outcome") in _NOT_OFFERED:
+            return None
+        try:
+            from ..memory._adapters import episode_from_trial
+
+            return episode_from_trial(
+                job.task, job.scenario, trial, self.memory_run, events=events, final_text=final_text
+            )
+        except Exception as exc:  # memory never breaks the run
+            log.warning("could not build the episode of %s: %r", job.key, exc)
+            return f"episode could not be built: {type(exc).__name__}: {exc}"
+
+    def trial_dict(
+        self,
+        job: _Job,
+        *,
+        outcome: str,
+        verdict: dict[str, Any] | None,
+        attempts: int,
+        latency_ms: float | None,
+        events: Sequence[EventBase],
+        error: str | None = None,
+    ) -> dict[str, Any]:
+        """The per-trial dict ``build_report`` reads (the same for run and resumed trials).
+
+        ``error`` is the final attempt's error as stored (redacted); the report carries it,
+        bounded, so a reader sees why a run failed without opening the store.
+        """
+        scenario = job.scenario
+        extra = {} if error is None else {"error": report_error(error)}
+        return {
+            "trial_key": job.key,
+            "task_id": job.task.id,
+            "category": job.task.category,
+            "scenario_index": scenario.index,
+            "trial_index": job.trial_index,
+            "domain": scenario.domain,
+            "fault_type": scenario.fault_type,
+            "is_nominal": scenario.is_nominal,
+            "planned_faults": _planned_faults(job.plan),
+            "outcome": outcome,
+            "attempts": attempts,
+            "latency_ms": latency_ms,
+            "verdict": verdict,
+            "usage": _usage(verdict, events),
+            "isolated": self.resolved.isolated,
+            **extra,
+        }
+
+
+def _planned_faults(plan: Any) -> int:
+    """Faults a trial's plan holds: one per fault spec or cascade stage (0 without a plan)."""
+    if plan is None:
+        return 0
+    return len(getattr(plan, "faults", ()) or ()) + len(getattr(plan, "stages", ()) or ())
+
+
+def _ended_result(
+    ctx: TrialContext,
+    events: list[EventBase],
+    status: str,
+    message: str,
+    error_type: str,
+    *,
+    infra: bool = False,
+) -> TrialResult:
+    """A trial the runner ended itself: its events so far, closed by a ``run_end``."""
+    seq = max((e.seq for e in events if e.seq is not None), default=-1) + 1
+    events.append(
+        RunEnd(run_id=ctx.trial_run_id, seq=seq, ts=time.time(), status=status, error=message)  # type: ignore[arg-type]
+    )
+    return TrialResult(
+        final_state=None,
+        events=events,
+        status=status,
+        error=message,
+        error_type=error_type,
+        infra=infra,
+    )
+
+
+def _infra_result(ctx: TrialContext, message: str, exc: BaseException) -> TrialResult:
+    return _ended_result(ctx, list(ctx.events), "error", message, type(exc).__name__, infra=True)
+
+
+def _agent_exit_result(ctx: TrialContext, exc: BaseException) -> TrialResult:
+    """The trial of an agent that raised ``SystemExit`` or ``KeyboardInterrupt``: an error."""
+    message = f"the agent raised {type(exc).__name__}({_exit_arg(exc)}); its trial ended there"
+    return _ended_result(ctx, list(ctx.events), "error", message, type(exc).__name__)
+
+
+def _exit_arg(exc: BaseException) -> str:
+    try:
+        return ", ".join(repr(a) for a in exc.args)[:200]
+    except Exception:
+        return "..."
+
+
+_ABANDONED: list[threading.Thread] = []
+
+
+_ABANDONED_LOCK = threading.Lock()
+
+
+def _abandon(thread: threading.Thread) -> None:
+    with _ABANDONED_LOCK:
+        _ABANDONED[:] = [t for t in _ABANDONED if t.is_alive()]
+        _ABANDONED.append(thread)
+
+
+def abandoned_threads() -> list[str]:
+    """Names of the agent threads cut by a timeout that are still running (daemon threads)."""
+    with _ABANDONED_LOCK:
+        _ABANDONED[:] = [t for t in _ABANDONED if t.is_alive()]
+        return [t.name for t in _ABANDONED]
+
+
+def _storable_result(
+    result: TrialResult, key: str, redactor: Redactor | None = None
+) -> TrialResult:
+    """``result`` with its secrets redacted, its tool results capped and every value the store
+    cannot hold replaced (the rebuilt events say what changed)."""
+    events, notes = storable_events(result.events, redactor=redactor)
+    error, text = result.error, result.response_text
+
+    def clean(value: str | None) -> str | None:
+        if not isinstance(value, str):
+            return value
+        value = storable_text(value)
+        return redactor.redact_text(value)[0] if redactor is not None else value
+
+    clean_error, clean_text = clean(error), clean(text)
+    changed = [n for n in notes if "redacted" not in n and "cut to the first" not in n]
+    if changed:
+        log.warning(
+            "trial %s: %d value(s) could not be stored as they were and were replaced (%s%s)",
+            key,
+            len(changed),
+            changed[0],
+            ", ..." if len(changed) > 1 else "",
+        )
+    if not notes and clean_error == error and clean_text == text:
+        return result
+    return dataclasses.replace(result, events=events, error=clean_error, response_text=clean_text)
+
+
+def _storable_verdict(
+    verdict: dict[str, Any], key: str, redactor: Redactor | None = None
+) -> dict[str, Any]:
+    """The verdict as it can be stored: redacted, and with unstorable values replaced."""
+    if redactor is None:
+        try:
+            json.dumps(verdict, allow_nan=False, ensure_ascii=False).encode("utf-8")
+        except Exception:
+            pass
+        else:
+            return verdict
+    clean, notes = sanitise_value(verdict, "verdict", redactor=redactor)
+    if notes and redactor is None:
+        log.warning("trial %s: verdict values replaced to be stored: %s", key, notes[0])
+    return dict(clean)

@@ -1,0 +1,165 @@
+"""The command line starts at typer's own cost: a bare ``hbeval --help`` loads typer and the
+root module, and a subcommand's help loads that command's module and nothing heavy."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT_MODULES = {"hbeval_core", "hbeval_core.cli", "hbeval_core.cli._app", "hbeval_core.cli._common"}
+"""Every hbeval module a bare ``hbeval --help`` or ``--version`` loads."""
+
+HEAVY = (
+    "pydantic",
+    "numpy",
+    "rich",
+    "yaml",
+    "jinja2",
+    "cryptography",
+    "hbeval_langgraph",
+    "hbeval_crewai",
+    "hbeval_autogen",
+    "langgraph",
+    "langchain_core",
+    "crewai",
+    "autogen_core",
+    "mcp",
+)
+"""Packages no command's start-up (nor its ``--help``) may load."""
+
+
+def loaded_by(tmp_path: Path, code: str) -> set[str]:
+    """The modules in ``sys.modules`` after running ``code`` in a fresh interpreter."""
+    out = tmp_path / "modules.json"
+    script = textwrap.dedent(code) + textwrap.dedent(
+        f"""
+        import json, sys
+        with open({str(out)!r}, "w") as fh:
+            json.dump(sorted(sys.modules), fh)
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    return set(json.loads(out.read_text(encoding="utf-8")))
+
+
+def run_hbeval(tmp_path: Path, *args: str) -> set[str]:
+    return loaded_by(
+        tmp_path,
+        f"""
+        import sys
+        sys.argv = ["hbeval", *{list(args)!r}]
+        from hbeval_core.cli import main
+        try:
+            main()
+        except SystemExit as exc:
+            assert exc.code in (0, None), exc.code
+        """,
+    )
+
+
+def third_party(modules: set[str]) -> set[str]:
+    """Top-level names of the non-stdlib packages among ``modules``."""
+    tops = {m.split(".")[0] for m in modules}
+    return {t for t in tops if t not in sys.stdlib_module_names and not t.startswith("_")}
+
+
+@pytest.fixture(scope="module")
+def typer_alone(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+    """What importing typer (and building a command with it) loads by itself."""
+    return loaded_by(
+        tmp_path_factory.mktemp("typer"),
+        """
+        import typer, typer.main, typer.core
+        app = typer.Typer()
+        @app.command()
+        def hello(name: str = "x") -> None:
+            pass
+        typer.main.get_command(app)
+        """,
+    )
+
+
+@pytest.mark.parametrize("args", [("--help",), ("--version",)])
+def test_root_loads_typer_and_the_root_module_only(
+    tmp_path: Path, typer_alone: set[str], args: tuple[str, ...]
+) -> None:
+    modules = run_hbeval(tmp_path, *args)
+    assert {m for m in modules if m.split(".")[0] == "hbeval_core"} == ROOT_MODULES
+    assert third_party(modules) <= third_party(typer_alone) | {"hbeval_core"}
+    heavy = [m for m in HEAVY if m in modules and m not in typer_alone]
+    assert not heavy, heavy
+    if "click" not in typer_alone:  # typer >= 0.29 carries its own click
+        assert "click" not in modules
+
+
+C = "hbeval_core.cli."
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("score", "--help"), {C + "_score", "hbeval_core.vocab"}),
+        (("report", "--help"), {C + "_report"}),
+        (("gate", "--help"), {C + "_report"}),
+        (("battery", "run", "--help"), {C + "_battery"}),
+        (("memory", "explain", "--help"), {C + "_memory"}),
+        (("passport", "verify", "--help"), {C + "_passport"}),
+        (("import", "--help"), {C + "_importers"}),
+        (("mcp", "--help"), {C + "_mcp"}),
+        (("demo", "--help"), {C + "_demo", "hbeval_core.vocab"}),
+        (("runs", "list", "--help"), {C + "_runs"}),
+        (("store", "copy", "--help"), {C + "_store"}),
+        (("replay", "--help"), {C + "_replay"}),
+        (("export", "otlp", "--help"), {C + "_export"}),
+        (("init", "--help"), {C + "_init"}),
+        (("schema", "events", "--help"), {C + "_schema"}),
+    ],
+)
+def test_a_commands_help_loads_that_command_only(
+    tmp_path: Path, typer_alone: set[str], args: tuple[str, ...], expected: set[str]
+) -> None:
+    modules = run_hbeval(tmp_path, *args)
+    assert {m for m in modules if m.split(".")[0] == "hbeval_core"} == ROOT_MODULES | expected
+    heavy = [m for m in HEAVY if m in modules and m not in typer_alone]
+    assert not heavy, heavy
+
+
+def test_the_root_listing_matches_each_commands_own_help() -> None:
+    import typer.main
+
+    from hbeval_core.cli import COMMANDS, app
+
+    root = typer.main.get_command(app)
+    ctx = root.make_context("hbeval", ["--help"], resilient_parsing=True)
+    assert list(COMMANDS) == root.list_commands(ctx)
+    for name, entry in COMMANDS.items():
+        real = root.get_command(ctx, name)
+        assert real is not None, name
+        assert entry.help == (real.help or "").split("\n\n")[0].replace("\n", " "), name
+        for limit in (40, 60, 200):
+            listed = typer.core.TyperCommand(name=name, help=entry.help)
+            assert listed.get_short_help_str(limit) == real.get_short_help_str(limit), name
+
+
+def test_the_memory_commands_default_agent_is_edms() -> None:
+    from hbeval_core.cli._memory import DEFAULT_AGENT_ID, EMBEDDERS
+    from hbeval_core.memory import DEFAULT_AGENT_ID as EDM_DEFAULT
+
+    assert DEFAULT_AGENT_ID == EDM_DEFAULT
+    assert EMBEDDERS == ("hash", "minilm")
+
+
+def test_an_unknown_command_is_a_usage_error(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "hbeval_core.cli", "nope"], capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert "No such command" in proc.stderr and "Traceback" not in proc.stderr
