@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import threading
 import time
 from typing import Any
@@ -56,16 +55,17 @@ def test_arun_battery_gives_run_batterys_report_without_blocking_the_loop() -> N
                 concurrency=4,
                 progress=on_progress,
             )
+            during = len(ticks)  # heartbeats that ran while the battery was awaited
             await asyncio.sleep(0.05)  # let the last progress call land
         finally:
             beat.cancel()
-        return report, ticks, updates
+        return report, ticks[:during], updates
 
     report, ticks, updates = asyncio.run(main())
     assert report["run"]["executor"] == "async" and report["run"]["nodes"] == []
     assert without_timings(report) == without_timings(expected)
-    gaps = [b - a for a, b in itertools.pairwise(ticks)]
-    assert len(ticks) > 20 and max(gaps) < 1.0  # the loop kept running during the battery
+    # A blocked loop runs no heartbeat until the battery is over: at most the first one.
+    assert len(ticks) >= 3
     assert updates and updates[-1].done == updates[-1].total == 12
 
 
