@@ -69,6 +69,7 @@ PUBLIC: dict[str, list[str]] = {
         "open_trial",
         "precedents_text",
         "result_of",
+        "run_to_end",
     ],
     "hbeval_core.cli": [
         "COMMANDS",

@@ -9,6 +9,7 @@ when interrupted (completed trials are kept; rerun with the printed ``--run-id``
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -365,103 +366,34 @@ def run_command(
     ] = False,
 ) -> None:
     """Run the battery against TARGET and write the report (exit 0 whatever it says)."""
-    from .._outpaths import output_problem
-    from ..runner.loader import TargetError, TaskFileError, load_object, load_tasks, split_reference
-    from ..runner.manifest import ManifestError, ManifestMismatchError, RunManifest, load_manifest
-    from ..runner.registry import KIND_AGENT, KIND_FACTORY, TargetKindError, adapter_kinds
-    from ..runner.run import DEFAULT_TIMEOUT, abandoned_threads, run_battery
+    from ..runner.manifest import ManifestMismatchError
+    from ..runner.registry import TargetKindError
+    from ..runner.run import run_battery
     from ..store import StoreError, open_store
     from ._progress import BatteryProgress
 
-    if out is not None:  # checked before the first trial, not after the last
-        problem = output_problem(out, make_parents=True)
-        if problem is not None:
-            _fail(f"--out: {problem}")
-    m: RunManifest | None = None
-    if manifest is not None:
-        try:
-            m = load_manifest(manifest)
-        except ManifestError as exc:
-            _fail(f"--manifest: {exc}")
-
-    def pick(flag: Any, field: str, default: Any) -> Any:
-        if flag is not None:
-            return flag
-        if m is not None and getattr(m, field) is not None:
-            return getattr(m, field)
-        return default
-
-    target_ref = pick(target, "target", None)
-    if target_ref is None:
-        _fail("TARGET is missing: give path.py:attr or module:attr (or 'target' in --manifest)")
-    try:
-        module_part, _ = split_reference(target_ref)
-        target_obj = load_object(target_ref)
-    except TargetError as exc:
-        _fail(f"TARGET: {exc}")
-    tasks_ref = pick(tasks, "tasks", None) or f"{module_part}:tasks"
-    try:
-        task_list = load_tasks(tasks_ref)
-    except TaskFileError as exc:
-        hint = (
-            ""
-            if tasks or (m and m.tasks)
-            else " (no --tasks given, so TARGET's module must define 'tasks')"
-        )
-        _fail(f"--tasks: {exc}{hint}")
-
-    battery_name = pick(battery, "battery", _DEFAULT_BATTERY)
-    n = pick(scenarios, "n_scenarios", _DEFAULT_SCENARIOS)
-    s = pick(seed, "seed", _DEFAULT_SEED)
-    k = pick(trials, "trials", _DEFAULT_TRIALS)
-    faults = (
-        list(fault_type) if fault_type else (list(m.fault_types) if m and m.fault_types else None)
+    plan = _plan_run(
+        _Flags(
+            target=target,
+            tasks=tasks,
+            battery=battery,
+            scenarios=scenarios,
+            fault_type=fault_type,
+            domain=domain,
+            trials=trials,
+            seed=seed,
+            agent_id=agent_id,
+            concurrency=concurrency,
+            executor=executor,
+            ray_address=ray_address,
+            timeout=timeout,
+            manifest=manifest,
+            judge=judge,
+            target_kind=target_kind,
+            redact=redact,
+        ),
+        out,
     )
-    domains = list(domain) if domain else (list(m.domains) if m and m.domains else None)
-    built = _build_battery(battery_name, n, s, faults, domains, scenarios is not None)
-    if k < 1:
-        _fail(f"--trials must be >= 1 (got {k})")
-    if executor not in ("local", "ray"):
-        _fail(f"--executor must be local or ray (got {executor!r})")
-    if ray_address is not None and executor != "ray":
-        _fail("--ray-address needs --executor ray")
-    workers = pick(concurrency, "concurrency", 1)
-    if workers < 1:
-        _fail(f"--concurrency must be >= 1 (got {workers})")
-    limit = pick(timeout, "timeout", DEFAULT_TIMEOUT)
-    if not 0 <= limit < float("inf"):
-        _fail(f"--timeout must be seconds >= 0, 0 for no limit (got {limit})")
-
-    judge_ref = pick(judge, "judge", None)
-    judge_obj = None
-    if judge_ref is not None:
-        try:
-            judge_obj = load_object(judge_ref)
-        except TargetError as exc:
-            _fail(f"--judge: {exc}")
-        if not callable(judge_obj):
-            _fail(f"--judge: {judge_ref!r} is not callable")
-    methodology = "C" if judge_obj is not None else pick(None, "methodology", "B")
-
-    kind = pick(target_kind, "target_kind", None)
-    if kind is not None and kind not in (KIND_FACTORY, KIND_AGENT, *adapter_kinds()):
-        # Checked before the store is opened, so a typo never creates a database.
-        _fail(
-            f"--target-kind must be {KIND_FACTORY}, {KIND_AGENT} or an adapter kind "
-            f"({', '.join(adapter_kinds())}); got {kind!r}"
-        )
-    if m is not None:
-        m = m.with_updates(target=target_ref, tasks=tasks_ref)
-    else:
-        m = RunManifest(target=target_ref, tasks=tasks_ref)
-    if redact:
-        from ..store import parse_redact_rules
-
-        try:
-            parse_redact_rules(redact)
-        except ValueError as exc:
-            _fail(f"--redact: {exc}")
-        m = m.with_updates(redact=(*m.redact, *redact))
     try:
         store = open_store(db)
     except (StoreError, OSError) as exc:
@@ -474,25 +406,25 @@ def run_command(
     try:
         report = run_battery(
             None,
-            target_obj,
-            task_list,
-            built,
-            trials=k,
-            seed=s,
+            plan.target,
+            plan.tasks,
+            plan.battery,
+            trials=plan.trials,
+            seed=plan.seed,
             store=store,
-            agent_id=pick(agent_id, "agent_id", _DEFAULT_AGENT),
+            agent_id=plan.agent_id,
             run_id=run_id,
-            concurrency=workers,
-            timeout=limit,
+            concurrency=plan.concurrency,
+            timeout=plan.timeout,
             executor=executor,
             ray_address=ray_address,
             ray_cpus_per_trial=ray_cpus,
-            manifest=m,
-            judge=judge_obj,
-            methodology=methodology,
+            manifest=plan.manifest,
+            judge=plan.judge,
+            methodology=plan.methodology,
             progress=progress,
-            target_kind=kind,
-            judge_label=judge_ref,
+            target_kind=plan.target_kind,
+            judge_label=plan.judge_label,
             memory=edm,
             on_admission=admissions if edm is not None else None,
         )
@@ -516,6 +448,192 @@ def run_command(
         store.close()
         if edm is not None:
             edm.close()
+    _finish_run(report, out, as_json, admissions.line() if edm is not None else None)
+
+
+@dataclass(frozen=True)
+class _Flags:
+    """``battery run``'s flags that a manifest may also give (None: not given)."""
+
+    target: str | None
+    tasks: str | None
+    battery: str | None
+    scenarios: int | None
+    fault_type: list[str] | None
+    domain: list[str] | None
+    trials: int | None
+    seed: int | None
+    agent_id: str | None
+    concurrency: int | None
+    executor: str
+    ray_address: str | None
+    timeout: float | None
+    manifest: Path | None
+    judge: str | None
+    target_kind: str | None
+    redact: list[str] | None
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Everything ``run_battery`` needs, checked before the store is opened."""
+
+    target: Any
+    tasks: Any
+    battery: Any
+    trials: int
+    seed: int
+    agent_id: str
+    concurrency: int
+    timeout: float
+    manifest: Any
+    judge: Any
+    judge_label: str | None
+    methodology: str
+    target_kind: str | None
+
+
+def _plan_run(f: _Flags, out: Path | None) -> _Plan:
+    """Read and check every input of a run, flag before manifest before default; a bad value
+    exits 2 naming its flag. Checked in the order a person fixes them: output path, manifest,
+    target, tasks, battery, numbers, judge, target kind, redaction rules."""
+    from .._outpaths import output_problem
+    from ..runner.manifest import ManifestError, RunManifest, load_manifest
+    from ..runner.run import DEFAULT_TIMEOUT
+
+    if out is not None:  # checked before the first trial, not after the last
+        problem = output_problem(out, make_parents=True)
+        if problem is not None:
+            _fail(f"--out: {problem}")
+    m: RunManifest | None = None
+    if f.manifest is not None:
+        try:
+            m = load_manifest(f.manifest)
+        except ManifestError as exc:
+            _fail(f"--manifest: {exc}")
+
+    def pick(flag: Any, field: str, default: Any) -> Any:
+        if flag is not None:
+            return flag
+        if m is not None and getattr(m, field) is not None:
+            return getattr(m, field)
+        return default
+
+    target_ref, target_obj, tasks_ref, task_list = _load_target(f, m, pick)
+    n = pick(f.scenarios, "n_scenarios", _DEFAULT_SCENARIOS)
+    s = pick(f.seed, "seed", _DEFAULT_SEED)
+    k = pick(f.trials, "trials", _DEFAULT_TRIALS)
+    faults = (
+        list(f.fault_type)
+        if f.fault_type
+        else (list(m.fault_types) if m and m.fault_types else None)
+    )
+    domains = list(f.domain) if f.domain else (list(m.domains) if m and m.domains else None)
+    built = _build_battery(
+        pick(f.battery, "battery", _DEFAULT_BATTERY), n, s, faults, domains, f.scenarios is not None
+    )
+    if k < 1:
+        _fail(f"--trials must be >= 1 (got {k})")
+    if f.executor not in ("local", "ray"):
+        _fail(f"--executor must be local or ray (got {f.executor!r})")
+    if f.ray_address is not None and f.executor != "ray":
+        _fail("--ray-address needs --executor ray")
+    workers = pick(f.concurrency, "concurrency", 1)
+    if workers < 1:
+        _fail(f"--concurrency must be >= 1 (got {workers})")
+    limit = pick(f.timeout, "timeout", DEFAULT_TIMEOUT)
+    if not 0 <= limit < float("inf"):
+        _fail(f"--timeout must be seconds >= 0, 0 for no limit (got {limit})")
+    judge_ref = pick(f.judge, "judge", None)
+    judge_obj = _load_judge(judge_ref)
+    kind = _check_kind(pick(f.target_kind, "target_kind", None))
+    if m is not None:
+        m = m.with_updates(target=target_ref, tasks=tasks_ref)
+    else:
+        m = RunManifest(target=target_ref, tasks=tasks_ref)
+    if f.redact:
+        from ..store import parse_redact_rules
+
+        try:
+            parse_redact_rules(f.redact)
+        except ValueError as exc:
+            _fail(f"--redact: {exc}")
+        m = m.with_updates(redact=(*m.redact, *f.redact))
+    return _Plan(
+        target=target_obj,
+        tasks=task_list,
+        battery=built,
+        trials=k,
+        seed=s,
+        agent_id=pick(f.agent_id, "agent_id", _DEFAULT_AGENT),
+        concurrency=workers,
+        timeout=limit,
+        manifest=m,
+        judge=judge_obj,
+        judge_label=judge_ref,
+        methodology="C" if judge_obj is not None else pick(None, "methodology", "B"),
+        target_kind=kind,
+    )
+
+
+def _load_target(f: _Flags, m: Any, pick: Any) -> tuple[str, Any, str, Any]:
+    """TARGET and its tasks: ``(target_ref, target, tasks_ref, tasks)``."""
+    from ..runner.loader import TargetError, TaskFileError, load_object, load_tasks, split_reference
+
+    target_ref = pick(f.target, "target", None)
+    if target_ref is None:
+        _fail("TARGET is missing: give path.py:attr or module:attr (or 'target' in --manifest)")
+    try:
+        module_part, _ = split_reference(target_ref)
+        target_obj = load_object(target_ref)
+    except TargetError as exc:
+        _fail(f"TARGET: {exc}")
+    tasks_ref = pick(f.tasks, "tasks", None) or f"{module_part}:tasks"
+    try:
+        task_list = load_tasks(tasks_ref)
+    except TaskFileError as exc:
+        hint = (
+            ""
+            if f.tasks or (m and m.tasks)
+            else " (no --tasks given, so TARGET's module must define 'tasks')"
+        )
+        _fail(f"--tasks: {exc}{hint}")
+    return target_ref, target_obj, tasks_ref, task_list
+
+
+def _load_judge(judge_ref: str | None) -> Any:
+    """The ``--judge`` callable, or None."""
+    from ..runner.loader import TargetError, load_object
+
+    if judge_ref is None:
+        return None
+    try:
+        judge_obj = load_object(judge_ref)
+    except TargetError as exc:
+        _fail(f"--judge: {exc}")
+    if not callable(judge_obj):
+        _fail(f"--judge: {judge_ref!r} is not callable")
+    return judge_obj
+
+
+def _check_kind(kind: str | None) -> str | None:
+    """``--target-kind``, checked before the store is opened, so a typo never creates a database."""
+    from ..runner.registry import KIND_AGENT, KIND_FACTORY, adapter_kinds
+
+    if kind is not None and kind not in (KIND_FACTORY, KIND_AGENT, *adapter_kinds()):
+        _fail(
+            f"--target-kind must be {KIND_FACTORY}, {KIND_AGENT} or an adapter kind "
+            f"({', '.join(adapter_kinds())}); got {kind!r}"
+        )
+    return kind
+
+
+def _finish_run(
+    report: dict[str, Any], out: Path | None, as_json: bool, memory_line: str | None
+) -> None:
+    """Warnings, the report file, and the JSON or the summary; ``memory_line`` after a
+    ``--memory`` run (on stderr with ``--json``)."""
+    from ..runner.run import abandoned_threads
     from ..scoring import delivery_warning
 
     warning = delivery_warning(report)
@@ -542,9 +660,9 @@ def run_command(
             )
     if as_json:
         _emit_json(report)
-        if edm is not None:
-            typer.echo(admissions.line(), err=True)
+        if memory_line is not None:
+            typer.echo(memory_line, err=True)
     else:
         _summary(report, out)
-        if edm is not None:
-            typer.echo(admissions.line())
+        if memory_line is not None:
+            typer.echo(memory_line)

@@ -18,6 +18,7 @@ EXIT_INTERRUPTED = 130
 
 DB_HELP = "Store: a path or sqlite:///path (default ./.hbeval/hbeval.db)."
 JSON_HELP = "Print JSON to stdout."
+SOURCE_HELP = "A report file, FILE#LABEL for one report of a multi-report file, or a run id."
 
 
 def console(*, stderr: bool = False) -> Any:

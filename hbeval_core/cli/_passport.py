@@ -8,9 +8,15 @@ from typing import Annotated, Any
 import typer
 
 from ._common import DB_HELP as _DB_HELP
-from ._common import EXIT_CHECK_FAILED, EXIT_INSUFFICIENT, EXIT_OK, emit_json, plain_app
+from ._common import (
+    EXIT_CHECK_FAILED,
+    EXIT_INSUFFICIENT,
+    EXIT_OK,
+    SOURCE_HELP,
+    emit_json,
+    plain_app,
+)
 from ._common import fail as _fail
-from ._report import SOURCE_HELP, load_one
 
 __all__ = ["passport_app"]
 
@@ -78,6 +84,8 @@ def passport_sign(
     )
 
     try:
+        from ._report import load_one
+
         _, data = load_one(report, db)
         private = load_private_key(key)
         passport = sign_passport(build_passport(data, days=days), private)

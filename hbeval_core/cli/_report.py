@@ -17,12 +17,10 @@ from typing import Annotated, Any
 import typer
 
 from ._common import DB_HELP as _DB_HELP
-from ._common import EXIT_INSUFFICIENT, console, emit_json
+from ._common import EXIT_INSUFFICIENT, SOURCE_HELP, console, emit_json
 from ._common import fail as _fail
 
 __all__ = ["SOURCE_HELP", "compare_cmd", "gate_cmd", "load_one", "load_reports", "report_cmd"]
-
-SOURCE_HELP = "A report file, FILE#LABEL for one report of a multi-report file, or a run id."
 
 
 class _InputError(ValueError):

@@ -111,7 +111,7 @@ C = "hbeval_core.cli."
         (("gate", "--help"), {C + "_report"}),
         (("battery", "run", "--help"), {C + "_battery"}),
         (("memory", "explain", "--help"), {C + "_memory"}),
-        (("passport", "verify", "--help"), {C + "_passport", C + "_report"}),
+        (("passport", "verify", "--help"), {C + "_passport"}),
         (("import", "--help"), {C + "_importers"}),
         (("mcp", "--help"), {C + "_mcp"}),
         (("demo", "--help"), {C + "_demo", "hbeval_core.vocab"}),
