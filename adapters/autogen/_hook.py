@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from hbeval_core.capture import Instrumentor
 from hbeval_core.events import ToolEnd, ToolStart
 from hbeval_core.vocab import SCOPE_AGENT
 
@@ -53,7 +54,6 @@ ACTIVE_RECORDER: ContextVar[RunRecorder | None] = ContextVar(
 _MISSING = object()
 _lock = threading.RLock()
 _original: Any = None
-_user_hold = False
 _trial_holds = 0
 _RUNTIME_LOGGER = "autogen_core"
 """The logger AutoGen's agent runtime reports handler exceptions to."""
@@ -120,29 +120,35 @@ def _remove() -> None:
     _original = None
 
 
+def _install(_: None) -> None:
+    with _lock:
+        _apply(check_version=False)  # the Instrumentor checked the version
+
+
+def _uninstall(_: None, __: None) -> None:
+    with _lock:
+        if _trial_holds == 0:
+            _remove()
+
+
+# The version lookup is cached in _version, so every instrument() checks it.
+_INSTRUMENTOR: Instrumentor[None] = Instrumentor(
+    check_supported, _install, _uninstall, check_once=False
+)
+
+
 def instrument(*, check_version: bool = True) -> None:
     """Hook ``AssistantAgent`` so runs inside a capture scope are recorded. Idempotent.
 
     Raises ``UnsupportedVersionError`` when AutoGen is missing or outside ``SUPPORTED`` (pass
     ``check_version=False`` to hook anyway).
     """
-    global _user_hold
-    with _lock:
-        if _user_hold:
-            return
-        _apply(check_version)
-        _user_hold = True
+    _INSTRUMENTOR.instrument(lambda: None, check_version=check_version)
 
 
 def uninstrument() -> None:
     """Restore ``AssistantAgent.on_messages_stream`` (once no trial holds the hook). Idempotent."""
-    global _user_hold
-    with _lock:
-        if not _user_hold:
-            return
-        _user_hold = False
-        if _trial_holds == 0:
-            _remove()
+    _INSTRUMENTOR.uninstrument()
 
 
 @contextmanager
@@ -157,7 +163,7 @@ def hold(*, check_version: bool = True) -> Iterator[None]:
     finally:
         with _lock:
             _trial_holds -= 1
-            if _trial_holds == 0 and not _user_hold:
+            if _trial_holds == 0 and not _INSTRUMENTOR.is_instrumented():
                 _remove()
 
 

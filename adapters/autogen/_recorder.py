@@ -267,11 +267,6 @@ class RunRecorder(BaseRecorder):
         self.abort(run_status_of(exc), text, type(exc).__name__)
         return text
 
-    def count_turn(self) -> None:
-        """Count one model call against the trial's budgets."""
-        if self.context is not None:
-            self.context.count_turn()
-
     def add_usage(self, input_tokens: int | None, output_tokens: int | None) -> None:
         """Add one model call's token usage to the run's totals."""
         with self._lock:

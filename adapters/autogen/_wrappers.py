@@ -43,7 +43,8 @@ from autogen_core.tools import (
 )
 from pydantic import BaseModel
 
-from hbeval_core.events import ModelEnd, ModelStart, ToolEnd, ToolError, ToolStart
+from hbeval_core.capture import ModelCallRecord
+from hbeval_core.events import ToolEnd, ToolError, ToolStart
 from hbeval_core.faults.boundary import faulted_call
 from hbeval_core.faults.runtime import InjectedCrash, render_text
 
@@ -97,54 +98,32 @@ class HBEvalModelClient(ChatCompletionClient):
             raise AttributeError(name)
         return getattr(inner, name)
 
-    def _begin(self, messages: Sequence[LLMMessage]) -> tuple[str, float]:
+    def _begin(self, messages: Sequence[LLMMessage]) -> ModelCallRecord:
         rec = self.recorder
         if rec.aborted:
             raise RunAborted(rec.abort_reason or "run aborted")
-        call_id = rec.next_model_call_id()
+        attrs = {ATTR_AGENT: self.agent}
+        call = ModelCallRecord(rec.next_model_call_id(), rec.run_id, self.span_id, attrs)
         try:
             rec.count_turn()
-            rec.emit(
-                ModelStart,
-                call_id=call_id,
-                model=self._model,
-                messages=rec.convert_messages(messages),
-                parent_id=self.span_id,
-                attrs={ATTR_AGENT: self.agent},
-            )
+            messages_read = rec.convert_messages(messages)
+            rec.emit_model_start(call, model=self._model, messages=messages_read)
         except Exception as exc:
             rec.fail("model_start", exc)
-        return call_id, time.perf_counter()
+        return call
 
-    def _end(self, call_id: str, t0: float, result: Any, error: BaseException | None) -> None:
+    def _end(self, call: ModelCallRecord, result: Any, error: BaseException | None) -> None:
         rec = self.recorder
-        latency = (time.perf_counter() - t0) * 1000.0
         try:
             if error is not None:
-                rec.emit(
-                    ModelEnd,
-                    call_id=call_id,
-                    error=f"{type(error).__name__}: {error}",
-                    latency_ms=latency,
-                    parent_id=self.span_id,
-                    attrs={ATTR_AGENT: self.agent},
-                )
+                rec.emit_model_end(call, error=error)
                 return
             fields = _convert.model_end_fields(result)
             usage = fields["usage"]
             if usage is not None:
                 rec.add_usage(usage.input_tokens, usage.output_tokens)
-            rec.emit(
-                ModelEnd,
-                call_id=call_id,
-                latency_ms=latency,
-                parent_id=self.span_id,
-                attrs={
-                    ATTR_AGENT: self.agent,
-                    ATTR_FINISH_REASON: getattr(result, "finish_reason", None),
-                },
-                **fields,
-            )
+            finish = getattr(result, "finish_reason", None)
+            rec.emit_model_end(call, attrs={**call.attrs, ATTR_FINISH_REASON: finish}, **fields)
         except Exception as exc:
             rec.fail("model_end", exc)
 
@@ -159,7 +138,7 @@ class HBEvalModelClient(ChatCompletionClient):
         cancellation_token: CancellationToken | None = None,
     ) -> CreateResult:
         """Record the call, then delegate to the wrapped client's ``create``."""
-        call_id, t0 = self._begin(messages)
+        call = self._begin(messages)
         try:
             result = await self.inner.create(
                 messages,
@@ -170,9 +149,9 @@ class HBEvalModelClient(ChatCompletionClient):
                 cancellation_token=cancellation_token,
             )
         except BaseException as exc:
-            self._end(call_id, t0, None, exc)
+            self._end(call, None, exc)
             raise
-        self._end(call_id, t0, result, None)
+        self._end(call, result, None)
         return result
 
     async def create_stream(
@@ -186,7 +165,7 @@ class HBEvalModelClient(ChatCompletionClient):
         cancellation_token: CancellationToken | None = None,
     ) -> AsyncGenerator[str | CreateResult, None]:
         """Record the call, then relay the wrapped client's stream chunk by chunk."""
-        call_id, t0 = self._begin(messages)
+        call = self._begin(messages)
         final: CreateResult | None = None
         try:
             async for chunk in self.inner.create_stream(
@@ -201,9 +180,9 @@ class HBEvalModelClient(ChatCompletionClient):
                     final = chunk
                 yield chunk
         except BaseException as exc:
-            self._end(call_id, t0, None, exc)
+            self._end(call, None, exc)
             raise
-        self._end(call_id, t0, final, None)
+        self._end(call, final, None)
 
     async def close(self) -> None:
         """Close the wrapped client."""

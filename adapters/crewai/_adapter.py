@@ -37,8 +37,6 @@ _INJECTOR: ContextVar[Any] = ContextVar("hbeval_crewai_adapter_injector", defaul
 _MEMORY: ContextVar[Any] = ContextVar("hbeval_crewai_memory", default=None)
 
 
-# Exception class names -> TrialResult.status, matched by name so this module need not import
-# the runner's or the monitor's exception classes just to classify.
 def _derives_from(cls: Any, name: str, module: str) -> bool:
     """Whether class ``cls`` has a base called ``name`` from ``module`` (CrewAI is not imported)."""
     return any(

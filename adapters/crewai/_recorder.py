@@ -33,6 +33,7 @@ from hbeval_core.capture import (
     BaseRecorder,
     CallLinks,
     IssuedCall,
+    ModelCallRecord,
     SpanRecord,
     ToolCallRecord,
     never_raises,
@@ -40,8 +41,6 @@ from hbeval_core.capture import (
 )
 from hbeval_core.events import (
     EventBase,
-    ModelEnd,
-    ModelStart,
     RunEnd,
     RunStart,
     ToolCall,
@@ -83,14 +82,10 @@ MemoryLike = Any
 
 
 @dataclass
-class _ModelCall:
-    call_id: str
-    t0: float
-    path: str
-    key: int
-    parent: str | None
-    agent: str | None
-    run_id: str
+class _ModelCall(ModelCallRecord):
+    path: str = PATH_REACT
+    key: int = 0
+    agent: str | None = None
 
 
 @dataclass
@@ -382,27 +377,17 @@ class CrewAIRecorder(BaseRecorder):
                 fresh = self._new_messages(key, msgs)
                 memories = self._memory_counts.pop(key, 0)
             converted = _convert.chat_messages(fresh, self._react_ids)
-            parent = self.parent_of(agent, task)
             attrs: dict[str, Any] = {ATTR_PATH: path}
             role = _role(agent)
             if role:
                 attrs[ATTR_AGENT] = role
             if memories:
                 attrs[ATTR_MEMORIES] = memories
-            call = _ModelCall(
-                f"model-{n}", time.perf_counter(), path, key, parent, role, self.current_run_id()
-            )
-            if self.trial is not None:
-                self.trial.count_turn()
-            self.emit(
-                ModelStart,
-                run_id=call.run_id,
-                call_id=call.call_id,
-                model=str(getattr(getattr(llm, "inner", llm), "model", "") or "") or None,
-                messages=converted,
-                parent_id=parent,
-                attrs=attrs,
-            )
+            run_id, parent = self.current_run_id(), self.parent_of(agent, task)
+            call = _ModelCall(f"model-{n}", run_id, parent, attrs, path=path, key=key, agent=role)
+            self.count_turn()
+            model = str(getattr(getattr(llm, "inner", llm), "model", "") or "") or None
+            self.emit_model_start(call, model=model, messages=converted)
             return call
         except Exception as exc:
             self.fail("model_start", exc)
@@ -447,16 +432,8 @@ class CrewAIRecorder(BaseRecorder):
             attrs[ATTR_AGENT] = call.agent
         if call.path == PATH_REACT and tool_calls:
             attrs[ATTR_SYNTHETIC_ID] = True
-        self.emit(
-            ModelEnd,
-            run_id=call.run_id,
-            call_id=call.call_id,
-            text=reply.text,
-            reasoning=reply.reasoning,
-            tool_calls=tool_calls,
-            latency_ms=(time.perf_counter() - call.t0) * 1000.0,
-            parent_id=call.parent,
-            attrs=attrs,
+        self.emit_model_end(
+            call, text=reply.text, reasoning=reply.reasoning, tool_calls=tool_calls, attrs=attrs
         )
 
     @never_raises("model_error")
@@ -464,15 +441,7 @@ class CrewAIRecorder(BaseRecorder):
         """The model call raised (or hbeval stopped it): close it with the error."""
         if call is None:
             return
-        self.emit(
-            ModelEnd,
-            run_id=call.run_id,
-            call_id=call.call_id,
-            error=f"{type(exc).__name__}: {exc}",
-            latency_ms=(time.perf_counter() - call.t0) * 1000.0,
-            parent_id=call.parent,
-            attrs={ATTR_PATH: call.path},
-        )
+        self.emit_model_end(call, error=exc, attrs={ATTR_PATH: call.path})
 
     # ------------------------------------------------------------------ tool calls (hooks)
     def _claim(self, agent: Any, name: str, args: dict[str, Any]) -> tuple[str, bool]:

@@ -177,12 +177,9 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
         remember which run was halted, so a graph that swallows the error is stopped again at
         its next model call.
         """
-        monitor = self.monitor
-        if monitor.halted and monitor.enforce and monitor.halt_record is not None:
-            with self._lock:
-                rec = self._runs.get(key_of(node_run_id)) if node_run_id is not None else None
-                self._halt_raised.add(rec.root if rec is not None else (node_run_id or NIL))
-            raise SafeHaltError(monitor.halt_record)
+        if self.monitor.halted:
+            rec = self._runs.get(key_of(node_run_id)) if node_run_id is not None else None
+            self._halt_now(rec.root if rec is not None else (node_run_id or NIL))
 
     # ------------------------------------------------------------------ internals
     def _run_id_for(self, root: UUID) -> str:
@@ -386,7 +383,16 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
         self._chain_done(run_id, error, None)
 
     # ------------------------------------------------------------------ model calls
-    def _model_start(
+    def _model_start(self, where: str, *args: Any) -> None:
+        """Record a model call's start; only an enforced halt escapes (to stop the graph)."""
+        try:
+            self._model_started(*args)
+        except SafeHaltError:
+            raise
+        except Exception as exc:
+            self.fail(where, exc)
+
+    def _model_started(
         self,
         run_id: UUID,
         parent_run_id: UUID | None,
@@ -395,8 +401,7 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
         metadata: Mapping[str, Any] | None,
         fill: Callable[[], None] | None = None,
     ) -> None:
-        if self.trial is not None:
-            self.trial.count_turn()  # budgets count model turns the same way in every adapter
+        self.count_turn()
         key = getattr(run_id, "int", run_id)
         with self._lock:
             sid = str(run_id)
@@ -478,12 +483,9 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
         except Exception as exc:
             self.fail("on_chat_model_start", exc)
             return
-        try:
-            self._model_start(run_id, parent_run_id, model, converted, metadata, fill)
-        except SafeHaltError:
-            raise
-        except Exception as exc:
-            self.fail("on_chat_model_start", exc)
+        self._model_start(
+            "on_chat_model_start", run_id, parent_run_id, model, converted, metadata, fill
+        )
 
     def on_llm_start(
         self,
@@ -502,12 +504,7 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
         except Exception as exc:
             self.fail("on_llm_start", exc)
             return
-        try:
-            self._model_start(run_id, parent_run_id, model, converted, metadata)
-        except SafeHaltError:
-            raise
-        except Exception as exc:
-            self.fail("on_llm_start", exc)
+        self._model_start("on_llm_start", run_id, parent_run_id, model, converted, metadata)
 
     def _model_end(self, run_id: UUID, fields: dict[str, Any], checked: bool) -> None:
         with self._lock:

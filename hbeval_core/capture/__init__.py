@@ -23,6 +23,7 @@ from ._links import CallLinks, IssuedCall
 from ._recorder import (
     HALT_TRIGGERS,
     BaseRecorder,
+    ModelCallRecord,
     SpanRecord,
     ToolCallRecord,
     budget_halt_fields,
@@ -51,6 +52,7 @@ __all__ = [
     "DeferredRecorder",
     "Instrumentor",
     "IssuedCall",
+    "ModelCallRecord",
     "SpanRecord",
     "ToolCallRecord",
     "Trial",

@@ -25,6 +25,8 @@ class Instrumentor(Generic[R]):
             outside the adapter's ``SUPPORTED`` range.
         install: Puts ``recorder``'s hook in; returns what ``uninstall`` needs to take it out.
         uninstall: Takes the hook out again, given the recorder and what ``install`` returned.
+        check_once: Check the version once per process (a framework whose lookup is not
+            cached); False checks at every ``instrument()`` that installs.
     """
 
     def __init__(
@@ -32,6 +34,8 @@ class Instrumentor(Generic[R]):
         check_supported: Callable[[], Any],
         install: Callable[[R], Any],
         uninstall: Callable[[R, Any], None],
+        *,
+        check_once: bool = True,
     ) -> None:
         self._check = check_supported
         self._install = install
@@ -39,13 +43,14 @@ class Instrumentor(Generic[R]):
         self._lock = threading.Lock()
         self._installed: tuple[R, Any] | None = None
         self._checked = False
+        self._check_once = check_once
 
     def ensure_supported(self, check_version: bool = True) -> None:
         """Check the framework's version once per process (a clear error when unsupported)."""
         if self._checked or not check_version:
             return
         self._check()
-        self._checked = True
+        self._checked = self._check_once
 
     @property
     def active(self) -> R | None:

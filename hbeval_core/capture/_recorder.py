@@ -16,11 +16,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar, cast
 
+from ..contract import describe_error
 from ..events import (
     Directive,
     EventBase,
     FaultInjected,
     Halt,
+    ModelEnd,
+    ModelStart,
     SpanEnd,
     SpanStart,
     ToolEnd,
@@ -35,6 +38,7 @@ from ._construct import construct
 __all__ = [
     "HALT_TRIGGERS",
     "BaseRecorder",
+    "ModelCallRecord",
     "SpanRecord",
     "ToolCallRecord",
     "budget_halt_fields",
@@ -96,6 +100,17 @@ class ToolCallRecord:
 
     call_id: str
     tool: str
+    run_id: str
+    parent_id: str | None = None
+    attrs: dict[str, Any] = field(default_factory=dict)
+    t0: float = field(default_factory=time.perf_counter)
+
+
+@dataclass
+class ModelCallRecord:
+    """One model call as the recorder reports it: its ids, where it sits, when it began."""
+
+    call_id: str
     run_id: str
     parent_id: str | None = None
     attrs: dict[str, Any] = field(default_factory=dict)
@@ -261,6 +276,48 @@ class BaseRecorder:
     def emit_budget_halt(self, exc: Any, **fields: Any) -> EventBase:
         """Record a spent budget (``BudgetExceeded``) as an enforced ``halt`` event."""
         return self.emit(Halt, **budget_halt_fields(exc), **fields)
+
+    # ------------------------------------------------------------------ model calls
+    def count_turn(self) -> None:
+        """Count one model call against the trial's budgets (the same way in every adapter)."""
+        if self.trial is not None:
+            self.trial.count_turn()
+
+    def emit_model_start(
+        self, call: ModelCallRecord, *, model: str | None, messages: list[Any]
+    ) -> EventBase:
+        """Record that ``call`` went to ``model`` with ``messages`` (core ``ChatMessage`` s)."""
+        return self.emit(
+            ModelStart,
+            run_id=call.run_id,
+            call_id=call.call_id,
+            model=model,
+            messages=messages,
+            parent_id=call.parent_id,
+            attrs=dict(call.attrs),
+        )
+
+    def emit_model_end(
+        self,
+        call: ModelCallRecord,
+        *,
+        error: BaseException | None = None,
+        attrs: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> EventBase:
+        """Record how ``call`` ended: the reply's ``fields`` (text, reasoning, tool calls,
+        usage), or ``error``; the latency is the time since the call began."""
+        if error is not None:
+            fields["error"] = describe_error(error)
+        return self.emit(
+            ModelEnd,
+            run_id=call.run_id,
+            call_id=call.call_id,
+            latency_ms=(time.perf_counter() - call.t0) * 1000.0,
+            parent_id=call.parent_id,
+            attrs=dict(call.attrs if attrs is None else attrs),
+            **fields,
+        )
 
     # ------------------------------------------------------------------ spans
     def emit_span_start(self, span: SpanRecord) -> EventBase:
