@@ -231,6 +231,7 @@ def _tail_section(report: Mapping[str, Any], traces: TraceSource | None) -> str:
                 "faults": faults,
                 "signals": sig_text,
                 "violations": ", ".join(str(x) for x in v.get("constraint_violations") or ()),
+                "error": trials.get(key, {}).get("error"),
                 "events": _trace_items(events, forbidden) if events else None,
             }
         )

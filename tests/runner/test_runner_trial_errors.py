@@ -85,3 +85,17 @@ def test_a_report_with_an_overlong_error_is_refused(tmp_path: Path) -> None:
     report["trials"][0]["error"] = "y" * (ERROR_CHARS + 1)
     with pytest.raises(Exception, match="error"):
         validate_report(report)
+
+
+def test_the_html_tail_shows_a_trial_error_escaped() -> None:
+    from hbeval_core.report.html import render_html
+
+    def hostile(question: str) -> str:
+        raise RuntimeError("<script>alert(1)</script> upstream said no")
+
+    report = run_battery(None, hostile, TASKS, Battery.hbeval(n_scenarios=6, seed=42), trials=1)
+    page = render_html({"hostile": report})
+    assert (
+        "<b>Error:</b> <code>RuntimeError: &lt;script&gt;alert(1)&lt;/script&gt; upstream" in page
+    )
+    assert "<script>alert(1)" not in page
