@@ -53,6 +53,7 @@ PUBLIC: dict[str, list[str]] = {
         "Instrumentor",
         "IssuedCall",
         "META_CAPTURE_ERRORS",
+        "ModelCallRecord",
         "PRECEDENTS_HEADER",
         "SpanRecord",
         "ToolCallRecord",
