@@ -231,7 +231,11 @@ class PostgresStore(SQLStore):
             self._refuse_newer(version)
             if read_only:
                 if version == 0:
-                    raise StoreError(f"no hbeval store at {self.path}")
+                    raise StoreError(
+                        f"no hbeval store at {self.path}: the database holds no hbeval tables; "
+                        "point --db at the database your runs were written to (a battery run "
+                        "or `hbeval store copy` creates the tables)"
+                    )
                 raw.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
             if version < STORE_SCHEMA_VERSION and not read_only:
                 self._migrate(conn)

@@ -59,7 +59,7 @@ def test_a_newer_store_is_refused_untouched(postgres_url: str) -> None:
 
 
 def test_read_only_writes_nothing_and_needs_a_store(postgres_url: str) -> None:
-    with pytest.raises(StoreError, match="no hbeval store"):
+    with pytest.raises(StoreError, match=r"no hbeval store.*point --db at the database"):
         PostgresStore(postgres_url, read_only=True)
     with PostgresStore(postgres_url) as store:
         store.start_run(run_record())
