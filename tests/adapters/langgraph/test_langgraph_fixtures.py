@@ -9,33 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from hbeval_langgraph.testing import ScriptedChatModel, tool_call
 from langchain.agents import create_agent
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, StructuredTool
 
-
-class ScriptedChatModel(FakeMessagesListChatModel):
-    """A fixed list of replies; ``bind_tools`` is a no-op so agents accept it.
-
-    The reply is chosen by how many AI messages the input already holds, not by a shared
-    counter, so one model serves concurrent and batched runs deterministically.
-    """
-
-    def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:
-        return self
-
-    def _generate(
-        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
-    ) -> ChatResult:
-        turn = sum(1 for m in messages if m.type == "ai")
-        reply = self.responses[min(turn, len(self.responses) - 1)]
-        return ChatResult(generations=[ChatGeneration(message=reply.model_copy())])
-
-
-def call(name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
-    return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
+call = tool_call
 
 
 TWO_TOOL_SCRIPT: list[BaseMessage] = [
