@@ -34,7 +34,7 @@ from ._validate import (
     metric_rows,
     report_dict,
 )
-from .errors import DuplicateRecordError, StoreDamagedError, UnknownRunError
+from .errors import DuplicateRecordError, StoreDamagedError, StoreVersionError, UnknownRunError
 from .records import (
     RUN_RUNNING,
     AttemptRecord,
@@ -64,6 +64,17 @@ class Conn(Protocol):
     def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Cursor: ...
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any: ...
+
+
+def meta_schema_version(conn: Conn, where: str) -> int:
+    """The schema version an hbeval ``meta`` table records; refuses one it cannot read."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    try:
+        return int(row[0])
+    except (TypeError, ValueError):
+        raise StoreVersionError(
+            f"{where} has no readable schema version in its meta table; refusing to touch it"
+        ) from None
 
 
 class SQLStore:

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..vocab import EVENTS_FORMAT, STORE_SCHEMA_VERSION
-from ._sql import Conn, Cursor, SQLStore
+from ._sql import Conn, Cursor, SQLStore, meta_schema_version
 from .errors import StoreDamagedError, StoreError, StoreVersionError
 
 SCHEMES = ("postgresql", "postgres")
@@ -191,13 +191,7 @@ def _schema_version(conn: Conn, where: str) -> int:
                 "refusing to touch it"
             )
         return 0
-    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    try:
-        return int(row[0])
-    except (TypeError, ValueError):
-        raise StoreVersionError(
-            f"{where} has no readable schema version in its meta table; refusing to touch it"
-        ) from None
+    return meta_schema_version(conn, where)
 
 
 class PostgresStore(SQLStore):

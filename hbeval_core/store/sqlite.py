@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import cast
 
 from ..vocab import EVENTS_FORMAT, STORE_SCHEMA_VERSION
-from ._sql import Conn, SQLStore
+from ._sql import Conn, SQLStore, meta_schema_version
 from .errors import StoreDamagedError, StoreError, StoreVersionError
 
 DEFAULT_PATH = Path(".hbeval") / "hbeval.db"
@@ -196,13 +196,7 @@ def _schema_version(conn: sqlite3.Connection, where: str) -> int:
                 "(not an hbeval store); refusing to touch it"
             )
         return 0
-    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    try:
-        return int(row[0])
-    except (TypeError, ValueError):
-        raise StoreVersionError(
-            f"{where} has no readable schema version in its meta table; refusing to touch it"
-        ) from None
+    return meta_schema_version(conn, where)
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
