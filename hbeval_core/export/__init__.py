@@ -66,13 +66,14 @@ def load_run(
     report = store.get_report(run_id)
     if report is None:
         raise ExportError(f"no run {run_id!r} with a report in the store")
-    last: dict[str, int] = {}
-    for a in store.list_attempts(run_id):
-        last[a.trial_key] = max(last.get(a.trial_key, 0), a.attempt)
+    from ..store.protocol import final_attempts
+
+    finals = final_attempts(store, run_id)
     out = []
     for t in _trials(report, run_id):
         key = str(t.get("trial_key"))
-        events = list(store.iter_events(run_id, key, attempt=last.get(key, 0)))
+        final = finals.get(key)
+        events = list(store.iter_events(run_id, key, attempt=final.attempt if final else 0))
         out.append(TrialSource(t, events))
     return dict(report), out
 

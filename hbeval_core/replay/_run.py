@@ -246,12 +246,14 @@ def _load(store: Any, run_id: str) -> tuple[Any, list[_Recorded]]:
     run = store.get_run(run_id)
     if run is None:
         raise ReplayError(f"no run {run_id!r} in the store")
-    last: dict[str, int] = {}
-    for a in store.list_attempts(run_id):
-        last[a.trial_key] = max(last.get(a.trial_key, 0), a.attempt)
+    from ..store.protocol import final_attempts
+
+    finals = final_attempts(store, run_id)
     cases = []
     for t in store.list_trials(run_id):
-        events = list(store.iter_events(run_id, t.trial_key, attempt=last.get(t.trial_key, 0)))
+        final = finals.get(t.trial_key)
+        attempt = final.attempt if final else 0
+        events = list(store.iter_events(run_id, t.trial_key, attempt=attempt))
         question = _question(events)
         if question is None:
             raise ReplayError(

@@ -16,6 +16,7 @@ from ..store import (
     AttemptRecord,
     TrialRecord,
 )
+from ..store.protocol import final_attempts
 from ..vocab import (
     OUTCOME_INFRA_ERROR,
     OUTCOME_SKIPPED,
@@ -159,13 +160,14 @@ def _resumed_trial(
     job: _Job,
     store: Any,
     record: Any,
-    last_attempt: Mapping[str, int],
-    error: str | None = None,
+    final: AttemptRecord | None,
 ) -> tuple[dict[str, Any], dict[str, Any] | str | None]:
-    """Rebuild a stored trial's dict (and its episode for memory) from its record and events."""
-    final = last_attempt.get(job.key)
+    """Rebuild a stored trial's dict (and its episode for memory) from its record, its final
+    attempt and that attempt's events."""
     events = (
-        list(store.iter_events(runner.run_id, job.key, attempt=final)) if final is not None else []
+        list(store.iter_events(runner.run_id, job.key, attempt=final.attempt))
+        if final is not None
+        else []
     )
     verdict = record.verdict
     if verdict is not None and not store.get_metrics(runner.run_id, job.key).values:
@@ -178,7 +180,7 @@ def _resumed_trial(
         attempts=record.attempts,
         latency_ms=record.latency_ms,
         events=events,
-        error=error,
+        error=final.error if final is not None else None,
     )
     return trial, runner.episode(job, trial, events)
 
@@ -194,19 +196,8 @@ def _reload_trials(
     if not missing:
         return
     records = {r.trial_key: r for r in store.list_trials(runner.run_id)}
-    last_attempt, final_error = _final_attempts(store, runner.run_id)
+    finals = final_attempts(store, runner.run_id)
     for job in missing:
         trial_dicts[job.key], _ = _resumed_trial(
-            runner, job, store, records[job.key], last_attempt, final_error.get(job.key)
+            runner, job, store, records[job.key], finals.get(job.key)
         )
-
-
-def _final_attempts(store: Any, run_id: str) -> tuple[dict[str, int], dict[str, str | None]]:
-    """Each stored trial's last attempt number, and that attempt's error."""
-    last_attempt: dict[str, int] = {}
-    final_error: dict[str, str | None] = {}
-    for a in store.list_attempts(run_id):
-        if a.attempt >= last_attempt.get(a.trial_key, -1):
-            last_attempt[a.trial_key] = a.attempt
-            final_error[a.trial_key] = a.error
-    return last_attempt, final_error

@@ -129,10 +129,10 @@ __all__ = [
     "trial_run_id",
 ]
 
+from ..store.protocol import final_attempts
 from ._admission import _admit_run, _check_memory, _memory_config, _set_memory_hook
 from ._attempts import _Done, _Job, _Runner, abandoned_threads, trial_run_id
 from ._resume import (
-    _final_attempts,
     _record,
     _reload_trials,
     _resumed_trial,
@@ -656,17 +656,17 @@ class _Tally:
     def resume(self, runner: _Runner, jobs: list[_Job], store: Any) -> list[_Job]:
         """Take the trials the store already holds; returns the jobs still to run."""
         stored = {r.trial_key: r for r in store.list_trials(self.run_id)}
-        last_attempt, final_error = _final_attempts(store, self.run_id)
+        finals = final_attempts(store, self.run_id)
         pending: list[_Job] = []
         for job in jobs:
             record = stored.get(job.key)
             if record is not None:
                 self.trials[job.key], self.episodes[job.key] = _resumed_trial(
-                    runner, job, store, record, last_attempt, final_error.get(job.key)
+                    runner, job, store, record, finals.get(job.key)
                 )
             else:
-                if job.key in last_attempt:  # an interrupted earlier try: keep its attempts
-                    job.first_attempt = last_attempt[job.key] + 1
+                if job.key in finals:  # an interrupted earlier try: keep its attempts
+                    job.first_attempt = finals[job.key].attempt + 1
                 pending.append(job)
         self.resumed = len(self.trials)
         self.failed = sum(1 for t in self.trials.values() if t["outcome"] != OUTCOME_PASS)

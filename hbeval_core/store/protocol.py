@@ -167,3 +167,13 @@ class StoreWriter(Protocol):
 
 Recorder = StoreWriter
 """The former name of :class:`StoreWriter`."""
+
+
+def final_attempts(store: StoreWriter, run_id: str) -> dict[str, AttemptRecord]:
+    """Each stored trial's final attempt (the highest attempt number), by trial key."""
+    final: dict[str, AttemptRecord] = {}
+    for a in store.list_attempts(run_id):
+        kept = final.get(a.trial_key)
+        if kept is None or a.attempt > kept.attempt:
+            final[a.trial_key] = a
+    return final
