@@ -31,7 +31,7 @@ from ..events import EventBase, RunEnd
 from ..faults import (
     FaultInjector,
 )
-from ..scoring import report_error, score_trial
+from ..scoring import score_trial
 from ..store import (
     Redactor,
     sanitise_value,
@@ -378,11 +378,11 @@ class _Runner:
     ) -> dict[str, Any]:
         """The per-trial dict ``build_report`` reads (the same for run and resumed trials).
 
-        ``error`` is the final attempt's error as stored (redacted); the report carries it,
-        bounded, so a reader sees why a run failed without opening the store.
+        ``error`` is the final attempt's error as stored (redacted); ``build_report`` bounds it
+        for the report, so a reader sees why a run failed without opening the store.
         """
         scenario = job.scenario
-        extra = {} if error is None else {"error": report_error(error)}
+        extra = {} if error is None else {"error": error}
         return {
             "trial_key": job.key,
             "task_id": job.task.id,
