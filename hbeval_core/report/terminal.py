@@ -174,8 +174,8 @@ def error_lines(report: Mapping[str, Any]) -> list[str]:
         return []
     firsts = Counter((e.strip().splitlines() or [""])[0][:160] for e in errors)
     lines = [
-        f"  {len(errors)} of {len(trials)} trials ended with an error (the whole text is in "
-        "the report's trials and in the store's attempts):"
+        f"  {len(errors)} of {len(trials)} trials ended with an error (each is in the report's "
+        "trials, cut at 500 characters; the whole text is in the store's attempts):"
     ]
     for text, n in firsts.most_common(3):
         lines.append(f"    {n} x {text}")
