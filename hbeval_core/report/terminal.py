@@ -18,6 +18,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from ..metrics import wilson_interval
 from ..scoring import decide_verdict
+from ..scoring._trial_model import ERROR_CHARS
 from ..vocab import LIVE_METRICS, NOT_MEASURED, TI
 from .scores import (
     EFFICIENCY_FIGURES,
@@ -175,7 +176,7 @@ def error_lines(report: Mapping[str, Any]) -> list[str]:
     firsts = Counter((e.strip().splitlines() or [""])[0][:160] for e in errors)
     lines = [
         f"  {len(errors)} of {len(trials)} trials ended with an error (each is in the report's "
-        "trials, cut at 500 characters; the whole text is in the store's attempts):"
+        f"trials, cut at {ERROR_CHARS} characters; the whole text is in the store's attempts):"
     ]
     for text, n in firsts.most_common(3):
         lines.append(f"    {n} x {text}")
