@@ -260,8 +260,10 @@ class SQLiteStore(SQLStore):
 
     def _open_read_only(self) -> sqlite3.Connection | None:
         """A ``mode=ro`` connection, or None when the store needs migrating first."""
-        if not Path(self.path).is_file():
+        if not Path(self.path).exists():
             raise NoStoreError(f"no store at {self.path}")
+        if not Path(self.path).is_file():  # a folder, a device: not a missing store, a wrong one
+            raise StoreError(f"no store at {self.path}")
         uri = "file:" + urllib.parse.quote(os.path.abspath(self.path))
         last: sqlite3.Error | None = None
         # A WAL store in a folder the user cannot write has no -shm file to share: read it as
