@@ -546,6 +546,7 @@ PUBLIC: dict[str, list[str]] = {
         "MIGRATIONS",
         "MemoryStore",
         "MetricSet",
+        "NoStoreError",
         "PostgresStore",
         "REDACTED",
         "RUN_COMPLETED",

@@ -397,6 +397,7 @@ def run_battery(
         judge=judge,
         max_infra_retries=max_infra_retries,
         redactor=redactor,
+        native_async=executor == EXECUTOR_ASYNC,
         memory_run=(
             None
             if memory is None
