@@ -59,6 +59,7 @@ PUBLIC: dict[str, list[str]] = {
         "ToolCallRecord",
         "Trial",
         "TrialTemplate",
+        "UNWATCHED",
         "budget_halt_fields",
         "capture_metadata",
         "construct",

@@ -52,6 +52,8 @@ def public_url(url: str) -> str:
 # --------------------------------------------------------------------------------------------
 def _v0_to_v1(conn: Conn) -> None:
     """The initial schema."""
+    # Long because: the initial schema's DDL, one statement per table; a released migration
+    # is never edited, so it is not split either.
     statements = (
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
         """CREATE TABLE runs (
