@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from ..vocab import ADAPT_PLAN_PEI_FLOOR, FRR, IRS, PEI, TI
 from ._policy import Breach
+from .derive import UNOBSERVED
 
 if TYPE_CHECKING:
     from .monitor import Monitor
@@ -33,7 +34,7 @@ RECENT_CHARS = 256
 
 StepTuple = tuple[str, bool, bool, "bool | None", bool, bool, "bool | None"]
 """One step as ``record_step`` takes it: action, success, had_fault, recovered_intentionally,
-traceable, replanned, handled_deliberately."""
+traceable (or ``derive.UNOBSERVED``, falsy), replanned, handled_deliberately."""
 
 
 def action_fingerprint(action: str) -> int:
@@ -91,6 +92,10 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
     ti_min_raw = m._ti_min_raw
     ti_sure = f_ti - 0.01 if f_ti is not None else 0.0
     ti_near = f_ti + 0.01 if f_ti is not None else -1.0  # raw TI at or above: no breach
+    # Steps whose traceability could not be observed (derived before any model event, see
+    # derive.py): while every step so far is one, TI is undefined and cannot breach.
+    n_blind = m._n_blind
+    unobserved = UNOBSERVED
     for action, success, had_fault, rec, traceable, replanned, handled in batch:
         idx = n
         n += 1
@@ -98,6 +103,8 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
             n_replans += 1
         if traceable:
             n_traceable += 1
+        elif traceable is unobserved:
+            n_blind += 1
         opened_here = False
         if had_fault:
             if not in_episode:
@@ -177,7 +184,7 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
             # minimum is kept raw: round() is monotone, so rounding the minimum later
             # gives the minimum of the rounded values.
             breached = False
-            if raw_ti < ti_near:  # never when TI has no floor (ti_near is then -1)
+            if raw_ti < ti_near and n_blind != n:  # never without a TI floor (ti_near -1)
                 breached = raw_ti < ti_sure or round(raw_ti, 2) < f_ti  # type: ignore[operator]
             if breached:
                 if ob[3] is None:
@@ -196,6 +203,7 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
             m._n = n
             m._n_replans = n_replans
             m._n_traceable = n_traceable
+            m._n_blind = n_blind
             m._n_episodes = n_episodes
             m._in_episode = in_episode
             m._n_transitions = n_transitions
@@ -206,7 +214,7 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
             m._pei, m._frr, m._irs = pei, frr, irs
             m._ti_min_raw = ti_min_raw
             if not lazy:
-                _breaches_with_callback(m, idx, pei, frr, irs, raw_ti)
+                _breaches_with_callback(m, idx, pei, frr, irs, raw_ti if n_blind != n else None)
             if m._halt_policy is not None and not m.halted:
                 m._evaluate_halt_policy(idx)
             if m._rules or m._tool_policy is not None:
@@ -219,6 +227,7 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
     m._n = n
     m._n_replans = n_replans
     m._n_traceable = n_traceable
+    m._n_blind = n_blind
     m._n_episodes = n_episodes
     m._in_episode = in_episode
     m._n_transitions = n_transitions
@@ -250,7 +259,7 @@ def _close(m: Monitor, slot: int, idx: int, prev_value: float | None) -> None:
 
 
 def _breaches_with_callback(
-    m: Monitor, idx: int, pei: float, frr: float | None, irs: float | None, raw_ti: float
+    m: Monitor, idx: int, pei: float, frr: float | None, irs: float | None, raw_ti: float | None
 ) -> None:
     # With an on_breach callback, each breach is counted and reported before the next
     # metric is looked at, exactly as the callback always saw it.
@@ -261,7 +270,7 @@ def _breaches_with_callback(
         _breach(m, 1, FRR, frr, f_frr, idx)
     if f_irs is not None and irs is not None and irs < f_irs:
         _breach(m, 2, IRS, irs, f_irs, idx)
-    if f_ti is not None and raw_ti < f_ti + 0.01:
+    if f_ti is not None and raw_ti is not None and raw_ti < f_ti + 0.01:
         ti = round(raw_ti, 2)
         if ti < f_ti:
             _breach(m, 3, TI, ti, f_ti, idx)
