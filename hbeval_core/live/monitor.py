@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -181,7 +180,9 @@ class Monitor:
             and not self._rules
             and self._tool_policy is None
         )
-        self._queue: deque[StepTuple] = deque()
+        self._queue: list[StepTuple] = []
+        """Steps not folded yet, in order; appended to without the lock (``list.append`` is
+        atomic), taken from the front under it."""
 
     # ------------------------------------------------------------------ feeding
     def observe(self, event: EventBase) -> StepRecord | None:
@@ -255,7 +256,7 @@ class Monitor:
         )
         if self._defer:
             queue = self._queue
-            queue.append(step)  # deque.append is atomic: no lock needed to queue
+            queue.append(step)  # list.append is atomic: no lock needed to queue
             if len(queue) < _QUEUE_MAX:
                 return
             self._drain()
@@ -269,13 +270,11 @@ class Monitor:
         if not queue:
             return
         with self._lock:
-            batch = []
-            popleft = queue.popleft
-            try:
-                while True:
-                    batch.append(popleft())
-            except IndexError:
-                pass
+            # Only the first ``n`` steps are taken: others may be appended meanwhile (two C
+            # calls, not a Python call per step).
+            n = len(queue)
+            batch = queue[:n]
+            del queue[:n]
             self._fold(batch)
 
     def _record(
