@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from hashlib import blake2b
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..vocab import ADAPT_PLAN_PEI_FLOOR, FRR, IRS, PEI, TI
 from ._policy import Breach
@@ -24,7 +24,14 @@ from ._policy import Breach
 if TYPE_CHECKING:
     from .monitor import Monitor
 
-__all__ = ["RECENT_CHARS", "RECENT_MAX", "StepTuple", "action_fingerprint", "fold_steps"]
+__all__ = [
+    "RECENT_CHARS",
+    "RECENT_MAX",
+    "StepTuple",
+    "action_fingerprint",
+    "fold_steps",
+    "loop_constants",
+]
 
 RECENT_MAX = 1024
 """How many recently seen actions are remembered as strings (a set cleared when full)."""
@@ -77,25 +84,18 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
     n_judged = m._n_judged
     n_deliberate = m._n_deliberate
     frr, irs = m._frr, m._irs
-    seen = m._seen
-    recent = m._recent
-    v1 = m._v1
-    handled_counts = m._handled_counts
+    # What a monitor's configuration fixes, worked out once when it was made (a capture
+    # folds one step per tool call, so the set-up of a batch counts as much as its loop).
+    (
+        seen, recent, v1, handled_counts, c_pei, c_frr, c_irs, f_ti, ti_sure, ti_near, lazy,
+        every_step,
+    ) = m._loop  # fmt: skip
     # PEI = 1 - lost / steps: lost is re-plans (v1) or |episodes - transitions| (v2), kept
     # here and updated only when one of them changes.
     lost = n_replans if v1 else abs(n_episodes - n_transitions)
     # ``lost`` as of the step before (-1 before the first step, so that one is looked at).
     lost_before = lost if n else -1
     crossed = False  # PEI fell below Adapt-Plan's floor on this step
-    f_pei, f_frr, f_irs, f_ti = m._floors
-    # A metric without a floor never breaches: nothing is below minus infinity.
-    c_pei = -_INF if f_pei is None else f_pei
-    c_frr = -_INF if f_frr is None else f_frr
-    c_irs = -_INF if f_irs is None else f_irs
-    lazy = m._on_breach is None
-    every_step = (
-        not lazy or m._halt_policy is not None or bool(m._rules) or m._tool_policy is not None
-    )
     # PEI crossing from >= the floor to below it on a step triggers Adapt-Plan; with
     # Adapt-Plan off the floor is minus infinity, which nothing crosses.
     adapt_floor = ADAPT_PLAN_PEI_FLOOR if m.adapt_plan else -_INF
@@ -106,11 +106,6 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
     min_frr = b_frr.min_value if b_frr is not None else 0.0
     min_irs = b_irs.min_value if b_irs is not None else 0.0
     ti_min_raw = m._ti_min_raw
-    # TI's breach uses its rounded value; a raw value more than 0.01 under the floor stays
-    # under it when rounded, and one at or above the floor plus 0.01 stays at or above it, so
-    # most steps skip round(). Neither bound is ever met when TI has no floor.
-    ti_sure = f_ti - 0.01 if f_ti is not None else -1.0
-    ti_near = f_ti + 0.01 if f_ti is not None else -1.0
     for action, success, had_fault, rec, traceable, replanned, handled in batch:
         idx = n
         n += 1
@@ -190,7 +185,7 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
             # FRR, IRS and TI's lazy intervals, as PEI's above. This runs on every step of a
             # degraded run.
             if had_fault:  # FRR is unchanged on other steps, and so is its breach
-                if frr < c_frr:  # type: ignore[operator]
+                if frr < c_frr:
                     if b_frr is None:
                         b_frr = _open(m, 1, FRR, frr, c_frr, idx)  # type: ignore[arg-type]
                         min_frr = frr  # type: ignore[assignment]
@@ -203,7 +198,7 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
                     _close(m, 1, idx, prev)
                     b_frr = None
                 if rec is not None or handled is not None:  # IRS moves on judged steps only
-                    if irs < c_irs:  # type: ignore[operator]
+                    if irs < c_irs:
                         if b_irs is None:
                             b_irs = _open(m, 2, IRS, irs, c_irs, idx)  # type: ignore[arg-type]
                             min_irs = irs  # type: ignore[assignment]
@@ -216,9 +211,9 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
                         b_irs = None
             # Its open minimum is kept raw: round() is monotone, so rounding the minimum
             # later gives the minimum of the rounded values.
-            if raw_ti < ti_sure or (raw_ti < ti_near and round(raw_ti, 2) < f_ti):  # type: ignore[operator]
+            if raw_ti < ti_sure or (raw_ti < ti_near and round(raw_ti, 2) < f_ti):
                 if b_ti is None:
-                    b_ti = _open(m, 3, TI, round(raw_ti, 2), f_ti, idx)  # type: ignore[arg-type]
+                    b_ti = _open(m, 3, TI, round(raw_ti, 2), f_ti, idx)
                     ti_min_raw = raw_ti
                 elif raw_ti < ti_min_raw:
                     ti_min_raw = raw_ti
@@ -270,8 +265,35 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
         m._pei = 1.0 - lost / n
     m._frr, m._irs = frr, irs
     m._ti_min_raw = ti_min_raw
-    if lazy:
+    if lazy and (b_pei is not None or b_frr is not None or b_irs is not None):
         _store_minima(b_pei, min_pei, b_frr, min_frr, b_irs, min_irs)
+
+
+def loop_constants(m: Monitor) -> tuple[Any, ...]:
+    """What ``fold_steps`` reads of a monitor's configuration, in its order (see there)."""
+    f_pei, f_frr, f_irs, f_ti = m._floors
+    lazy = m._on_breach is None
+    every_step = (
+        not lazy or m._halt_policy is not None or bool(m._rules) or m._tool_policy is not None
+    )
+    return (
+        m._seen,
+        m._recent,
+        m._v1,
+        m._handled_counts,
+        # A metric without a floor never breaches: nothing is below minus infinity.
+        -_INF if f_pei is None else f_pei,
+        -_INF if f_frr is None else f_frr,
+        -_INF if f_irs is None else f_irs,
+        f_ti,
+        # TI's breach uses its rounded value; a raw value more than 0.01 under the floor stays
+        # under it when rounded, and one at or above the floor plus 0.01 stays at or above it,
+        # so most steps skip round(). Neither bound is ever met when TI has no floor.
+        f_ti - 0.01 if f_ti is not None else -1.0,
+        f_ti + 0.01 if f_ti is not None else -1.0,
+        lazy,
+        every_step,
+    )
 
 
 def _store_minima(

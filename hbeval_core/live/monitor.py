@@ -53,7 +53,7 @@ from ._policy import (
     parse_tool_policy,
     update_tool_states,
 )
-from ._steps import StepTuple, action_fingerprint, fold_steps
+from ._steps import StepTuple, action_fingerprint, fold_steps, loop_constants
 from .derive import Deriver, StepRecord
 
 if TYPE_CHECKING:
@@ -180,6 +180,7 @@ class Monitor:
             and not self._rules
             and self._tool_policy is None
         )
+        self._loop = loop_constants(self)
         self._queue: list[StepTuple] = []
         """Steps not folded yet, in order; appended to without the lock (``list.append`` is
         atomic), taken from the front under it."""
@@ -224,6 +225,30 @@ class Monitor:
                     self._fold((step.as_tuple(),))
             else:  # a subclass that overrides record_step sees every step, as it always did
                 self.record_step(**step.fields())
+        return step
+
+    def _observe_folded(self, event: EventBase) -> StepRecord | None:
+        """``observe``, but a completed step is folded at once instead of queued.
+
+        For a caller that reads the monitor after every step (live capture asks for new
+        directives after each one): queueing would only add a drain to every step. Steps
+        queued before it are folded first, so the order is kept.
+        """
+        if not self._defer:
+            return self.observe(event)  # folds every step at once already
+        with self._derive_lock:
+            step = self._deriver.feed(event)
+            if step is not None:
+                with self._lock:
+                    queue = self._queue
+                    if queue:
+                        n = len(queue)
+                        batch = queue[:n]
+                        del queue[:n]
+                        batch.append(step.as_tuple())
+                        self._fold(batch)
+                    else:
+                        self._fold((step.as_tuple(),))
         return step
 
     def record_step(
