@@ -73,6 +73,7 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
     only where a figure can change: FRR moves on faulted steps only, IRS on judged ones, so
     their breach checks run there (in the order PEI, FRR, IRS, TI, as intervals open).
     """
+    # Long because: the hot path, one loop over local variables (see the docstring).
     n = m._n
     n_replans = m._n_replans
     n_traceable = m._n_traceable
