@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..vocab import ADAPT_PLAN_PEI_FLOOR, FRR, IRS, PEI, TI
 from ._policy import Breach
+from .derive import UNOBSERVED
 
 if TYPE_CHECKING:
     from .monitor import Monitor
@@ -41,7 +42,7 @@ _INF = float("inf")
 
 StepTuple = tuple[str, bool, bool, "bool | None", bool, bool, "bool | None"]
 """One step as ``record_step`` takes it: action, success, had_fault, recovered_intentionally,
-traceable, replanned, handled_deliberately."""
+traceable (or ``derive.UNOBSERVED``, falsy), replanned, handled_deliberately."""
 
 
 def action_fingerprint(action: str) -> int:
@@ -107,6 +108,10 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
     min_frr = b_frr.min_value if b_frr is not None else 0.0
     min_irs = b_irs.min_value if b_irs is not None else 0.0
     ti_min_raw = m._ti_min_raw
+    # Steps whose traceability could not be observed (derived before any model event, see
+    # derive.py): while every step so far is one, TI is undefined and cannot breach.
+    n_blind = m._n_blind
+    unobserved = UNOBSERVED
     for action, success, had_fault, rec, traceable, replanned, handled in batch:
         idx = n
         n += 1
@@ -131,6 +136,8 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
             lost = n_replans if v1 else abs(n_episodes - n_transitions)
         if traceable:
             n_traceable += 1
+        elif traceable is unobserved:
+            n_blind += 1
         if had_fault:
             if not in_episode:
                 n_episodes += 1
@@ -212,7 +219,9 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
                         b_irs = None
             # Its open minimum is kept raw: round() is monotone, so rounding the minimum
             # later gives the minimum of the rounded values.
-            if raw_ti < ti_sure or (raw_ti < ti_near and round(raw_ti, 2) < f_ti):
+            if (
+                raw_ti < ti_sure or (raw_ti < ti_near and round(raw_ti, 2) < f_ti)
+            ) and n_blind != n:
                 if b_ti is None:
                     b_ti = _open(m, 3, TI, round(raw_ti, 2), f_ti, idx)
                     ti_min_raw = raw_ti
@@ -230,6 +239,7 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
             m._n = n
             m._n_replans = n_replans
             m._n_traceable = n_traceable
+            m._n_blind = n_blind
             m._n_episodes = n_episodes
             m._in_episode = in_episode
             m._n_transitions = n_transitions
@@ -242,7 +252,7 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
             if lazy:
                 _store_minima(b_pei, min_pei, b_frr, min_frr, b_irs, min_irs)
             else:
-                _breaches_with_callback(m, idx, pei, frr, irs, raw_ti)
+                _breaches_with_callback(m, idx, pei, frr, irs, raw_ti if n_blind != n else None)
             if m._halt_policy is not None and not m.halted:
                 m._evaluate_halt_policy(idx)
             if m._rules or m._tool_policy is not None:
@@ -255,6 +265,7 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
     m._n = n
     m._n_replans = n_replans
     m._n_traceable = n_traceable
+    m._n_blind = n_blind
     m._n_episodes = n_episodes
     m._in_episode = in_episode
     m._n_transitions = n_transitions
@@ -335,7 +346,7 @@ def _close(m: Monitor, slot: int, idx: int, prev_value: float | None) -> None:
 
 
 def _breaches_with_callback(
-    m: Monitor, idx: int, pei: float, frr: float | None, irs: float | None, raw_ti: float
+    m: Monitor, idx: int, pei: float, frr: float | None, irs: float | None, raw_ti: float | None
 ) -> None:
     # With an on_breach callback, each breach is counted and reported before the next
     # metric is looked at, exactly as the callback always saw it.
@@ -346,7 +357,7 @@ def _breaches_with_callback(
         _breach(m, 1, FRR, frr, f_frr, idx)
     if f_irs is not None and irs is not None and irs < f_irs:
         _breach(m, 2, IRS, irs, f_irs, idx)
-    if f_ti is not None and raw_ti < f_ti + 0.01:
+    if f_ti is not None and raw_ti is not None and raw_ti < f_ti + 0.01:
         ti = round(raw_ti, 2)
         if ti < f_ti:
             _breach(m, 3, TI, ti, f_ti, idx)
