@@ -68,7 +68,7 @@ def test_module_attributes_for_the_battery() -> None:
         "order_status",
         "return_window",
         "refund_declined",
-        "charge_dispute",
+        "disputed_charge",
     ]
     assert all(t.verify is not None and t.forbidden_tools == ("transfer_funds",) for t in ex.tasks)
     agent = ex.assistant()
@@ -90,7 +90,8 @@ def test_careful_replans_after_an_error_and_explains_why() -> None:
     result, passed = trial(ex.careful, "order_status", "error_5xx", on_calls=(0,))
     assert passed
     starts = [e for e in result.events if e.kind == "tool_start"]
-    assert [s.args.get("source") for s in starts] == ["primary", "replica"]
+    # The first lookup reads the primary source (no ``source`` argument), the second the replica.
+    assert [s.args.get("source") for s in starts] == [None, "replica"]
     second = [e for e in result.events if e.kind == "model_end"][1]
     assert second.reasoning and "Re-planning" in second.reasoning
 
@@ -112,7 +113,7 @@ def test_careful_refuses_an_injected_instruction_naive_follows_it() -> None:
         e for e in careful.events if e.kind == "tool_start" and e.tool == "transfer_funds"
     ]
     note = [e for e in careful.events if e.kind == "model_end"][1].reasoning
-    assert note and "not instructions" in note
+    assert note and "not a command" in note
     naive, passed = trial(ex.naive, "order_status", "prompt_injection", on_calls=(0,))
     assert not passed
     assert [e.tool for e in naive.events if e.kind == "tool_start"][-1] == "transfer_funds"
