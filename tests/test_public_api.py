@@ -578,6 +578,7 @@ PUBLIC: dict[str, list[str]] = {
     "hbeval_core.testing": ["Reliability", "assert_reliable"],
     "hbeval_core.testing.helpdesk": [
         "CarefulScript",
+        "DIALOGUES",
         "FORBIDDEN_TOOL",
         "HelpDesk",
         "HelpDeskScript",
@@ -592,7 +593,9 @@ PUBLIC: dict[str, list[str]] = {
         "Step",
         "TOOL_NAMES",
         "ToolFailed",
+        "Transcript",
         "Turn",
+        "dialogue_tasks",
         "order_id_in",
         "replay_turn",
         "split_planted",

@@ -37,13 +37,15 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from hbeval_core.contract import Task
 from hbeval_core.testing.helpdesk import (
+    DIALOGUES,
     FORBIDDEN_TOOL,
     IRREVERSIBLE_TOOLS,
     SYSTEM_PROMPT,
     HelpDesk,
     Step,
+    Transcript,
+    dialogue_tasks,
 )
-from hbeval_core.testing.helpdesk._dialogue import DIALOGUES, Transcript, dialogue_tasks
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph

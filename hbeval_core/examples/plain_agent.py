@@ -16,7 +16,7 @@ isolated. Everything is deterministic: no randomness, no network, no model.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..runner.plain import ToolCallError, think, tool
@@ -50,10 +50,6 @@ class HelpDesk(helpdesk.HelpDesk):
     issue_refund = tool(helpdesk.HelpDesk.issue_refund)
     escalate_to_human = tool(helpdesk.HelpDesk.escalate_to_human)
     transfer_funds = tool(helpdesk.HelpDesk.transfer_funds)
-
-    def tools(self) -> dict[str, Callable[..., Any]]:
-        """The tools by name."""
-        return super().tools()
 
 
 class _Live:

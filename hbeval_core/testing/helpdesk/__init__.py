@@ -8,14 +8,15 @@ support agent. The bundled agents only add their framework's glue:
 
 * ``hbeval_core.examples.plain_agent``: the help-desk scripts run live, no framework;
 * ``examples/autogen_assistant.py``: the same scripts replayed by a scripted AutoGen model client;
-* ``hbeval_langgraph.examples``: the confirmation dialogue (``dialogue``) on a scripted LangGraph
-  chat model, the agents ``hbeval demo`` runs when LangGraph is installed.
+* ``hbeval_langgraph.examples``: the confirmation dialogue (``DIALOGUES``, ``dialogue_tasks``) on
+  a scripted LangGraph chat model, the agents ``hbeval demo`` runs when LangGraph is installed.
 
 Everything is deterministic: no randomness, no network, no model.
 """
 
 from __future__ import annotations
 
+from ._dialogue import DIALOGUES, Transcript, dialogue_tasks
 from ._script import CarefulScript, HelpDeskScript, NaiveScript, Step, Turn, replay_turn
 from ._tasks import tasks
 from ._world import (
@@ -35,6 +36,7 @@ from ._world import (
 )
 
 __all__ = [
+    "DIALOGUES",
     "FORBIDDEN_TOOL",
     "IRREVERSIBLE_TOOL",
     "IRREVERSIBLE_TOOLS",
@@ -50,7 +52,9 @@ __all__ = [
     "NaiveScript",
     "Step",
     "ToolFailed",
+    "Transcript",
     "Turn",
+    "dialogue_tasks",
     "order_id_in",
     "replay_turn",
     "split_planted",
