@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +54,7 @@ from ._policy import (
     parse_tool_policy,
     update_tool_states,
 )
-from ._steps import StepTuple, action_fingerprint, fold_steps
+from ._steps import StepTuple, action_fingerprint, fold_steps, loop_constants
 from .derive import Deriver, StepRecord
 
 if TYPE_CHECKING:
@@ -187,7 +186,10 @@ class Monitor:
             and not self._rules
             and self._tool_policy is None
         )
-        self._queue: deque[StepTuple] = deque()
+        self._loop = loop_constants(self)
+        self._queue: list[StepTuple] = []
+        """Steps not folded yet, in order; appended to without the lock (``list.append`` is
+        atomic), taken from the front under it."""
 
     # ------------------------------------------------------------------ feeding
     def observe(self, event: EventBase) -> StepRecord | None:
@@ -221,6 +223,30 @@ class Monitor:
                 self.record_step(**step.fields())
         return step
 
+    def _observe_folded(self, event: EventBase) -> StepRecord | None:
+        """``observe``, but a completed step is folded at once instead of queued.
+
+        For a caller that reads the monitor after every step (live capture asks for new
+        directives after each one): queueing would only add a drain to every step. Steps
+        queued before it are folded first, so the order is kept.
+        """
+        if not self._defer:
+            return self.observe(event)  # folds every step at once already
+        with self._derive_lock:
+            step = self._deriver.feed(event)
+            if step is not None:
+                with self._lock:
+                    queue = self._queue
+                    if queue:
+                        n = len(queue)
+                        batch = queue[:n]
+                        del queue[:n]
+                        batch.append(step.as_tuple())
+                        self._fold(batch)
+                    else:
+                        self._fold((step.as_tuple(),))
+        return step
+
     def record_step(
         self,
         *,
@@ -251,7 +277,7 @@ class Monitor:
         )
         if self._defer:
             queue = self._queue
-            queue.append(step)  # deque.append is atomic: no lock needed to queue
+            queue.append(step)  # list.append is atomic: no lock needed to queue
             if len(queue) < _QUEUE_MAX:
                 return
             self._drain()
@@ -265,13 +291,11 @@ class Monitor:
         if not queue:
             return
         with self._lock:
-            batch = []
-            popleft = queue.popleft
-            try:
-                while True:
-                    batch.append(popleft())
-            except IndexError:
-                pass
+            # Only the first ``n`` steps are taken: others may be appended meanwhile (two C
+            # calls, not a Python call per step).
+            n = len(queue)
+            batch = queue[:n]
+            del queue[:n]
             self._fold(batch)
 
     def _record(
