@@ -448,6 +448,7 @@ def run_battery(
         if memory is not None:
             _set_memory_hook(runner.adapter, None)
         runner.adapter.uninstrument()
+        runner.close()
         _warn_abandoned()
 
     if tally.slim:
