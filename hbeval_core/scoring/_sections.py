@@ -5,10 +5,9 @@ trials and each trial's entry. Rules in ``_battery``'s docstring.
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -313,27 +312,12 @@ def _tail(scored: Sequence[Mapping[str, Any]], size: int) -> list[TailTrial]:
     ]
 
 
-_ATOMS: Final = frozenset({str, int, float, bool, type(None)})
-
-
-def _copied(value: Any) -> Any:
-    """A deep copy of JSON-shaped data, built directly (``copy.deepcopy`` for anything else).
-
-    The report must not share the caller's nested dicts and lists; ``copy.deepcopy`` keeps a
-    memo of every object it copies, which made it most of the cost of listing a trial.
-    """
-    cls = value.__class__
-    if cls is dict:
-        return {k: _copied(v) for k, v in value.items()}
-    if cls is list:
-        return [_copied(v) for v in value]
-    if cls in _ATOMS:
-        return value
-    return copy.deepcopy(value)
-
-
 def _trial_entry(t: Mapping[str, Any], index: int) -> TrialEntry:
-    """One trial as the report lists it, read through the model (``trials.<index>`` on error)."""
+    """One trial as the report lists it, read through the model (``trials.<index>`` on error).
+
+    The model rebuilds every nested value as it validates (the verdict and memory decision
+    are fully typed), so the entry shares nothing with ``t``; no deep copy is needed.
+    """
     v = _verdict(t)
     raw_faults = v.get("faults")
     faults: list[Any] = raw_faults if isinstance(raw_faults, list) else []
@@ -353,7 +337,7 @@ def _trial_entry(t: Mapping[str, Any], index: int) -> TrialEntry:
         "severity": v.get("severity"),
         "signals": v.get("signals"),
         "faults": [dict(f) for f in faults if isinstance(f, Mapping)],
-        "verdict": _copied(dict(v)) if v else None,
+        "verdict": dict(v) if v else None,
     }
     if "latency_ms" in t:
         entry["latency_ms"] = t.get("latency_ms")
@@ -362,7 +346,7 @@ def _trial_entry(t: Mapping[str, Any], index: int) -> TrialEntry:
     if t.get("error") is not None:
         entry["error"] = report_error(t["error"])
     if isinstance(t.get("memory"), Mapping):
-        entry["memory"] = _copied(dict(t["memory"]))
+        entry["memory"] = dict(t["memory"])
     try:
         return TrialEntry.model_validate(entry)
     except ValidationError as exc:
