@@ -131,8 +131,21 @@ class _Done:
     """The episode offered to memory once the run ends (see ``_Runner.episode``)."""
 
 
-def _usage(verdict: Mapping[str, Any] | None, events: Sequence[EventBase]) -> dict[str, Any]:
-    """Tokens, tool calls, model calls and interventions of a trial (None where not measured)."""
+def _event_counts(events: Sequence[EventBase]) -> tuple[int, int]:
+    """Model calls and interventions (budget halts, directives) in a trial's events."""
+    kinds = [getattr(e, "kind", None) for e in events]
+    return kinds.count(MODEL_END), kinds.count(HALT) + kinds.count(DIRECTIVE)
+
+
+def _usage(
+    verdict: Mapping[str, Any] | None,
+    events: Sequence[EventBase],
+    counts: tuple[int, int] | None = None,
+) -> dict[str, Any]:
+    """Tokens, tool calls, model calls and interventions of a trial (None where not measured).
+
+    ``counts`` is ``_event_counts(events)`` when already known (the events are not needed).
+    """
     base = verdict.get("usage") if isinstance(verdict, Mapping) else None
     usage: dict[str, Any] = {
         "input_tokens": None,
@@ -141,10 +154,10 @@ def _usage(verdict: Mapping[str, Any] | None, events: Sequence[EventBase]) -> di
     }
     if isinstance(base, Mapping):
         usage.update({k: base.get(k) for k in usage})
-    kinds = [getattr(e, "kind", None) for e in events]
-    usage["model_calls"] = kinds.count(MODEL_END)
     # Interventions: times hbeval stopped or redirected the agent (budget halts, directives).
-    usage["interventions"] = kinds.count(HALT) + kinds.count(DIRECTIVE)
+    usage["model_calls"], usage["interventions"] = (
+        _event_counts(events) if counts is None else counts
+    )
     return usage
 
 
@@ -429,11 +442,13 @@ class _Runner:
         latency_ms: float | None,
         events: Sequence[EventBase],
         error: str | None = None,
+        counts: tuple[int, int] | None = None,
     ) -> dict[str, Any]:
         """The per-trial dict ``build_report`` reads (the same for run and resumed trials).
 
         ``error`` is the final attempt's error as stored (redacted); ``build_report`` bounds it
         for the report, so a reader sees why a run failed without opening the store.
+        ``counts`` (model calls, interventions) stands in for ``events`` when already known.
         """
         scenario = job.scenario
         extra = {} if error is None else {"error": error}
@@ -451,7 +466,7 @@ class _Runner:
             "attempts": attempts,
             "latency_ms": latency_ms,
             "verdict": verdict,
-            "usage": _usage(verdict, events),
+            "usage": _usage(verdict, events, counts),
             "isolated": self.resolved.isolated,
             **extra,
         }
