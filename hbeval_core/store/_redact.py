@@ -87,8 +87,27 @@ _LITERALS: Final[dict[str, tuple[str, ...]]] = {
 _NAME_WORD: Final = re.compile(
     r"(?i)(?:key|token|passw(?:or)?d|passwd|secret|authorization|credentials?)(?![a-z0-9])"
 )
-_NAME_STEMS: Final = ("key", "token", "passw", "secret", "authorization", "credential")
-"""Lower-case text ``_NAME_WORD`` cannot match in without (for ASCII text: its only folds)."""
+_NAME_WORDS: Final = (
+    "key", "token", "password", "passwd", "secret", "authorization", "credential", "credentials",
+)  # fmt: skip
+"""The words ``_NAME_WORD`` matches, in lower case (for ASCII text, its only case folds)."""
+_ALNUM: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def _has_name_word(low: str) -> bool:
+    """Whether lower-cased ASCII ``low`` holds a word ``_NAME_WORD`` matches: one of
+    ``_NAME_WORDS`` not followed by a letter or digit (``tokens`` is not ``token``)."""
+    size = len(low)
+    for word in _NAME_WORDS:
+        start = low.find(word)
+        while start != -1:
+            end = start + len(word)
+            if end == size or low[end] not in _ALNUM:
+                return True
+            start = low.find(word, start + 1)
+    return False
+
+
 _NAME_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
 _SECRET_WORDS: Final = (
@@ -256,7 +275,7 @@ class Redactor:
         ]
         low = joined.lower() if self._hints or self.builtin else ""
         hints = bool(self._hints) and any(hint in low for hint in self._hints)
-        names = self.builtin and (not joined.isascii() or any(stem in low for stem in _NAME_STEMS))
+        names = self.builtin and (not joined.isascii() or _has_name_word(low))
         cap = self.max_result_bytes
         out: list[bool] = []
         for body in bodies:
@@ -268,10 +287,8 @@ class Redactor:
 
     def _names_a_secret(self, text: str) -> bool:
         """Whether a word in ``text`` is a secret field name (``api_key``, ``githubToken``)."""
-        if text.isascii():  # the regex folds only ASCII case here: plain substring tests suffice
-            lowered = text.lower()
-            if not any(stem in lowered for stem in _NAME_STEMS):
-                return False
+        if text.isascii() and not _has_name_word(text.lower()):
+            return False  # the regex folds only ASCII case here: plain searches suffice
         for match in _NAME_WORD.finditer(text):
             start = match.start()
             low = max(0, start - 64)

@@ -319,7 +319,7 @@ def test_the_batch_check_answers_as_the_single_one(redactor: Redactor) -> None:
 
 def test_the_name_check_matches_the_regex_alone() -> None:
     """The ASCII shortcut in the secret-name test gives the regex's answer on every text."""
-    from hbeval_core.store._redact import _NAME_CHARS, _NAME_WORD
+    from hbeval_core.store._redact import _NAME_CHARS, _NAME_WORD, _has_name_word
 
     redactor = Redactor()
 
@@ -333,5 +333,9 @@ def test_the_name_check_matches_the_regex_alone() -> None:
                 return True
         return False
 
-    for text in [*TEXTS, "API_KEY=1", "My-Secret: x", "Credentials", "tokens", "passwd"]:
+    words = ["API_KEY=1", "My-Secret: x", "Credentials", "credentialsX", "tokens", "token_id"]
+    words += ["token9", "mytoken", "KEY", "keys", "monkey", "passwd", "PassWord!", "authorization"]
+    for text in [*TEXTS, *words, *(w + " tail" for w in words), *("x" + w for w in words)]:
         assert redactor._names_a_secret(text) is by_regex(text), text
+        if text.isascii():
+            assert _has_name_word(text.lower()) is (_NAME_WORD.search(text) is not None), text
