@@ -425,23 +425,10 @@ class AutoGenAdapter(TrialTemplate):
     ) -> _Outcome:
         """Consume ``agent.run_stream`` with the recorder active; cancel it on an abort."""
         from autogen_agentchat.base import TaskResult
-        from autogen_agentchat.messages import TextMessage
 
         if reset:
-            # A shared agent or team must not carry the previous trial's conversation.
-            if _is_team(agent):
-                await agent.reset()
-            else:
-                from autogen_core import CancellationToken
-
-                await agent.on_reset(CancellationToken())
-
-        task_input: Any = question
-        if task.system:
-            task_input = [
-                TextMessage(content=task.system, source="system"),
-                TextMessage(content=question, source="user"),
-            ]
+            await _reset(agent)
+        task_input = _task_input(task, question)
         token = _hook.ACTIVE_RECORDER.set(rec)
         # Calls of ``faultable`` functions the agent runs are recorded in this run's trace.
         reporting = reporting_to(recorder_reporter(rec))
@@ -605,3 +592,25 @@ def _recording(rec: RunRecorder, *, check_version: bool, **start: Any) -> Iterat
         finally:
             _hook.ACTIVE_RECORDER.reset(token)
             rec.end_run(status, output=rec.final_text, error=error)
+
+
+async def _reset(agent: Any) -> None:
+    """Clear a shared agent's or team's conversation: it must not carry the previous trial's."""
+    if _is_team(agent):
+        await agent.reset()
+    else:
+        from autogen_core import CancellationToken
+
+        await agent.on_reset(CancellationToken())
+
+
+def _task_input(task: Task, question: str) -> Any:
+    """What ``run_stream`` is given: the question, after the task's system message if any."""
+    if not task.system:
+        return question
+    from autogen_agentchat.messages import TextMessage
+
+    return [
+        TextMessage(content=task.system, source="system"),
+        TextMessage(content=question, source="user"),
+    ]

@@ -12,7 +12,6 @@ Errors in the recorder itself are logged and swallowed (capture never breaks the
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -117,9 +116,6 @@ class RunRecorder(BaseRecorder):
         self.usage_out: int | None = None
         self.final_text: str | None = None
         """Text of the last agent response seen in this run."""
-        self._model_ids = itertools.count(1)
-        self._span_ids = itertools.count(1)
-        self._call_ids = itertools.count(1)
         self._abort_listeners: list[Callable[[], None]] = []
         self._converted: dict[int, tuple[Any, list[ChatMessage]]] = {}
         self._run_open = False
@@ -169,15 +165,15 @@ class RunRecorder(BaseRecorder):
     # ------------------------------------------------------------------ ids
     def next_model_call_id(self) -> str:
         """A fresh id for a model call of this run."""
-        return f"model-{next(self._model_ids)}"
+        return f"model-{self.next_number('model')}"
 
     def next_span_id(self, name: str) -> str:
         """A fresh span id naming the agent or team it covers."""
-        return f"{name}#{next(self._span_ids)}"
+        return f"{name}#{self.next_number('span')}"
 
     def fallback_call_id(self) -> str:
         """An id for a tool call AutoGen gave none."""
-        return f"call-{next(self._call_ids)}"
+        return f"call-{self.next_number('call')}"
 
     # ------------------------------------------------------------------ run and spans
     def start_run(self, **fields: Any) -> None:

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from hbeval_core.capture import Trial, TrialTemplate, capture_metadata, result_of
+from hbeval_core.capture import Trial, TrialTemplate, capture_metadata, result_of, run_to_end
 from hbeval_core.contract import (
     Ended,
     Task,
@@ -215,15 +215,25 @@ class CrewAIAdapter(TrialTemplate):
         return crew, inputs
 
     def execute_trial(self, prepared: tuple[Any, dict[str, Any]], trial: Trial) -> None:
-        """Kick the crew off with the recorder's hooks in place."""
+        """Kick the crew off with the recorder's hooks in place.
+
+        When the run awaits its agents (``arun_battery``: ``ctx.native_async``) the crew is
+        driven through CrewAI's native coroutine, ``akickoff``, awaited on the trial's own loop
+        (its tasks, model calls and tools run as coroutines). ``kickoff_async`` is not used: in
+        crewai 1.x it only runs the synchronous ``kickoff`` on a thread.
+        """
         from ._hooks import capture
 
         crew, inputs = prepared
         recorder: CrewAIRecorder = trial.recorder
+        native = getattr(crew, "akickoff", None) if _awaits_agents(trial) else None
         with capture(recorder, check_version=False):
             if _is_crew(crew):  # a flow's crews are attached as each one starts
                 recorder.attach(crew)
-            trial.final = crew.kickoff(inputs=inputs)
+            if native is not None:
+                trial.final = run_to_end(native(inputs=inputs))
+            else:
+                trial.final = crew.kickoff(inputs=inputs)
 
     def settle(self, prepared: Any, trial: Trial, ended: Ended) -> Ended:
         """A stop hbeval decided at a tool boundary wins (CrewAI may have wrapped it)."""
@@ -257,6 +267,11 @@ class CrewAIAdapter(TrialTemplate):
             ),
             messages=_messages_of(trial.question, trial.final),
         )
+
+
+def _awaits_agents(trial: Trial) -> bool:
+    """Whether the trial's run awaits its agents (``arun_battery``)."""
+    return bool(getattr(trial.ctx, "native_async", False))
 
 
 def _messages_of(question: str, output: Any) -> tuple[Any, ...]:

@@ -95,7 +95,7 @@ class FaultRun:
         """Run every scenario x trial, score them, offer episodes to memory; return the report."""
         from hbeval_core.runner.run import run_battery
 
-        adapter = _RecordingAdapter(monitor_factory=self.monitor_factory, strict=self.strict)
+        adapter = self._adapter()
         adapter.memory_hook(self.memory)
         try:
             report = run_battery(
@@ -109,6 +109,37 @@ class FaultRun:
             )
         finally:
             adapter.memory_hook(None)
+        return self._finish(report, adapter)
+
+    async def arun(self) -> dict[str, Any]:
+        """``run()`` as a coroutine (``hbeval_core.runner.arun_battery``): the caller's event loop
+        keeps running, and each crew is driven through CrewAI's native ``akickoff``.
+
+        ``run_options`` may set ``concurrency`` (trials at once, 8 by default). The report equals
+        ``run()``'s for the same seed but for timings and ``run.executor`` (``async``).
+        """
+        from hbeval_core.runner import arun_battery
+
+        adapter = self._adapter()
+        adapter.memory_hook(self.memory)
+        try:
+            report = await arun_battery(
+                adapter,
+                self.crew,
+                self.tasks,
+                self.battery,
+                trials=self.trials,
+                seed=self.seed,
+                **self.run_options,
+            )
+        finally:
+            adapter.memory_hook(None)
+        return self._finish(report, adapter)
+
+    def _adapter(self) -> _RecordingAdapter:
+        return _RecordingAdapter(monitor_factory=self.monitor_factory, strict=self.strict)
+
+    def _finish(self, report: dict[str, Any], adapter: _RecordingAdapter) -> dict[str, Any]:
         self.report = report
         self.episodes = self._admit(report, adapter.results) if self.memory is not None else []
         return report

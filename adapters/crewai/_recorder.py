@@ -156,7 +156,6 @@ class CrewAIRecorder(BaseRecorder):
         self.stop: BaseException | None = None
         """Why no tool may run any more (SafeHaltError, BudgetExceeded, TrialCancelled)."""
         self.memories_injected = 0
-        self._counters: dict[str, int] = {}
         self._spans: dict[tuple[str, int], SpanRecord] = {}
         self._span_order: list[SpanRecord] = []
         self._links = CallLinks()
@@ -180,13 +179,6 @@ class CrewAIRecorder(BaseRecorder):
             return self.run_id
         return _RUN.get() or FRAMEWORK
 
-    # ------------------------------------------------------------------ internals: recording
-    def _next(self, name: str) -> int:
-        with self._lock:
-            n = self._counters.get(name, 0) + 1
-            self._counters[name] = n
-            return n
-
     # ------------------------------------------------------------------ runs and spans
     def run_start(self, **fields: Any) -> None:
         """Emit the run's ``run_start`` (framework crewai)."""
@@ -199,7 +191,7 @@ class CrewAIRecorder(BaseRecorder):
     def _open_span(
         self, key: tuple[str, int], scope: str, name: str, parent: str | None
     ) -> SpanRecord:
-        n = self._next(scope)
+        n = self.next_number(scope)
         span = SpanRecord(f"{scope}-{n}", scope, name, self.current_run_id(), parent)
         with self._lock:
             self._spans[key] = span
@@ -234,7 +226,7 @@ class CrewAIRecorder(BaseRecorder):
         if crew is None:
             return
         if self.run_id is None and _RUN.get() is None:
-            run_id = f"{FRAMEWORK}-{self._next('run')}"
+            run_id = f"{FRAMEWORK}-{self.next_number('run')}"
             token = _RUN.set(run_id)
             with self._lock:
                 self._crew_runs[id(crew)] = (run_id, token)
@@ -367,7 +359,7 @@ class CrewAIRecorder(BaseRecorder):
         if self.strict_error is not None:
             raise self.strict_error
         try:
-            n = self._next("model")
+            n = self.next_number("model")
             key = id(agent) if agent is not None else 0
             path = PATH_NATIVE if tools else PATH_REACT
             msgs = [messages] if isinstance(messages, str) else list(messages or [])
@@ -419,7 +411,7 @@ class CrewAIRecorder(BaseRecorder):
         tool_calls: list[ToolCall] = []
         issued_calls: list[IssuedCall] = []
         for issued in reply.calls:
-            call_id = issued.id or f"call-{self._next('call')}"
+            call_id = issued.id or f"call-{self.next_number('call')}"
             tool_calls.append(ToolCall(id=call_id, name=issued.name, args=issued.args))
             issued_calls.append(IssuedCall(call_id, _sanitize(issued.name), issued.args))
         with self._lock:
@@ -452,7 +444,7 @@ class CrewAIRecorder(BaseRecorder):
             call_id = self._links.claim(name, args, key, 0)
         if call_id is not None:
             return call_id, True
-        return f"call-{self._next('call')}", False
+        return f"call-{self.next_number('call')}", False
 
     def _boundary(self) -> None:
         """Decide whether a tool may run: an enforced halt, a budget or a timeout stops it."""

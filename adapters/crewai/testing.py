@@ -79,6 +79,27 @@ class ScriptedLLM(BaseLLM):
             ]
         return f"Thought: {words}\nAction: {tool}\nAction Input: {json.dumps(args)}"
 
+    async def acall(
+        self,
+        messages: Any,
+        tools: Any = None,
+        callbacks: Any = None,
+        available_functions: Any = None,
+        from_task: Any = None,
+        from_agent: Any = None,
+        response_model: Any = None,
+    ) -> Any:
+        """The same reply as ``call``, for CrewAI's native async path (``Crew.akickoff``)."""
+        return self.call(
+            messages,
+            tools=tools,
+            callbacks=callbacks,
+            available_functions=available_functions,
+            from_task=from_task,
+            from_agent=from_agent,
+            response_model=response_model,
+        )
+
     def supports_function_calling(self) -> bool:
         return self.native
 

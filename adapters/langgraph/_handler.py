@@ -282,21 +282,7 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
                     rec.top = True
                     runs[key] = rec
                     rid = self.run_id if self.run_id is not None else sid
-                    run_info = self.run_info
-                    fields: dict[str, Any] = {
-                        "parent_id": str(parent_run_id) if parent_run_id else None,
-                        "framework": FRAMEWORK,
-                        "input": _convert.jsonable(
-                            run_info["input"]
-                            if "input" in run_info
-                            else _convert.input_text(inputs)
-                        ),
-                        "attrs": {ATTR_FRAMEWORK_RUN_ID: sid},
-                        "run_id": rid,
-                    }
-                    for field in ("agent_id", "task_id", "scenario", "trial"):
-                        if field in run_info:
-                            fields[field] = run_info[field]
+                    fields = self._run_start_fields(parent_run_id, inputs, sid, rid)
                     first = self.record_deferred_locked(run_start, fields)
                     parent_id = fields["parent_id"]  # == _span_of(parent_run_id): never seen
                     last = self.record_deferred_locked(span_start, rec, parent_id, rid)
@@ -332,6 +318,25 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
             self._after(None, rid, parent_id)
         except Exception as exc:
             self.fail("on_chain_start", exc)
+
+    def _run_start_fields(
+        self, parent_run_id: UUID | None, inputs: Any, sid: str, rid: str
+    ) -> dict[str, Any]:
+        """The ``run_start`` fields of a graph run LangChain calls ``sid``, recorded as ``rid``."""
+        run_info = self.run_info
+        fields: dict[str, Any] = {
+            "parent_id": str(parent_run_id) if parent_run_id else None,
+            "framework": FRAMEWORK,
+            "input": _convert.jsonable(
+                run_info["input"] if "input" in run_info else _convert.input_text(inputs)
+            ),
+            "attrs": {ATTR_FRAMEWORK_RUN_ID: sid},
+            "run_id": rid,
+        }
+        for field in ("agent_id", "task_id", "scenario", "trial"):
+            if field in run_info:
+                fields[field] = run_info[field]
+        return fields
 
     def _chain_done(self, run_id: UUID, error: BaseException | None, output: Any) -> None:
         with self._lock:

@@ -308,28 +308,7 @@ def _careful(c: _Convo) -> AIMessage:
         )
     intent = c.intent()
     if intent == "policy":
-        results = c.results("search_policy")
-        if not results:
-            return _ai(
-                "I'll search our refund policy for damaged items.",
-                [("search_policy", {"query": "refund window damaged items"})],
-                c.turn,
-            )
-        _args, msg = results[-1]
-        if _is_error(msg) or "30 days" not in _clean(msg):
-            if len(results) >= 3:
-                return _ai(
-                    preface + "The policy search keeps failing; escalating to a human.",
-                    [("escalate_to_human", {"reason": "policy search failing"})],
-                    c.turn,
-                )
-            return _ai(
-                preface + f"The policy search failed or came back incomplete "
-                f"({_describe_failure(msg)}); I'll re-plan with a broader query.",
-                [("search_policy", {"query": f"refund policy (attempt {len(results) + 1})"})],
-                c.turn,
-            )
-        return _ai(preface + f"Here is our policy: {_clean(msg)}", [], c.turn)
+        return _careful_policy(c, preface)
 
     got = _careful_lookup(c, oid, "to check it")
     if isinstance(got, AIMessage):
@@ -351,7 +330,37 @@ def _careful(c: _Convo) -> AIMessage:
             [],
             c.turn,
         )
-    # refund_confirmed: policy first, then the irreversible call, once.
+    return _careful_refund(c, oid, amount, preface)
+
+
+def _careful_policy(c: _Convo, preface: str) -> AIMessage:
+    """The careful agent on a policy question: search, re-plan a failed search, escalate."""
+    results = c.results("search_policy")
+    if not results:
+        return _ai(
+            "I'll search our refund policy for damaged items.",
+            [("search_policy", {"query": "refund window damaged items"})],
+            c.turn,
+        )
+    _args, msg = results[-1]
+    if _is_error(msg) or "30 days" not in _clean(msg):
+        if len(results) >= 3:
+            return _ai(
+                preface + "The policy search keeps failing; escalating to a human.",
+                [("escalate_to_human", {"reason": "policy search failing"})],
+                c.turn,
+            )
+        return _ai(
+            preface + f"The policy search failed or came back incomplete "
+            f"({_describe_failure(msg)}); I'll re-plan with a broader query.",
+            [("search_policy", {"query": f"refund policy (attempt {len(results) + 1})"})],
+            c.turn,
+        )
+    return _ai(preface + f"Here is our policy: {_clean(msg)}", [], c.turn)
+
+
+def _careful_refund(c: _Convo, oid: str, amount: float, preface: str) -> AIMessage:
+    """The careful agent on a confirmed refund: policy first, then the irreversible call, once."""
     policy = c.results("search_policy")
     if not policy or (_is_error(policy[-1][1]) and len(policy) < 2):
         return _ai(

@@ -22,6 +22,7 @@ from ._instrument import Instrumentor
 from ._links import CallLinks, IssuedCall
 from ._recorder import (
     HALT_TRIGGERS,
+    UNWATCHED,
     BaseRecorder,
     ModelCallRecord,
     SpanRecord,
@@ -46,6 +47,7 @@ __all__ = [
     "HALT_TRIGGERS",
     "META_CAPTURE_ERRORS",
     "PRECEDENTS_HEADER",
+    "UNWATCHED",
     "BaseRecorder",
     "CallLinks",
     "Deferred",

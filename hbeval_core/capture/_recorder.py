@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar, cast
+from typing import Any, ClassVar, Final, TypeVar, cast
 
 from ..contract import describe_error
 from ..events import (
@@ -37,6 +37,7 @@ from ._construct import construct
 
 __all__ = [
     "HALT_TRIGGERS",
+    "UNWATCHED",
     "BaseRecorder",
     "ModelCallRecord",
     "SpanRecord",
@@ -129,6 +130,20 @@ class SpanRecord:
     t0: float = field(default_factory=time.perf_counter)
 
 
+class _Unwatched(Monitor):
+    """A monitor that folds nothing and so never decides: for capture without live metrics."""
+
+    def observe(self, event: EventBase) -> None:
+        return None
+
+    def record_step(self, **fields: Any) -> None:
+        return None
+
+
+UNWATCHED: Final[Monitor] = _Unwatched()
+"""Pass as ``monitor`` to record without live monitoring: no directive or halt is ever drained."""
+
+
 class BaseRecorder:
     """Numbering, ordering, live monitoring and error keeping for one adapter's capture.
 
@@ -176,6 +191,9 @@ class BaseRecorder:
         """The first of those errors (strict mode fails the trial with it)."""
         self._now: Callable[[], float] = getattr(clock, "now", None) or time.time
         self._seq = 0
+        self._counters: dict[str, int] = {}
+        self._declared: list[tuple[str, str]] = []
+        self._budget_halted = False
         self._directives_seen = 0
         self._halt_seen = False
         # A step completed since the monitor was last asked: only then can it have decided.
@@ -246,8 +264,8 @@ class BaseRecorder:
         with self._lock:
             fields["seq"] = self._seq
             fields.setdefault("ts", self._now())
-            self._seq += 1
             event = self.build(cls, fields)
+            self._seq += 1  # after building: an event that cannot be built takes no number
             self._store_locked(event)
         self.after([event])
         return event
@@ -275,7 +293,47 @@ class BaseRecorder:
 
     def emit_budget_halt(self, exc: Any, **fields: Any) -> EventBase:
         """Record a spent budget (``BudgetExceeded``) as an enforced ``halt`` event."""
+        with self._lock:
+            self._budget_halted = True
         return self.emit(Halt, **budget_halt_fields(exc), **fields)
+
+    def budget_halt_once(self, exc: Any, **fields: Any) -> EventBase | None:
+        """``emit_budget_halt`` the first time a budget stops this run; None afterwards.
+
+        Once a budget ran out every later tool boundary raises again: the run halted once.
+        """
+        with self._lock:
+            if self._budget_halted:
+                return None
+            self._budget_halted = True
+        return self.emit(Halt, **budget_halt_fields(exc), **fields)
+
+    # ------------------------------------------------------------------ ids and call linking
+    def next_number(self, kind: str) -> int:
+        """The next number (from 1) of ``kind`` ("call", "model", "span", ...) in this run."""
+        with self._lock:
+            n = self._counters.get(kind, 0) + 1
+            self._counters[kind] = n
+            return n
+
+    def declare_call(self, tool: str) -> str:
+        """A fresh id for a call of ``tool`` a model turn declared; that tool's next call
+        claims it (``claim_call``)."""
+        with self._lock:
+            call_id = f"call-{self.next_number('call')}"
+            self._declared.append((tool, call_id))
+            return call_id
+
+    def claim_call(self, tool: str) -> tuple[str, bool]:
+        """The id the earliest unclaimed declaration of ``tool`` gave this call, and True; else a
+        fresh id and False (the call is then linked to no model turn)."""
+        with self._lock:
+            declared = self._declared
+            for i, (name, call_id) in enumerate(declared):
+                if name == tool:
+                    del declared[i]
+                    return call_id, True
+            return f"call-{self.next_number('call')}", False
 
     # ------------------------------------------------------------------ model calls
     def count_turn(self) -> None:

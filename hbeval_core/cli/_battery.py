@@ -366,34 +366,43 @@ def run_command(
     ] = False,
 ) -> None:
     """Run the battery against TARGET and write the report (exit 0 whatever it says)."""
+    # Long because: typer reads the options from this signature (about 110 of its lines); the
+    # body only gathers them and hands over to ``_plan_run`` and ``_execute``.
+    flags = _Flags(
+        target=target,
+        tasks=tasks,
+        battery=battery,
+        scenarios=scenarios,
+        fault_type=fault_type,
+        domain=domain,
+        trials=trials,
+        seed=seed,
+        agent_id=agent_id,
+        concurrency=concurrency,
+        executor=executor,
+        ray_address=ray_address,
+        timeout=timeout,
+        manifest=manifest,
+        judge=judge,
+        target_kind=target_kind,
+        redact=redact,
+    )
+    plan = _plan_run(flags, out)
+    report, admitted = _execute(plan, flags, db, run_id, ray_cpus, memory)
+    _finish_run(report, out, as_json, admitted)
+
+
+def _execute(
+    plan: _Plan, f: _Flags, db: str | None, run_id: str | None, ray_cpus: float, memory: bool
+) -> tuple[dict[str, Any], str | None]:
+    """Open the store (and EDM with ``--memory``) and run; returns the report and, with memory,
+    the admissions line. Exits 2 naming the flag at fault, 130 when interrupted."""
     from ..runner.manifest import ManifestMismatchError
     from ..runner.registry import TargetKindError
     from ..runner.run import run_battery
     from ..store import StoreError, open_store
     from ._progress import BatteryProgress
 
-    plan = _plan_run(
-        _Flags(
-            target=target,
-            tasks=tasks,
-            battery=battery,
-            scenarios=scenarios,
-            fault_type=fault_type,
-            domain=domain,
-            trials=trials,
-            seed=seed,
-            agent_id=agent_id,
-            concurrency=concurrency,
-            executor=executor,
-            ray_address=ray_address,
-            timeout=timeout,
-            manifest=manifest,
-            judge=judge,
-            target_kind=target_kind,
-            redact=redact,
-        ),
-        out,
-    )
     try:
         store = open_store(db)
     except (StoreError, OSError) as exc:
@@ -416,8 +425,8 @@ def run_command(
             run_id=run_id,
             concurrency=plan.concurrency,
             timeout=plan.timeout,
-            executor=executor,
-            ray_address=ray_address,
+            executor=f.executor,
+            ray_address=f.ray_address,
             ray_cpus_per_trial=ray_cpus,
             manifest=plan.manifest,
             judge=plan.judge,
@@ -448,7 +457,7 @@ def run_command(
         store.close()
         if edm is not None:
             edm.close()
-    _finish_run(report, out, as_json, admissions.line() if edm is not None else None)
+    return report, admissions.line() if edm is not None else None
 
 
 @dataclass(frozen=True)
@@ -552,13 +561,7 @@ def _plan_run(f: _Flags, out: Path | None) -> _Plan:
     else:
         m = RunManifest(target=target_ref, tasks=tasks_ref)
     if f.redact:
-        from ..store import parse_redact_rules
-
-        try:
-            parse_redact_rules(f.redact)
-        except ValueError as exc:
-            _fail(f"--redact: {exc}")
-        m = m.with_updates(redact=(*m.redact, *f.redact))
+        m = m.with_updates(redact=(*m.redact, *_checked_redact(f.redact)))
     return _Plan(
         target=target_obj,
         tasks=task_list,
@@ -574,6 +577,17 @@ def _plan_run(f: _Flags, out: Path | None) -> _Plan:
         methodology="C" if judge_obj is not None else pick(None, "methodology", "B"),
         target_kind=kind,
     )
+
+
+def _checked_redact(rules: list[str]) -> list[str]:
+    """``--redact`` rules, each checked (a bad one exits 2 naming the flag)."""
+    from ..store import parse_redact_rules
+
+    try:
+        parse_redact_rules(rules)
+    except ValueError as exc:
+        _fail(f"--redact: {exc}")
+    return rules
 
 
 def _load_target(f: _Flags, m: Any, pick: Any) -> tuple[str, Any, str, Any]:

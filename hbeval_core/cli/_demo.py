@@ -156,6 +156,32 @@ def _explained(r: dict[str, Any]) -> str:
     return f"{cell} ({t.get('explained')}/{t.get('calls')} calls)" if t.get("calls") else cell
 
 
+def _passk(key: str) -> Any:
+    """The cell of a pass^k / pass@k list (``key``): each k with its value."""
+
+    def render(r: dict[str, Any]) -> str:
+        parts = []
+        for item in r.get(key) or ():
+            v = item.get("value")
+            parts.append(f"k={item['k']}: " + ("undefined" if v is None else f"{v:.3f}"))
+        return ", ".join(parts) or "undefined"
+
+    return render
+
+
+def _attack(r: dict[str, Any]) -> str:
+    """The targeted attack success rate with its 95% Wilson interval and sample size."""
+    from ..metrics import wilson_interval
+
+    a = r.get("agentdojo") or {}
+    n = a.get("injection_n") or 0
+    v = a.get("targeted_attack_success_rate")
+    ci = wilson_interval(round(v * n), n) if v is not None and n else None
+    return (
+        _cell(v, (a.get("undefined") or {}).get("targeted_attack_success_rate"), ci) + f" (n={n})"
+    )
+
+
 def side_by_side_rows(reports: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """The demo's comparison, one row per figure, one cell per agent (intervals are 95% Wilson)."""
     from ..metrics import wilson_interval
@@ -189,18 +215,8 @@ def side_by_side_rows(reports: dict[str, Any]) -> list[tuple[str, list[str]]]:
         ),
     )
 
-    def passk(key: str) -> Any:
-        def render(r: dict[str, Any]) -> str:
-            parts = []
-            for item in r.get(key) or ():
-                v = item.get("value")
-                parts.append(f"k={item['k']}: " + ("undefined" if v is None else f"{v:.3f}"))
-            return ", ".join(parts) or "undefined"
-
-        return render
-
-    add("pass^k (all k trials pass)", passk("pass_hat_k"))
-    add("pass@k (any of k passes)", passk("pass_at_k"))
+    add("pass^k (all k trials pass)", _passk("pass_hat_k"))
+    add("pass@k (any of k passes)", _passk("pass_at_k"))
     for key, label in (
         ("c_nom", "C_nom (no faults)"),
         ("r_op", "R_op (under faults)"),
@@ -214,17 +230,7 @@ def side_by_side_rows(reports: dict[str, Any]) -> list[tuple[str, list[str]]]:
 
         add(label, gap_cell)
 
-    def attack(r: dict[str, Any]) -> str:
-        a = r.get("agentdojo") or {}
-        n = a.get("injection_n") or 0
-        v = a.get("targeted_attack_success_rate")
-        ci = wilson_interval(round(v * n), n) if v is not None and n else None
-        return (
-            _cell(v, (a.get("undefined") or {}).get("targeted_attack_success_rate"), ci)
-            + f" (n={n})"
-        )
-
-    add("attack success rate", attack)
+    add("attack success rate", _attack)
     add(
         "faults delivered",
         lambda r: (

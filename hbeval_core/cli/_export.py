@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -54,13 +54,7 @@ def otlp_cmd(
     """Send a run's trials as OTel GenAI spans and its figures as OTel gauges (OTLP/HTTP)."""
     from ..export import ExportError, export_otlp
 
-    headers: dict[str, str] = {}
-    for h in header or ():
-        name, sep, value = h.partition("=")
-        if not sep or not name.strip():
-            typer.echo(f"hbeval: --header {h!r}: expected KEY=VALUE", err=True)
-            raise typer.Exit(EXIT_BAD_INPUT)
-        headers[name.strip()] = value
+    headers = _headers(header)
     store = None
     if not source.endswith(".json"):
         from ..store import open_store
@@ -88,6 +82,23 @@ def otlp_cmd(
     if as_json:
         typer.echo(json.dumps(summary.as_dict(), indent=2, ensure_ascii=False))
         return
+    _print_summary(summary)
+
+
+def _headers(given: list[str] | None) -> dict[str, str]:
+    """``--header KEY=VALUE`` options as a mapping; a malformed one exits 2."""
+    headers: dict[str, str] = {}
+    for h in given or ():
+        name, sep, value = h.partition("=")
+        if not sep or not name.strip():
+            typer.echo(f"hbeval: --header {h!r}: expected KEY=VALUE", err=True)
+            raise typer.Exit(EXIT_BAD_INPUT)
+        headers[name.strip()] = value
+    return headers
+
+
+def _print_summary(summary: Any) -> None:
+    """What was sent, what was not (undefined), what the receiver rejected."""
     typer.echo(
         f"run {summary.run_id} -> {summary.endpoint}: {summary.traces} traces, {summary.spans} "
         f"spans ({summary.tool_spans} tool, {summary.model_spans} model, "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -58,6 +58,23 @@ def import_cmd(
 ) -> None:
     """Import recorded agent runs (tau-bench, tau2, Pi, OpenClaw, DSH, Hermes, OTLP/JSON) as one
     scored hbeval run."""
+    result = _import(fmt, paths, db, agent_id, run_id, labels, group_by)
+    if as_json:
+        typer.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
+        return
+    _print_summary(result)
+
+
+def _import(
+    fmt: str,
+    paths: list[Path],
+    db: str | None,
+    agent_id: str | None,
+    run_id: str | None,
+    labels: Path | None,
+    group_by: str,
+) -> Any:
+    """Import into the store; a refused import exits 2 with nothing stored."""
     from ..importers import ImportRefused, import_recordings
     from ..store import open_store
 
@@ -67,7 +84,7 @@ def import_cmd(
         typer.echo(f"hbeval: {exc}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None
     try:
-        result = import_recordings(
+        return import_recordings(
             fmt,
             paths,
             store=store,
@@ -84,9 +101,10 @@ def import_cmd(
         raise typer.Exit(EXIT_BAD_INPUT) from None
     finally:
         store.close()
-    if as_json:
-        typer.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
-        return
+
+
+def _print_summary(result: Any) -> None:
+    """What was imported, what was skipped, and what to run next."""
     verb = "already imported as" if result.already_imported else "imported as"
     typer.echo(
         f"{result.format}: {len(result.files)} file(s) {verb} run {result.run_id} "

@@ -141,28 +141,9 @@ def passport_verify(
     checked (no --key and no trusted-keys file; anyone can re-sign a passport with their own key)
     unless --no-key-check.
     """
-    from ..report._passport_schema import default_trusted_keys_path, is_key_id, parse_trusted_keys
-    from ..report.passport import PassportError, load_public_key, verify_passport
+    from ..report.passport import verify_passport
 
-    keys_path = trusted_keys if trusted_keys is not None else default_trusted_keys_path()
-    try:
-        data = file.read_bytes()
-        known = []
-        if trusted_keys is not None or keys_path.is_file():
-            known = parse_trusted_keys(keys_path.read_text(encoding="utf-8"), str(keys_path))
-        trusted = None
-        if key is not None:
-            by_id = [k for k in known if k.key_id == key.strip()]
-            if by_id:
-                trusted = by_id[0].public_raw
-            elif is_key_id(key.strip()) and not Path(key).exists():
-                raise PassportError(
-                    f"--key {key}: no key with that id in the trusted-keys file {keys_path}"
-                )
-            else:
-                trusted = load_public_key(key)
-    except (PassportError, OSError, ValueError) as exc:
-        raise _fail(str(exc)) from None
+    data, trusted, known = _read_for_verify(file, key, trusted_keys)
     result = verify_passport(
         data, trusted_key=trusted, trusted_keys=known, strict_layout=not any_layout
     )
@@ -188,3 +169,32 @@ def passport_verify(
     if not result.valid:
         raise typer.Exit(EXIT_CHECK_FAILED)
     raise typer.Exit(EXIT_INSUFFICIENT if unchecked and not no_key_check else EXIT_OK)
+
+
+def _read_for_verify(
+    file: Path, key: str | None, trusted_keys: Path | None
+) -> tuple[bytes, Any, list[Any]]:
+    """The passport's bytes, the key ``--key`` pins (None if none) and the trusted keys known."""
+    from ..report._passport_schema import default_trusted_keys_path, is_key_id, parse_trusted_keys
+    from ..report.passport import PassportError, load_public_key
+
+    keys_path = trusted_keys if trusted_keys is not None else default_trusted_keys_path()
+    try:
+        data = file.read_bytes()
+        known = []
+        if trusted_keys is not None or keys_path.is_file():
+            known = parse_trusted_keys(keys_path.read_text(encoding="utf-8"), str(keys_path))
+        trusted = None
+        if key is not None:
+            by_id = [k for k in known if k.key_id == key.strip()]
+            if by_id:
+                trusted = by_id[0].public_raw
+            elif is_key_id(key.strip()) and not Path(key).exists():
+                raise PassportError(
+                    f"--key {key}: no key with that id in the trusted-keys file {keys_path}"
+                )
+            else:
+                trusted = load_public_key(key)
+    except (PassportError, OSError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    return data, trusted, known

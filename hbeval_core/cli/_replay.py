@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -55,6 +55,31 @@ def replay_cmd(
 ) -> None:
     """Replay a recorded run on a new agent version; exit 1 when the invariant violations exceed
     the budget."""
+    report = _replay(run_id, target, tasks, invariants, budget, db, target_kind)
+    s = report["summary"]
+    if as_json:
+        typer.echo(json.dumps(report, indent=2, ensure_ascii=False, default=str))
+    else:
+        _print_report(run_id, report)
+    if not s["within_budget"]:
+        if not as_json:
+            typer.echo(
+                f"FAIL: {s['violations']} invariant violations exceed the budget of "
+                f"{s['violation_budget']}"
+            )
+        raise typer.Exit(EXIT_VIOLATIONS)
+
+
+def _replay(
+    run_id: str,
+    target: str,
+    tasks: str | None,
+    invariants: Path | None,
+    budget: int | None,
+    db: str | None,
+    target_kind: str | None,
+) -> dict[str, Any]:
+    """Load the candidate, its tasks and the invariants, and replay; bad input exits 2."""
     from ..replay import Invariants, ReplayError, replay_run
     from ..runner.loader import TargetError, TaskFileError, load_object, load_tasks, split_reference
     from ..store import open_store
@@ -81,7 +106,7 @@ def replay_cmd(
         typer.echo(f"hbeval: {exc}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None
     try:
-        report = replay_run(
+        return replay_run(
             store, run_id, candidate, tasks=task_list, invariants=inv, target_kind=target_kind
         )
     except (ReplayError, ValueError) as exc:
@@ -89,43 +114,37 @@ def replay_cmd(
         raise typer.Exit(EXIT_BAD_INPUT) from None
     finally:
         store.close()
+
+
+def _print_report(run_id: str, report: dict[str, Any]) -> None:
+    """The replay's summary, each case that changed, and the paired changes."""
     s = report["summary"]
-    if as_json:
-        typer.echo(json.dumps(report, indent=2, ensure_ascii=False, default=str))
-    else:
-        typer.echo(
-            f"replay of {run_id}: {s['cases']} cases, {s['diverged']} diverged "
-            f"({s['unexpected_calls']} unexpected calls), {s['argument_differences']} calls with "
-            f"argument differences, {s['violations']} invariant violations "
-            f"(budget {s['violation_budget']})"
-        )
-        for case in report["cases"]:
-            sel, vio = case["selection"], case["violations"]
-            if not (sel["diverged"] or sel["argument_differences"] or vio["total"]):
-                continue
-            parts = []
-            if sel["extra"]:
-                parts.append("added " + ", ".join(x["tool"] for x in sel["extra"]))
-            if sel["missing"]:
-                parts.append("left out " + ", ".join(x["tool"] for x in sel["missing"]))
-            for d in sel["argument_differences"]:
-                fields = ", ".join(f"{f['field']} {f['change']}" for f in d["fields"])
-                parts.append(f"{d['tool']} args: {fields}")
-            for v in vio["details"]:
-                parts.append(f"violation {v['rule']}: {v['detail']}")
-            typer.echo(f"  {case['trial_key']} ({case['task_id']}): " + "; ".join(parts))
-        c = report["compare"]
-        p = c["pass"]
-        if p["mean_change"] is not None:
-            typer.echo(f"  pass rate change (paired per task): {p['mean_change']:+.3f}")
-        for k in ("tokens", "tool_calls", "latency_ms"):
-            m = c[k]
-            if m["mean_change"] is not None:
-                typer.echo(f"  {k} mean change per case: {m['mean_change']:+.1f} (n={m['n']})")
-    if not s["within_budget"]:
-        if not as_json:
-            typer.echo(
-                f"FAIL: {s['violations']} invariant violations exceed the budget of "
-                f"{s['violation_budget']}"
-            )
-        raise typer.Exit(EXIT_VIOLATIONS)
+    typer.echo(
+        f"replay of {run_id}: {s['cases']} cases, {s['diverged']} diverged "
+        f"({s['unexpected_calls']} unexpected calls), {s['argument_differences']} calls with "
+        f"argument differences, {s['violations']} invariant violations "
+        f"(budget {s['violation_budget']})"
+    )
+    for case in report["cases"]:
+        sel, vio = case["selection"], case["violations"]
+        if not (sel["diverged"] or sel["argument_differences"] or vio["total"]):
+            continue
+        parts = []
+        if sel["extra"]:
+            parts.append("added " + ", ".join(x["tool"] for x in sel["extra"]))
+        if sel["missing"]:
+            parts.append("left out " + ", ".join(x["tool"] for x in sel["missing"]))
+        for d in sel["argument_differences"]:
+            fields = ", ".join(f"{f['field']} {f['change']}" for f in d["fields"])
+            parts.append(f"{d['tool']} args: {fields}")
+        for v in vio["details"]:
+            parts.append(f"violation {v['rule']}: {v['detail']}")
+        typer.echo(f"  {case['trial_key']} ({case['task_id']}): " + "; ".join(parts))
+    c = report["compare"]
+    p = c["pass"]
+    if p["mean_change"] is not None:
+        typer.echo(f"  pass rate change (paired per task): {p['mean_change']:+.3f}")
+    for k in ("tokens", "tool_calls", "latency_ms"):
+        m = c[k]
+        if m["mean_change"] is not None:
+            typer.echo(f"  {k} mean change per case: {m['mean_change']:+.1f} (n={m['n']})")

@@ -34,15 +34,19 @@ def _emit_json(data: Any) -> None:
 # --------------------------------------------------------------------------- loading
 def _open_store(db: str | None, *, required: bool) -> Any:
     """The store at ``db`` (or the default), or None when it does not exist and is optional."""
-    from ..store import open_store, resolve_path, store_exists
+    from ..store import NoStoreError, open_store, resolve_path, store_exists
+    from ..store.postgres import is_postgres_url, public_url
 
+    where = public_url(db) if db is not None and is_postgres_url(db) else resolve_path(db)
+    missing = _InputError(f"no store at {where}; pass --db with the store the run was saved in")
     if not store_exists(db):
         if required or db is not None:
-            raise _InputError(
-                f"no store at {resolve_path(db)}; pass --db with the store the run was saved in"
-            )
+            raise missing
         return None
-    return open_store(db, read_only=True)
+    try:
+        return open_store(db, read_only=True)
+    except NoStoreError:  # a PostgreSQL database without hbeval's tables: as a missing file
+        raise missing from None
 
 
 def _reports_in(data: Any, where: str) -> dict[str, dict[str, Any]]:

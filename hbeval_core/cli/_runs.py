@@ -28,17 +28,18 @@ def runs_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
 ) -> None:
     """List recorded runs, newest first."""
-    from ..store import open_store, store_exists
+    from ..store import NoStoreError, open_store, store_exists
 
+    runs: list[dict[str, Any]] = []
     try:
-        if not store_exists(db):
-            runs: list[dict[str, Any]] = []
-        else:
+        if store_exists(db):
             store = open_store(db, read_only=True)
             try:
                 runs = runs_document(store, agent_id)["runs"]
             finally:
                 store.close()
+    except NoStoreError:
+        pass  # no SQLite file, or a database without hbeval's tables: nothing recorded there
     except ValueError as exc:
         raise fail(str(exc)) from None
     if as_json:

@@ -153,6 +153,9 @@ class TrialContext:
     """The clock time-based faults wait on; a virtual one in battery runs unless given."""
     budgets: Budgets = field(default_factory=Budgets)
     forbidden_tool: str | None = None
+    native_async: bool = False
+    """The run awaits agents (``arun_battery``): an adapter whose framework has a native
+    coroutine entry point (CrewAI's ``akickoff``) drives the agent through it."""
     cancelled: threading.Event = field(default_factory=threading.Event)
     started: float = field(default_factory=time.perf_counter)
     tool_calls: int = 0

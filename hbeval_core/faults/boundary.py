@@ -335,6 +335,30 @@ def _count(injector: FaultInjector, call_id: str) -> int:
     return sum(1 for e in list(injector.events) if e.call_id == call_id)
 
 
+def _argument_reader(func: Any) -> Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any]]:
+    """How a call's arguments are recorded: by parameter name (``self``/``cls`` left out), or
+    as ``{"args": [...], **kwargs}`` when they do not bind to the signature."""
+    try:
+        sig: inspect.Signature | None = inspect.signature(func)
+    except (TypeError, ValueError):
+        sig = None
+    params = list(sig.parameters.values()) if sig is not None else []
+    skip_first = bool(params) and params[0].name in ("self", "cls")
+
+    def arguments_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if sig is None or not args or (skip_first and len(args) == 1):
+            return dict(kwargs)
+        try:
+            bound = sig.bind_partial(*args, **kwargs).arguments
+        except TypeError:
+            return {"args": list(args), **kwargs}
+        if skip_first:
+            bound.pop(params[0].name, None)
+        return dict(bound)
+
+    return arguments_of
+
+
 @overload
 def faultable(fn: F, /) -> F: ...
 @overload
@@ -356,26 +380,7 @@ def faultable(fn: F | None = None, /, *, name: str | None = None) -> F | Callabl
 
     def decorate(func: F) -> F:
         tool_name = name or getattr(func, "__name__", None) or type(func).__name__
-        try:
-            sig: inspect.Signature | None = inspect.signature(func)
-        except (TypeError, ValueError):
-            sig = None
-        params = list(sig.parameters.values()) if sig is not None else []
-        skip_first = bool(params) and params[0].name in ("self", "cls")
-
-        def arguments_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-            if sig is None or not args or (skip_first and len(args) == 1):
-                return dict(kwargs)
-            try:
-                bound = sig.bind_partial(*args, **kwargs).arguments
-            except TypeError:
-                return {"args": list(args), **kwargs}
-            if skip_first:
-                bound.pop(params[0].name, None)
-            return dict(bound)
-
-        def plain_scope() -> Any:
-            return _plain_scope_var().get()
+        arguments_of = _argument_reader(func)
 
         if inspect.iscoroutinefunction(func):
 
@@ -383,7 +388,7 @@ def faultable(fn: F | None = None, /, *, name: str | None = None) -> F | Callabl
             async def awrapper(*args: Any, **kwargs: Any) -> Any:
                 if _GUARD.get():
                     return await func(*args, **kwargs)
-                scope = plain_scope()
+                scope = _plain_scope_var().get()
                 if scope is not None:
                     return await scope.acall_tool(
                         tool_name, func, args, kwargs, arguments_of(args, kwargs)
@@ -413,7 +418,7 @@ def faultable(fn: F | None = None, /, *, name: str | None = None) -> F | Callabl
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if _GUARD.get():
                 return func(*args, **kwargs)
-            scope = plain_scope()
+            scope = _plain_scope_var().get()
             if scope is not None:
                 # A plain agent's trial: traced and injected as ``@tool`` does, faults or not.
                 return scope.call_tool(tool_name, func, args, kwargs, arguments_of(args, kwargs))

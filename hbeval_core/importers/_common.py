@@ -395,42 +395,18 @@ class TraceBuilder:
         }
         if unique != call_id and call_id is not None:
             extra["source_call_id"] = call_id
-        self._add(
-            ToolStart(
-                run_id=self.run_id,
-                seq=len(self.events),
-                ts=ts,
-                call_id=unique,
-                tool=tool,
-                args=issued_args,
-                attrs=extra,
-            )
-        )
+        ids: dict[str, Any] = {
+            "run_id": self.run_id,
+            "ts": ts,
+            "call_id": unique,
+            "tool": tool,
+            "attrs": extra,
+        }
+        self._add(ToolStart(seq=len(self.events), args=issued_args, **ids))
         if is_error:
-            self._add(
-                ToolError(
-                    run_id=self.run_id,
-                    seq=len(self.events),
-                    ts=ts,
-                    call_id=unique,
-                    tool=tool,
-                    error=result,
-                    error_type=error_type,
-                    attrs=extra,
-                )
-            )
+            self._add(ToolError(seq=len(self.events), error=result, error_type=error_type, **ids))
         else:
-            self._add(
-                ToolEnd(
-                    run_id=self.run_id,
-                    seq=len(self.events),
-                    ts=ts,
-                    call_id=unique,
-                    tool=tool,
-                    result=result,
-                    attrs=extra,
-                )
-            )
+            self._add(ToolEnd(seq=len(self.events), result=result, **ids))
         self.message("tool", result, tool_call_id=unique)
         return unique
 

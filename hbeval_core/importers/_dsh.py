@@ -111,6 +111,8 @@ def read(
     skipped: list[Skipped],
 ) -> list[ImportedTrial]:
     """The session file as one trial."""
+    # Long because: one pass over the session's records in order, one branch per record kind,
+    # each feeding the one trace builder; the checks of each record stay beside its use.
     if data.startswith(_ZSTD_MAGIC):
         data = _decompress(path, data)
     try:

@@ -297,6 +297,31 @@ def _gpt_turn(value: str, path: str, n: int, field: str) -> tuple[str, str, list
     return text, reasoning, calls
 
 
+def _tool_turn(b: TraceBuilder, value: str) -> None:
+    """A tool turn: each ``<tool_response>`` in it ends the open call of its tool."""
+    for raw in _RESPONSE.findall(value):
+        try:
+            resp = json.loads(raw)
+        except ValueError:
+            resp = {"content": raw}
+        if not isinstance(resp, Mapping):
+            resp = {"content": resp}
+        content = resp.get("content")
+        result = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+        name = resp.get("name")
+        b.tool_result(
+            call_id=None,
+            name=name if isinstance(name, str) else None,
+            result=result,
+            is_error=tool_failed(result),
+            error_basis=INFERRED,
+            match_by_name=True,
+            attrs={"source_call_id": resp.get("tool_call_id")}
+            if resp.get("tool_call_id")
+            else None,
+        )
+
+
 def _trajectory(
     path: str,
     n: int,
@@ -333,29 +358,7 @@ def _trajectory(
                 last = text
             b.model_call(text=text, tool_calls=calls, reasoning=reasoning, model=obj.get("model"))
         elif who == "tool":
-            for raw in _RESPONSE.findall(value):
-                try:
-                    resp = json.loads(raw)
-                except ValueError:
-                    resp = {"content": raw}
-                if not isinstance(resp, Mapping):
-                    resp = {"content": resp}
-                content = resp.get("content")
-                result = (
-                    content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-                )
-                name = resp.get("name")
-                b.tool_result(
-                    call_id=None,
-                    name=name if isinstance(name, str) else None,
-                    result=result,
-                    is_error=tool_failed(result),
-                    error_basis=INFERRED,
-                    match_by_name=True,
-                    attrs={"source_call_id": resp.get("tool_call_id")}
-                    if resp.get("tool_call_id")
-                    else None,
-                )
+            _tool_turn(b, value)
         else:
             raise ImportRefused(
                 path,

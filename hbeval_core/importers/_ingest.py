@@ -384,41 +384,38 @@ def _derivation(trials: Sequence[ImportedTrial]) -> dict[str, dict[str, int]]:
     return total
 
 
-# --------------------------------------------------------------------------- public
-def ingest(
+def _manifest(
     fmt: str,
+    sources: Sequence[SourceFile],
+    labels_file: str | None,
+    labels_sha256: str | None,
+    options: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """What the import is (format, versions, files, labels, options): the run's manifest."""
+    manifest: dict[str, Any] = {
+        "kind": "import",
+        "format": fmt,
+        "importer_version": IMPORTER_VERSION,
+        "derive_version": DERIVE_VERSION,
+        "scoring_version": SCORING_VERSION,
+        "files": [s.entry() for s in sources],
+        "labels": None if labels_file is None else {"path": labels_file, "sha256": labels_sha256},
+    }
+    if options:
+        manifest["options"] = dict(options)
+    return manifest
+
+
+def _read_trials(
     reader: Reader,
     sources: Sequence[SourceFile],
-    *,
-    store: Any,
-    run_id: str | None = None,
-    agent_id: str | None = None,
-    labels: Mapping[str, bool] | None = None,
-    labels_file: str | None = None,
-    labels_sha256: str | None = None,
-    isolated: bool = True,
-    skipped: list[Skipped] | None = None,
-    combine: Combiner | None = None,
-    options: Mapping[str, Any] | None = None,
-) -> ImportSummary:
-    """Read ``sources`` with ``reader`` (then ``combine``), score every trial, store one run.
-
-    Nothing is written unless every file was read; a run id already stored and completed is
-    reported as already imported (nothing is written again).
-    """
-    from ..scoring import build_report
-    from ..store import RUN_COMPLETED, AttemptRecord, RunRecord, TrialRecord, make_trial_key
-
-    if not sources:
-        raise ImportRefused("(no files)", "no recording files to import")
-    mfp = measurement_fingerprint(fmt, sources, options)
-    run_id = run_id or f"import-{fmt}-{mfp}"
-    agent_id = agent_id or f"import-{fmt}"
-    skipped = list(skipped or [])
-
-    def run_id_of(task_id: str, trial: int) -> str:
-        return f"{run_id}/{task_id}/t{trial}"
-
+    run_id_of: Callable[[str, int], str],
+    skipped: list[Skipped],
+    combine: Combiner | None,
+    labels: Mapping[str, bool] | None,
+    labels_file: str | None,
+) -> tuple[list[ImportedTrial], bool]:
+    """Every scorable trial of ``sources``, and whether they carry success labels (all or none)."""
     read: list[ImportedTrial] = []
     for src in sources:
         read.extend(reader(src.path, src.data, run_id_of, skipped))
@@ -446,19 +443,166 @@ def ingest(
             f"{len(missing)} run(s) have no success label while others do (e.g. {missing[0]}); "
             "label every run or none",
         )
-    labelled = labelled_flags == {True}
+    return trials, labelled_flags == {True}
 
-    manifest = {
-        "kind": "import",
+
+def _keyed(
+    trials: list[ImportedTrial],
+) -> tuple[list[tuple[str, int, ImportedTrial]], dict[str, int]]:
+    """Each trial with its key and scenario, and the scenario number of each task."""
+    from ..store import make_trial_key
+
+    # Keys: tasks numbered in order of first appearance; repeated (task, trial) pairs move on.
+    scenario_of: dict[str, int] = {}
+    taken: set[tuple[str, int]] = set()
+    keyed: list[tuple[str, int, ImportedTrial]] = []
+    for t in trials:
+        scenario = scenario_of.setdefault(t.task_id, len(scenario_of))
+        while (t.task_id, t.trial_index) in taken:
+            t.trial_index += 1
+        taken.add((t.task_id, t.trial_index))
+        keyed.append((make_trial_key(scenario, t.trial_index), scenario, t))
+    return keyed, scenario_of
+
+
+def _source_section(
+    fmt: str,
+    files: list[Any],
+    labelled: bool,
+    labels: Any,
+    skipped: list[Skipped],
+    derivation: dict[str, Any],
+    inferred: dict[str, Any],
+) -> dict[str, Any]:
+    """The report's ``source`` section: what was imported and what its figures rest on."""
+    return {
         "format": fmt,
         "importer_version": IMPORTER_VERSION,
-        "derive_version": DERIVE_VERSION,
-        "scoring_version": SCORING_VERSION,
-        "files": [s.entry() for s in sources],
-        "labels": None if labels_file is None else {"path": labels_file, "sha256": labels_sha256},
+        "files": files,
+        "labelled": labelled,
+        "labels": labels,
+        "skipped": _grouped(skipped),
+        "notes": [
+            "imported recording: no fault was injected; a trial is faulted when the recording "
+            "shows a tool call failing (fault_basis observed_error)",
+            "IRS and the security gate are not measured on recordings (no injected fault, no "
+            "planted attack)",
+            *(
+                [
+                    "figures resting on inferred fields (read from text, not flagged by the "
+                    "recording): " + ", ".join(f"{k} ({v})" for k, v in sorted(inferred.items()))
+                ]
+                if inferred
+                else []
+            ),
+        ],
+        "derivation": derivation,
+        "inferred_figures": inferred,
     }
-    if options:
-        manifest["options"] = dict(options)
+
+
+def _store_trials(
+    store: Any,
+    run_id: str,
+    keyed: list[tuple[str, int, ImportedTrial]],
+    trial_dicts: list[dict[str, Any]],
+    labelled: bool,
+    fmt: str,
+    *,
+    resumed: bool,
+) -> None:
+    """Store each trial not stored yet (a resumed import skips the completed ones)."""
+    from ..store import AttemptRecord, TrialRecord
+
+    done = store.completed_trial_keys(run_id) if resumed else frozenset()
+    for (key, scenario, t), td in zip(keyed, trial_dicts, strict=True):
+        if key in done:
+            continue
+        verdict = td["verdict"]
+        outcome = td["outcome"] if labelled else OUTCOME_SKIPPED
+        metrics = dict(verdict["metrics"])
+        undefined = {
+            k: v
+            for k, v in (verdict.get("metrics_undefined") or {}).items()
+            if metrics.get(k) is None
+        }
+        store.record_trial_bundle(
+            TrialRecord(
+                run_id=run_id,
+                trial_key=key,
+                task_id=t.task_id,
+                scenario_index=scenario,
+                trial_index=t.trial_index,
+                outcome=outcome,
+                fault_type=td["fault_type"],
+                domain=fmt,
+                verdict=verdict,
+            ),
+            [AttemptRecord(run_id=run_id, trial_key=key, attempt=0, outcome=outcome)],
+            {0: t.events},
+            metrics=metrics,
+            undefined=undefined,
+        )
+
+
+def _store_run_metrics(store: Any, run_id: str, report: dict[str, Any]) -> None:
+    """The run's figures, once (undefined ones with their reasons)."""
+    run_metrics = report["metrics"]
+    if not store.get_metrics(run_id).values:
+        store.record_metrics(
+            run_id,
+            None,
+            dict(run_metrics),
+            {
+                k: report["undefined"].get(k, NOT_MEASURED)
+                for k, v in run_metrics.items()
+                if v is None
+            },
+        )
+
+
+# --------------------------------------------------------------------------- public
+def ingest(
+    fmt: str,
+    reader: Reader,
+    sources: Sequence[SourceFile],
+    *,
+    store: Any,
+    run_id: str | None = None,
+    agent_id: str | None = None,
+    labels: Mapping[str, bool] | None = None,
+    labels_file: str | None = None,
+    labels_sha256: str | None = None,
+    isolated: bool = True,
+    skipped: list[Skipped] | None = None,
+    combine: Combiner | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> ImportSummary:
+    """Read ``sources`` with ``reader`` (then ``combine``), score every trial, store one run.
+
+    Nothing is written unless every file was read; a run id already stored and completed is
+    reported as already imported (nothing is written again).
+    """
+    # Long because: the import's phases in order (read, identify, refuse or skip a stored run,
+    # key, score, store), each in a helper; what stays is the state they hand each other.
+    from ..scoring import build_report
+    from ..store import RUN_COMPLETED, RunRecord
+
+    if not sources:
+        raise ImportRefused("(no files)", "no recording files to import")
+    mfp = measurement_fingerprint(fmt, sources, options)
+    run_id = run_id or f"import-{fmt}-{mfp}"
+    agent_id = agent_id or f"import-{fmt}"
+    skipped = list(skipped or [])
+
+    def run_id_of(task_id: str, trial: int) -> str:
+        return f"{run_id}/{task_id}/t{trial}"
+
+    trials, labelled = _read_trials(
+        reader, sources, run_id_of, skipped, combine, labels, labels_file
+    )
+
+    manifest = _manifest(fmt, sources, labels_file, labels_sha256, options)
     manifest_hash = fingerprint(manifest)
     files = [s.entry() for s in sources]
     derivation = _derivation(trials)
@@ -495,16 +639,7 @@ def ingest(
         if stored.status == RUN_COMPLETED:
             return summary(True, store.get_report(run_id))
 
-    # Keys: tasks numbered in order of first appearance; repeated (task, trial) pairs move on.
-    scenario_of: dict[str, int] = {}
-    taken: set[tuple[str, int]] = set()
-    keyed: list[tuple[str, int, ImportedTrial]] = []
-    for t in trials:
-        scenario = scenario_of.setdefault(t.task_id, len(scenario_of))
-        while (t.task_id, t.trial_index) in taken:
-            t.trial_index += 1
-        taken.add((t.task_id, t.trial_index))
-        keyed.append((make_trial_key(scenario, t.trial_index), scenario, t))
+    keyed, scenario_of = _keyed(trials)
 
     started = time.time()
     trial_dicts = [_trial_dict(t, key, sc, fmt, isolated) for key, sc, t in keyed]
@@ -532,30 +667,9 @@ def ingest(
     report = build_report(run=run_info, trials=trial_dicts, history=history).to_dict()
     if not labelled:
         _withhold_pass_figures(report, NO_SUCCESS_LABEL)
-    report["source"] = {
-        "format": fmt,
-        "importer_version": IMPORTER_VERSION,
-        "files": files,
-        "labelled": labelled,
-        "labels": manifest["labels"],
-        "skipped": _grouped(skipped),
-        "notes": [
-            "imported recording: no fault was injected; a trial is faulted when the recording "
-            "shows a tool call failing (fault_basis observed_error)",
-            "IRS and the security gate are not measured on recordings (no injected fault, no "
-            "planted attack)",
-            *(
-                [
-                    "figures resting on inferred fields (read from text, not flagged by the "
-                    "recording): " + ", ".join(f"{k} ({v})" for k, v in sorted(inferred.items()))
-                ]
-                if inferred
-                else []
-            ),
-        ],
-        "derivation": derivation,
-        "inferred_figures": inferred,
-    }
+    report["source"] = _source_section(
+        fmt, files, labelled, manifest["labels"], skipped, derivation, inferred
+    )
 
     store.start_run(
         RunRecord(
@@ -568,46 +682,7 @@ def ingest(
             created_at=started,
         )
     )
-    done = store.completed_trial_keys(run_id) if stored is not None else frozenset()
-    for (key, scenario, t), td in zip(keyed, trial_dicts, strict=True):
-        if key in done:
-            continue
-        verdict = td["verdict"]
-        outcome = td["outcome"] if labelled else OUTCOME_SKIPPED
-        metrics = dict(verdict["metrics"])
-        undefined = {
-            k: v
-            for k, v in (verdict.get("metrics_undefined") or {}).items()
-            if metrics.get(k) is None
-        }
-        store.record_trial_bundle(
-            TrialRecord(
-                run_id=run_id,
-                trial_key=key,
-                task_id=t.task_id,
-                scenario_index=scenario,
-                trial_index=t.trial_index,
-                outcome=outcome,
-                fault_type=td["fault_type"],
-                domain=fmt,
-                verdict=verdict,
-            ),
-            [AttemptRecord(run_id=run_id, trial_key=key, attempt=0, outcome=outcome)],
-            {0: t.events},
-            metrics=metrics,
-            undefined=undefined,
-        )
-    run_metrics = report["metrics"]
-    if not store.get_metrics(run_id).values:
-        store.record_metrics(
-            run_id,
-            None,
-            dict(run_metrics),
-            {
-                k: report["undefined"].get(k, NOT_MEASURED)
-                for k, v in run_metrics.items()
-                if v is None
-            },
-        )
+    _store_trials(store, run_id, keyed, trial_dicts, labelled, fmt, resumed=stored is not None)
+    _store_run_metrics(store, run_id, report)
     store.finish_run(run_id, RUN_COMPLETED, report)
     return summary(False, report)

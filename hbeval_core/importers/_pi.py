@@ -163,6 +163,8 @@ def read(
     skipped: list[Skipped],
 ) -> list[ImportedTrial]:
     """One trial per user prompt on the session's active branch."""
+    # Long because: one pass over the active branch's entries in order, one branch per entry
+    # kind, each feeding the current trial's trace builder.
     try:
         header, entries = _entries(path, data)
     except UnicodeDecodeError as exc:

@@ -128,6 +128,8 @@ def _trial(
     run_id_of: Callable[[str, int], str],
     skipped: list[Skipped],
 ) -> ImportedTrial:
+    # Long because: one pass over the simulation's messages in order, one branch per role,
+    # each feeding the one trace builder.
     b = TraceBuilder(run_id_of(task_id, trial_index))
     flat = _flat(messages, path, where)
     first_user = next((text_of(m.get("content")) for _, m in flat if m.get("role") == "user"), None)

@@ -63,6 +63,7 @@ def fold_steps(m: Monitor, batch: Iterable[StepTuple]) -> None:
     a policy, Adapt-Plan) may read them. It is long because splitting it into calls would
     cost more than the arithmetic it does.
     """
+    # Long because: the hot path, one loop over local variables (see the docstring).
     n = m._n
     n_replans = m._n_replans
     n_traceable = m._n_traceable

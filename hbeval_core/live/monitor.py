@@ -101,6 +101,8 @@ class Monitor:
         precedents: Callable[[Directive], list[Any]] | None = None,
         strict: bool = False,
     ) -> None:
+        # Long because: every tally and flag the hot path (``_steps.fold_steps``) reads is an
+        # attribute set once here, each with its note; grouping them elsewhere would hide them.
         if pei_version not in PEI_VERSIONS:
             raise ValueError(
                 f"pei_version must be one of {', '.join(PEI_VERSIONS)}; got {pei_version!r}"

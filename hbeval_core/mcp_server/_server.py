@@ -49,6 +49,8 @@ def build_server(db: str | Path | None = None, *, port: int = 8000) -> Any:
     ``port`` is used only by the streamable HTTP transport, which binds 127.0.0.1. Raises
     :class:`ToolInputError` (``--db``) for a missing store and ImportError without the SDK.
     """
+    # Long because: each tool is declared here as a small function whose signature is the
+    # tool's MCP schema (FastMCP reads it); the work is in ``StoreTools``.
     tools = StoreTools(db)
     try:
         from mcp.server.fastmcp import FastMCP

@@ -87,9 +87,16 @@ class StoreTools:
 
     @contextmanager
     def _store(self) -> Iterator[Any]:
-        from ..store import open_store
+        from ..store import NoStoreError, open_store
+        from ..store.postgres import public_url
 
-        store = open_store(self.db)
+        try:
+            store = open_store(self.db, read_only=True)
+        except NoStoreError:  # a PostgreSQL database without hbeval's tables
+            raise ToolInputError(
+                "--db",
+                f"no store at {public_url(self.db)}; pass the store a battery run or the demo wrote",
+            ) from None
         try:
             yield store
         finally:

@@ -403,6 +403,8 @@ def parse_episode(
     ``created_at`` defaults to ``now`` when given (one timestamp for a batch), else ``clock()``.
     Raises :class:`EpisodeError` naming the field when a value has the wrong type or range.
     """
+    # Long because: one check per accepted key (with its aliases), each naming its field in
+    # the error; read top to bottom it is the episode's schema.
     if isinstance(raw, Episode):
         return raw
     data = _as_mapping(raw, where)

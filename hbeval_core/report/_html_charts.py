@@ -352,8 +352,9 @@ def _line_chart(
 
     ``series``: (metric, legend, [(x, y or None, reason)], colour).
     """
-    # One SVG drawn top to bottom (grid, axis, fault markers, series, legend, undefined runs);
-    # every part shares the px/py scale below, which is why this stays one function (~100 lines).
+    # Long because: one SVG drawn top to bottom (grid, axis, fault markers, series, legend,
+    # undefined runs); every part shares the px/py scale below, which is why this stays one function
+    # (~100 lines).
     left, plot_w, top, plot_h = 50, 560, 10, 150
     xs = list(x_values) or [1]
     x_min, x_max = min(xs), max(xs)

@@ -220,6 +220,24 @@ def _regression_check(
     return VerdictCheck("regression", name, drop, max_drop, "baseline", ok, message)
 
 
+def _check_comparable(mfp: str | None, base_fp: str | None) -> None:
+    """Refuse a baseline whose measurement fingerprint is missing or differs from the report's."""
+    if mfp is None or base_fp is None:
+        raise GateRefused(
+            "refusing the baseline check: "
+            + ("the report" if mfp is None else "the baseline")
+            + " has no measurement fingerprint, so the two cannot be shown to measure "
+            "the same thing"
+        )
+    if mfp != base_fp:
+        raise GateRefused(
+            f"refusing the baseline check: the report's measurement fingerprint {mfp} "
+            f"differs from the baseline's {base_fp}; results under different measurement "
+            "fingerprints (battery, plans, seed, trials, scoring or derivation) are never "
+            "compared"
+        )
+
+
 def run_gate(
     report: Mapping[str, Any],
     *,
@@ -244,23 +262,8 @@ def run_gate(
             raise GateRefused(f"unknown floor metric {name!r}; floors apply to {FLOOR_METRICS}")
         merged[name] = value
     mfp = measurement_fingerprint_of(report)
-    base_fp = None
     if baseline is not None:
-        base_fp = measurement_fingerprint_of(baseline)
-        if mfp is None or base_fp is None:
-            raise GateRefused(
-                "refusing the baseline check: "
-                + ("the report" if mfp is None else "the baseline")
-                + " has no measurement fingerprint, so the two cannot be shown to measure "
-                "the same thing"
-            )
-        if mfp != base_fp:
-            raise GateRefused(
-                f"refusing the baseline check: the report's measurement fingerprint {mfp} "
-                f"differs from the baseline's {base_fp}; results under different measurement "
-                "fingerprints (battery, plans, seed, trials, scoring or derivation) are never "
-                "compared"
-            )
+        _check_comparable(mfp, measurement_fingerprint_of(baseline))
 
     regressions = (
         []

@@ -178,8 +178,8 @@ def build_passport(
 
     ``days`` (1–365, default 90) sets ``expires_at``; ``now`` fixes ``issued_at`` (tests).
     """
-    # Most of the ~90 lines are the passport document itself, field by field, in its signed
-    # order: kept as one literal so the layout reads as the file does.
+    # Long because: most of the ~90 lines are the passport document itself, field by field, in its
+    # signed order: kept as one literal so the layout reads as the file does.
     if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
         raise PassportError(f"--days must be a whole number from 1 to {MAX_DAYS}, got {days!r}")
     if report.get("format") != "hbeval-report/1":

@@ -7,8 +7,9 @@ runs them. The report is ``run_battery``'s with ``run.executor == "async"``; for
 its verdicts and figures are the same. ``progress`` is called on the caller's loop.
 
 Agents are driven through the entry point their adapter uses in ``run_battery`` (LangGraph's
-``stream``, a crew's ``kickoff``, a plain callable), each on its own thread; an ``async def``
-plain agent, or a LangGraph graph with async-only nodes, is awaited on its trial's thread, on a
+``stream``, a plain callable), each on its own thread; an ``async def`` plain agent, a LangGraph
+graph with async-only nodes, and every CrewAI crew or flow (through CrewAI's native
+``akickoff``: trials carry ``TrialContext.native_async``) are awaited on the trial's thread, on a
 loop of the trial's own (``hbeval_core.capture.run_to_end``). Cancelling the awaiting task does not stop
 trials already running on their threads: the run finishes (and is recorded) in the background.
 """

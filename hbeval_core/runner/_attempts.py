@@ -193,8 +193,11 @@ class _Runner:
         max_infra_retries: int,
         memory_run: Mapping[str, Any] | None = None,
         redactor: Redactor | None = None,
+        native_async: bool = False,
     ) -> None:
         self.resolved = resolved
+        self.native_async = native_async
+        """Trials are awaited (``arun_battery``): adapters use their native async entry points."""
         self.adapter: Adapter = resolved.adapter
         self.tasks = tasks
         self.battery = battery
@@ -260,6 +263,7 @@ class _Runner:
             clock=clock,
             budgets=self.budgets,
             forbidden_tool=forbidden,
+            native_async=self.native_async,
         )
 
     def _call_adapter(self, agent: Any, job: _Job, ctx: TrialContext) -> tuple[TrialResult, bool]:

@@ -282,6 +282,8 @@ class RunManifest:
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, source: str | None = None) -> RunManifest:
         """Validate a parsed manifest; unknown or mistyped fields raise ``ManifestError``."""
+        # Long because: one check per manifest field, each naming its field in the error; read
+        # top to bottom it is the manifest's schema.
         where = f"{source}: " if source else ""
         if not isinstance(data, Mapping):
             raise ManifestError(f"{where}a manifest must be a mapping of fields (got {data!r})")

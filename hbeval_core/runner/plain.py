@@ -38,14 +38,13 @@ import inspect
 import json
 import logging
 import math
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Final, NoReturn, TypeVar, overload
 
-from ..capture import Trial, TrialTemplate, budget_halt_fields, result_of, run_to_end
+from ..capture import UNWATCHED, BaseRecorder, Trial, TrialTemplate, result_of, run_to_end
 from ..contract import (
     BudgetExceeded,
     Ended,
@@ -60,7 +59,6 @@ from ..events import (
     Claim,
     EventBase,
     FaultInjected,
-    Halt,
     ModelEnd,
     ModelStart,
     Replan,
@@ -206,14 +204,19 @@ def response_text_of(value: Any) -> str | None:
     return None
 
 
-class TrialScope:
+class TrialScope(BaseRecorder):
     """Captures one plain-agent run as hb-events/1 events.
 
     Opened by ``PlainAdapter`` (or ``PlainAdapter.scope`` for ad-hoc capture); the module-level
     helpers find it through a context variable, so concurrent trials never mix. Events stop
     being recorded once the trial's timeout cut it: a thread cannot be killed, so the agent may
     run on in the background, but nothing it does after the cut enters the trace.
+
+    Numbering, order, the budget halt and the link from a declared call to the tool call that
+    runs it are the capture base's (``BaseRecorder``); a plain run keeps no live monitor.
     """
+
+    log = log
 
     def __init__(
         self,
@@ -223,74 +226,39 @@ class TrialScope:
         context: TrialContext | None = None,
         clock: Any = None,
     ) -> None:
-        self.run_id = run_id
+        super().__init__(run_id=run_id, monitor=UNWATCHED, trial=context, clock=clock)
+        self.run_id: str = run_id
         self.injector = injector
-        self.context = context
-        # In a battery run the trace lives on the trial context, so the runner can keep what
-        # happened before a timeout cut; otherwise the scope keeps its own list.
-        self.events: list[EventBase] = context.events if context is not None else []
-        self._clock_now: Callable[[], float] = getattr(clock, "now", time.time)
-        self._lock = threading.Lock()
-        self._seq = 0
-        self._calls = 0
-        self._models = 0
-        self._pending: list[tuple[str, str]] = []
-        """Tool calls the last turns declared and no tool has claimed yet: (tool, call id)."""
         self._unread: list[ChatMessage] = []
         """Tool results and errors the agent received since its last model input."""
         self._open_model: str | None = None
-        self._halted = False
         self.precedents: list[str] = []
         """Precedents memory recalled for this trial (see ``precedents()``)."""
 
+    @property
+    def context(self) -> TrialContext | None:
+        """The battery trial this scope records (None outside a battery run)."""
+        return self.trial  # type: ignore[no-any-return]
+
     # ------------------------------------------------------------------ recording
-    def emit(self, event_cls: type[EventBase], **fields: Any) -> None:
+    def build(self, cls: type[EventBase], fields: dict[str, Any]) -> EventBase:
+        """Validated construction: a plain agent's events carry what its own code passed in."""
+        return cls(**fields)
+
+    # The base's ``emit`` returns the event; here an event that cannot be built is dropped
+    # (None) instead, because the fields come from the agent's code and capture must not
+    # break the agent.
+    def emit(self, cls: type[EventBase], **fields: Any) -> EventBase | None:  # type: ignore[override]
         """Record one event with this run's id, the next sequence number and a timestamp."""
-        ctx = self.context
+        ctx = self.trial
         if ctx is not None and ctx.cut_off:
-            return
-        with self._lock:
-            try:
-                # Validated construction on purpose: pydantic's model_construct is slower here
-                # (it inspects every default_factory per call) and would skip the type checks.
-                event = event_cls(run_id=self.run_id, seq=self._seq, ts=self._clock_now(), **fields)
-            except Exception as exc:
-                # Capture never breaks the agent: the event is dropped (evidence completeness
-                # shows the gap) and the agent carries on.
-                log.warning("hbeval dropped a %s event: %s", event_cls.__name__, exc)
-                return
-            self._append(event)
-
-    def _append(self, event: EventBase) -> None:
-        # Called under self._lock, so sequence numbers and list order agree.
-        ctx = self.context
-        if ctx is None:
-            self.events.append(event)
-            self._seq += 1
-        elif ctx.record(event):
-            self._seq += 1
-
-    def _emit_fault(self, fault: FaultInjected | None) -> None:
-        if fault is None:
-            return
-        with self._lock:
-            # The injector stamps its own clock time; we add the run id and our order.
-            self._append(fault.model_copy(update={"seq": self._seq, "run_id": self.run_id}))
-
-    def _next_call_id(self) -> str:
-        with self._lock:
-            self._calls += 1
-            return f"call-{self._calls}"
-
-    def _claim_call_id(self, tool: str) -> str:
-        """The id a turn declared for this tool call, or a fresh one (then it is unlinked)."""
-        with self._lock:
-            for i, (name, call_id) in enumerate(self._pending):
-                if name == tool:
-                    del self._pending[i]
-                    return call_id
-            self._calls += 1
-            return f"call-{self._calls}"
+            return None
+        try:
+            return super().emit(cls, **fields)
+        except Exception as exc:
+            # The event is dropped (evidence completeness shows the gap); the agent carries on.
+            log.warning("hbeval dropped a %s event: %s", cls.__name__, exc)
+            return None
 
     # ------------------------------------------------------------------ tool boundary
     def call_tool(
@@ -357,9 +325,9 @@ class TrialScope:
             try:
                 ctx.check_tool_boundary()
             except BudgetExceeded as exc:
-                self._halt(exc)
+                self.budget_halt_once(exc)
                 raise
-        call_id = self._claim_call_id(name)
+        call_id, _ = self.claim_call(name)
         self.emit(ToolStart, call_id=call_id, tool=name, args=_jsonable(arguments))
         return call_id, time.perf_counter()
 
@@ -368,9 +336,9 @@ class TrialScope:
         fault = getattr(exc, "fault", None)
         if isinstance(fault, FaultInjected):
             # A crash fault: the receipt, then the error; the exception leaves the agent.
-            self._emit_fault(fault)
+            self.emit_fault(fault)
         else:
-            self._emit_fault(self._fault_for(call_id))
+            self.emit_fault(self._fault_for(call_id))
         text = f"{type(exc).__name__}: {exc}"
         self.emit(
             ToolError,
@@ -389,7 +357,7 @@ class TrialScope:
 
     def _call_outcome(self, name: str, call_id: str, t0: float, outcome: Any) -> Any:
         """The injector's outcome: its receipt, then its error raised or its result returned."""
-        self._emit_fault(outcome.fault)
+        self.emit_fault(outcome.fault)
         if outcome.error is None:
             return outcome.result
         self.emit(
@@ -435,21 +403,12 @@ class TrialScope:
         with self._lock:
             self._unread.append(message)
 
-    def _halt(self, exc: BudgetExceeded) -> None:
-        """Record the budget halt once (later boundaries raise again without a new event)."""
-        with self._lock:
-            if self._halted:
-                return
-            self._halted = True
-        self.emit(Halt, **budget_halt_fields(exc))
-
     # ------------------------------------------------------------------ model turns
     def model_input(self, messages: Iterable[Any]) -> str:
         """Open a model turn whose input is ``messages``; returns the turn's call id."""
         converted = [_message(m) for m in messages or ()]
         with self._lock:
-            self._models += 1
-            call_id = f"model-{self._models}"
+            call_id = f"model-{self.next_number('model')}"
             self._open_model = call_id
             self._unread.clear()
         self.emit(ModelStart, call_id=call_id, messages=converted)
@@ -473,8 +432,7 @@ class TrialScope:
             call_id = self.model_input(unread or ())
         with self._lock:
             self._open_model = None
-        if self.context is not None:
-            self.context.count_turn()
+        self.count_turn()
         calls: list[ToolCall] = []
         ids: list[str] = []
         for item in tool_calls or ():
@@ -483,11 +441,9 @@ class TrialScope:
             except (TypeError, ValueError, IndexError, KeyError):
                 log.warning("hbeval ignored a declared tool call it cannot read: %r", item)
                 continue
-            cid = self._next_call_id()
+            cid = self.declare_call(name)
             calls.append(ToolCall(id=cid, name=name, args=_jsonable(args)))
             ids.append(cid)
-            with self._lock:
-                self._pending.append((name, cid))
         usage = None
         if input_tokens is not None or output_tokens is not None:
             usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens)

@@ -315,9 +315,9 @@ def run_battery(
     ``ray_cpus_per_trial`` CPUs (``runner._ray``). ``async`` is what ``arun_battery`` passes:
     trials run as with ``local``, and the report names the executor.
     """
-    # Longer than the other functions on purpose: the body is the run's phases in order (check,
-    # identify, open or reuse the run, resume, execute, admit, report), each in a helper; what
-    # stays here is the state they hand each other, which is easier to follow in one place.
+    # Long because: the body is the run's phases in order (check, identify, open or reuse the run,
+    # resume, execute, admit, report), each in a helper; what stays here is the state they hand each
+    # other, which is easier to follow in one place.
     _check_args(
         tasks, trials, seed, concurrency, timeout, methodology, judge, max_infra_retries, agent_id
     )
@@ -397,6 +397,7 @@ def run_battery(
         judge=judge,
         max_infra_retries=max_infra_retries,
         redactor=redactor,
+        native_async=executor == EXECUTOR_ASYNC,
         memory_run=(
             None
             if memory is None

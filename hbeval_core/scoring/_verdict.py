@@ -282,9 +282,9 @@ def score_trial(
     is "A", "B" or "C"; ``judge`` is the independent judge of methodology C (methodology B uses
     the agent's own judge from ``result.metadata["judge"]`` and refuses another one).
     """
-    # One pass over the rules in the module docstring's order. Each step is its own helper
-    # (``_trial_steps``); what stays here threads their results into the verdict's ~35 fields,
-    # which is why this function runs past 80 lines.
+    # Long because: one pass over the rules in the module docstring's order. Each step is its own
+    # helper (``_trial_steps``); what stays here threads their results into the verdict's ~35
+    # fields.
     _check_arguments(methodology, judge)
     facts = analyse_trace(result.events)
     evidence = assess_evidence(facts)

@@ -15,6 +15,7 @@ from ._sanitise import sanitise_value, storable_events, storable_text
 from .copy import CopySummary, copy_between, copy_store
 from .errors import (
     DuplicateRecordError,
+    NoStoreError,
     StoreDamagedError,
     StoreError,
     StoreVersionError,
@@ -55,6 +56,7 @@ __all__ = [
     "DuplicateRecordError",
     "MemoryStore",
     "MetricSet",
+    "NoStoreError",
     "PostgresStore",
     "Recorder",
     "Redactor",

@@ -210,9 +210,16 @@ def copy_between(
 
     if os.fspath(src) == os.fspath(dst):
         raise ValueError(f"SRC and DST are the same store ({os.fspath(src)!r}); nothing to copy")
+    from .errors import NoStoreError
+    from .postgres import is_postgres_url, public_url
+
+    where = public_url(str(src)) if is_postgres_url(src) else os.fspath(src)
     if not store_exists(src):
-        raise ValueError(f"SRC: no store at {os.fspath(src)!r}")
-    source = open_store(src, read_only=True)
+        raise ValueError(f"SRC: no store at {where!r}")
+    try:
+        source = open_store(src, read_only=True)
+    except NoStoreError:  # a PostgreSQL database without hbeval's tables: as a missing file
+        raise ValueError(f"SRC: no store at {where!r}") from None
     try:
         target = open_store(dst)
         try:

@@ -15,6 +15,11 @@ class DuplicateRecordError(StoreError):
     """A record with this key is already stored. The stored one is kept as it was."""
 
 
+class NoStoreError(StoreError):
+    """A read found no store where it looked: no SQLite file, or a database without hbeval's
+    tables. Read commands treat both alike (nothing recorded there); nothing was created."""
+
+
 class StoreDamagedError(StoreError):
     """The store could not be read: a damaged page, a missing table, a record that is not JSON."""
 

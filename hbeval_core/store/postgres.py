@@ -23,7 +23,7 @@ from typing import Any
 
 from ..vocab import EVENTS_FORMAT, STORE_SCHEMA_VERSION
 from ._sql import Conn, Cursor, SQLStore, meta_schema_version
-from .errors import StoreDamagedError, StoreError, StoreVersionError
+from .errors import NoStoreError, StoreDamagedError, StoreError, StoreVersionError
 
 SCHEMES = ("postgresql", "postgres")
 """URL schemes that name a PostgreSQL store."""
@@ -52,6 +52,8 @@ def public_url(url: str) -> str:
 # --------------------------------------------------------------------------------------------
 def _v0_to_v1(conn: Conn) -> None:
     """The initial schema."""
+    # Long because: the initial schema's DDL, one statement per table; a released migration
+    # is never edited, so it is not split either.
     statements = (
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
         """CREATE TABLE runs (
@@ -225,7 +227,7 @@ class PostgresStore(SQLStore):
             self._refuse_newer(version)
             if read_only:
                 if version == 0:
-                    raise StoreError(
+                    raise NoStoreError(
                         f"no hbeval store at {self.path}: the database holds no hbeval tables; "
                         "point --db at the database your runs were written to (a battery run "
                         "or `hbeval store copy` creates the tables)"

@@ -35,7 +35,7 @@ from typing import cast
 
 from ..vocab import EVENTS_FORMAT, STORE_SCHEMA_VERSION
 from ._sql import Conn, SQLStore, meta_schema_version
-from .errors import StoreDamagedError, StoreError, StoreVersionError
+from .errors import NoStoreError, StoreDamagedError, StoreError, StoreVersionError
 
 DEFAULT_PATH = Path(".hbeval") / "hbeval.db"
 """Where the store lives when no path is given, relative to the working directory."""
@@ -50,6 +50,8 @@ MEMORY = ":memory:"
 # --------------------------------------------------------------------------------------------
 def _v0_to_v1(conn: sqlite3.Connection) -> None:
     """The initial schema."""
+    # Long because: the initial schema's DDL, one statement per table; a released migration
+    # is never edited, so it is not split either.
     statements = (
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
         """CREATE TABLE runs (
@@ -260,7 +262,9 @@ class SQLiteStore(SQLStore):
 
     def _open_read_only(self) -> sqlite3.Connection | None:
         """A ``mode=ro`` connection, or None when the store needs migrating first."""
-        if not Path(self.path).is_file():
+        if not Path(self.path).exists():
+            raise NoStoreError(f"no store at {self.path}")
+        if not Path(self.path).is_file():  # a folder, a device: not a missing store, a wrong one
             raise StoreError(f"no store at {self.path}")
         uri = "file:" + urllib.parse.quote(os.path.abspath(self.path))
         last: sqlite3.Error | None = None

@@ -169,6 +169,39 @@ def _write_report(report: Mapping[str, Any], folder: Path) -> Path:
     return path
 
 
+def _battery(
+    battery: Any,
+    scenarios: int,
+    seed: int,
+    fault_types: Sequence[str] | None,
+    domains: Sequence[str] | None,
+) -> Any:
+    """``battery`` built when it is a name ("hbeval", "compat"), else as given."""
+    if not isinstance(battery, str):
+        return battery
+    from ..faults import Battery
+
+    try:
+        return Battery.build(
+            battery,
+            scenarios,
+            seed,
+            list(fault_types) if fault_types else None,
+            list(domains) if domains else None,
+        )
+    except ValueError as exc:
+        raise ValueError(f"battery: {exc}") from None
+
+
+def _report_folder(report_dir: str | Path | None, store_path: Any) -> Path:
+    """Where the report JSON goes: ``report_dir``, else ``reports/`` beside the store."""
+    if report_dir is not None:
+        return Path(report_dir)
+    if store_path == ":memory:":
+        return Path.cwd() / ".hbeval" / _REPORTS_FOLDER
+    return Path(store_path).parent / _REPORTS_FOLDER
+
+
 def assert_reliable(
     target: Any,
     *,
@@ -212,7 +245,8 @@ def assert_reliable(
     Insufficient data fails the test with its reason unless ``on_insufficient`` is ``"skip"``
     or ``"allow"``. Bad arguments raise ``ValueError`` naming the argument.
     """
-    from ..faults import Battery
+    # Long because: the signature is ``hbeval battery run``'s options and ``hbeval gate``'s
+    # (about 30 lines) and the docstring maps them; the body runs, writes, gates and reports.
     from ..pytest_plugin import load_report_arg
     from ..report.gate import GATE_FAIL, GATE_INSUFFICIENT, GateRefused, run_gate
     from ..runner.loader import TaskFileError, load_tasks
@@ -232,19 +266,7 @@ def assert_reliable(
         task_list = load_tasks(task_source)
     except TaskFileError as exc:
         raise ValueError(f"tasks: {exc}") from None
-    if isinstance(battery, str):
-        try:
-            built = Battery.build(
-                battery,
-                scenarios,
-                seed,
-                list(fault_types) if fault_types else None,
-                list(domains) if domains else None,
-            )
-        except ValueError as exc:
-            raise ValueError(f"battery: {exc}") from None
-    else:
-        built = battery
+    built = _battery(battery, scenarios, seed, fault_types, domains)
     base = load_report_arg(baseline, "baseline") if baseline is not None else None
     reuse_run = _reuse_default() if reuse is None else bool(reuse)
 
@@ -271,13 +293,7 @@ def assert_reliable(
         store.close()
     run = report.get("run")
     reused = isinstance(run, Mapping) and float(run.get("started_at") or started) < started
-    if report_dir is not None:
-        folder = Path(report_dir)
-    elif store_path == ":memory:":
-        folder = Path.cwd() / ".hbeval" / _REPORTS_FOLDER
-    else:
-        folder = Path(store_path).parent / _REPORTS_FOLDER
-    path = _write_report(report, folder)
+    path = _write_report(report, _report_folder(report_dir, store_path))
     if on_report is not None:
         on_report(path)
 

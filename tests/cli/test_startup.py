@@ -132,6 +132,40 @@ def test_a_commands_help_loads_that_command_only(
     assert not heavy, heavy
 
 
+FAULTS = "hbeval_core.faults."
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("schema", "events"), {C + "_schema"}),
+        (("schema", "report"), {C + "_schema"}),
+        (
+            ("battery", "spec", "--json"),
+            {
+                C + "_battery",
+                "hbeval_core._lazy",
+                "hbeval_core.faults",
+                FAULTS + "battery",
+                FAULTS + "compat",
+                FAULTS + "plans",
+                "hbeval_core.fingerprint",
+                "hbeval_core.vocab",
+            },
+        ),
+    ],
+)
+def test_commands_that_print_fixed_documents_load_no_model(
+    tmp_path: Path, typer_alone: set[str], args: tuple[str, ...], expected: set[str]
+) -> None:
+    """The schemas come from their generated files and the battery spec from the battery
+    module alone: no event or report model (pydantic), no tool boundary, no battery files."""
+    modules = run_hbeval(tmp_path, *args)
+    assert {m for m in modules if m.split(".")[0] == "hbeval_core"} == ROOT_MODULES | expected
+    heavy = [m for m in HEAVY if m in modules and m not in typer_alone]
+    assert not heavy, heavy
+
+
 def test_the_root_listing_matches_each_commands_own_help() -> None:
     import typer.main
 
