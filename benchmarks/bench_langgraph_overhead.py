@@ -24,7 +24,11 @@ LangChain dispatch): the handler's own cost per tool call, which graph-level noi
 what reading ``handler.events`` afterwards costs (spans, run starts and model inputs are
 finished on first read). An appending handler gives the floor of any handler.
 
+``--by-callback`` prints only the replay, as the thread's CPU time per tool call spent in each
+kind of callback (to compare trees side by side, run it once per tree in alternating processes).
+
     .venv/bin/python benchmarks/bench_langgraph_overhead.py [--turns 5] [--rounds 60]
+    .venv/bin/python benchmarks/bench_langgraph_overhead.py --by-callback [--rounds 400]
 """
 
 from __future__ import annotations
@@ -148,11 +152,15 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=60, help="interleaved rounds")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
+    ap.add_argument("--by-callback", action="store_true", help="the replay per callback only")
     args = ap.parse_args()
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
 
     graph = build(args.turns)
     inputs = {"messages": [HumanMessage("go")]}
+    if args.by_callback:
+        by_callback(graph, inputs, args.turns, args.rounds)
+        return
     table, oi = variants()
     names = list(table)
     times: dict[str, list[float]] = {n: [] for n in names}
@@ -271,6 +279,31 @@ def replay(graph: Any, inputs: Any, turns: int, rounds: int) -> None:
         print(f"{name:<26}{med:>8.1f}   [{lo:.1f}, {hi:.1f}]")
     lo, med, hi = quartiles(reads)
     print(f"{'hbeval: then read .events':<26}{med:>8.1f}   [{lo:.1f}, {hi:.1f}]")
+
+
+def by_callback(graph: Any, inputs: Any, turns: int, rounds: int) -> None:
+    recorder = Recorder()
+    graph.invoke(inputs, config={"callbacks": [recorder]})
+    calls = recorder.calls
+    clock = time.thread_time_ns
+    per: dict[str, list[float]] = {}
+    for r in range(rounds + 30):
+        handler = HBEvalCallbackHandler()
+        spent: dict[str, int] = dict.fromkeys(_CALLBACKS, 0)
+        for method, args, kwargs in calls:
+            fn = getattr(handler, method)
+            t0 = clock()
+            fn(*args, **kwargs)
+            spent[method] += clock() - t0
+        if r >= 30:
+            for method, ns in spent.items():
+                per.setdefault(method, []).append(ns / 1000 / turns)
+    counts = {m: sum(1 for c in calls if c[0] == m) for m in _CALLBACKS}
+    medians = {m: statistics.median(xs) for m, xs in per.items() if counts[m]}
+    print(f"handler body per callback, CPU µs per tool call ({rounds} replays of {len(calls)})")
+    for method, med in medians.items():
+        print(f"{method:<22}{counts[method]:>4} calls {med:>8.1f}")
+    print(f"{'total':<32}{sum(medians.values()):>8.1f}")
 
 
 if __name__ == "__main__":

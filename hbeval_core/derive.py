@@ -10,6 +10,7 @@ import sys
 from .live import derive as _live_derive
 from .live.derive import (
     DERIVE_V1,
+    DERIVE_V2,
     DERIVE_VERSION,
     CallLinker,
     Deriver,
@@ -22,6 +23,7 @@ from .live.derive import (
 
 __all__ = [
     "DERIVE_V1",
+    "DERIVE_V2",
     "DERIVE_VERSION",
     "CallLinker",
     "Deriver",

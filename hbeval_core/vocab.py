@@ -14,8 +14,12 @@ from typing import Final
 # --------------------------------------------------------------------------------------------
 EVENTS_FORMAT: Final = "hb-events/1"
 """Wire format of events (JSONL header and schema id)."""
-DERIVE_VERSION: Final = "hb-derive/2"
+DERIVE_VERSION: Final = "hb-derive/3"
 """Rules that fold events into steps (see hbeval_core.derive)."""
+DERIVE_V2: Final = "hb-derive/2"
+"""The previous rules: the same steps, but a trace with no model event at all scored TI 0.0
+where hb-derive/3 leaves it undefined (``no_model_events``); kept computable with
+``Monitor(derive_version=DERIVE_V2)``."""
 DERIVE_V1: Final = "hb-derive/1"
 """The previous rules (a step is traceable only when its issuing reply states a reason); kept
 computable with ``derive_steps(events, version=DERIVE_V1)``."""
@@ -239,6 +243,9 @@ NO_SUCCESS_LABEL: Final = "no_success_label"
 """An imported recording says nothing about success (and no labels file was given)."""
 INSUFFICIENT_TASKS: Final = "insufficient_tasks"
 """A paired comparison shares too few tasks for its test to reach significance at all."""
+NO_MODEL_EVENTS: Final = "no_model_events"
+"""TI: the trace records tool calls but no model call, so whether a call traces to the model
+output that issued it cannot be observed (hb-derive/3)."""
 UNDEFINED_REASONS: Final = (
     NO_FAULT_OBSERVED,
     NO_JUDGED_STEP,
@@ -262,6 +269,7 @@ UNDEFINED_REASONS: Final = (
     SINGLE_TASK,
     NO_SUCCESS_LABEL,
     INSUFFICIENT_TASKS,
+    NO_MODEL_EVENTS,
 )
 
 # --------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ Quick start::
     from hbeval_autogen import AutoGenAdapter, capture
 
     with capture("run-1") as rec:              # record any AutoGen run, no code change
-        await agent.run(task="Where is order A200?")
+        await agent.run(task="Where is order A1005?")
     rec.events                                  # hb-events/1: model, tool, span, run events
 
     AssistantAgent(..., memory=[EDMMemory(backing, agent_id="support")])   # qualified precedents

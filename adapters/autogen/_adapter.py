@@ -565,7 +565,7 @@ def capture(
     Example::
 
         with capture("r1") as rec:
-            await agent.run(task="Where is order A200?")
+            await agent.run(task="Where is order A1005?")
         [e.kind for e in rec.events]
 
     ``injector`` injects faults (only if it is enabled: injection is opt-in); ``memory`` is

@@ -232,7 +232,9 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
         deferred), then new monitor signals become events carrying ``run_id``/``parent_id``."""
         if event is not None and self.on_event is not None:
             self.call_user(self.on_event, event)
-        if self.monitor_pending():
+        # drain_monitor asks monitor_pending itself (asking twice would find nothing the second
+        # time); only a completed step or a halt can have left something to record.
+        if self._stepped or (self._halt_seen is False and self.monitor.halted):
             self.drain_monitor(run_id, parent_id)
 
     def _halt_now(self, root: UUID) -> None:
@@ -377,10 +379,15 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
                 self.call_user(self.on_event, end)
         self._after(None, rid, parent_id)
 
-    @never_raises("on_chain_end")
+    # The callbacks LangChain calls most catch their own errors inline rather than through
+    # ``never_raises``: its wrapper would repack every call's keyword arguments (a tool call
+    # makes about five such callbacks).
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """A chain returned; spans and the run close here."""
-        self._chain_done(run_id, None, outputs)
+        try:
+            self._chain_done(run_id, None, outputs)
+        except Exception as exc:
+            self.fail("on_chain_end", exc)
 
     @never_raises("on_chain_error")
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
@@ -532,9 +539,14 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
                     self._trim_locked(self.max_events)
         self._after(event, fields["run_id"], fields["parent_id"])
 
-    @never_raises("on_llm_end")
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """A model call returned: its text, reasoning, tool calls and token usage."""
+        try:
+            self._llm_end(response, run_id)
+        except Exception as exc:
+            self.fail("on_llm_end", exc)
+
+    def _llm_end(self, response: Any, run_id: UUID) -> None:
         generations = getattr(response, "generations", None) or [[]]
         gen = generations[0][0] if generations and generations[0] else None
         message = getattr(gen, "message", None)
@@ -619,10 +631,12 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
         if root is not None and self.monitor.halted:
             self._halt_now(root)
 
-    @never_raises("on_tool_end")
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """A tool returned (a ToolMessage with status error still counts as an errored call)."""
-        self._tool_done(run_id, output, None)
+        try:
+            self._tool_done(run_id, output, None)
+        except Exception as exc:
+            self.fail("on_tool_end", exc)
 
     @never_raises("on_tool_error")
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..events import EventBase
+from ..monitor import Monitor
 from ._construct import construct
 from ._recorder import BaseRecorder
 
@@ -101,7 +102,11 @@ class DeferredRecorder(BaseRecorder):
         self._pending.append(event)
         # Observed under the lock so the live monitor sees events in list order, even when
         # parallel tool calls report from several threads.
-        if self.monitor.observe(event) is not None:
+        monitor = self.monitor
+        # The stock monitor folds the step at once: monitor_pending reads it right after.
+        if (
+            monitor._observe_folded(event) if type(monitor) is Monitor else monitor.observe(event)
+        ) is not None:
             self._stepped = True
         return event
 

@@ -226,7 +226,11 @@ class BaseRecorder:
         if not self._keep(event):
             return False
         self._append_locked(event)
-        if self.monitor.observe(event) is not None:
+        monitor = self.monitor
+        # The stock monitor folds the step at once: monitor_pending reads it right after.
+        if (
+            monitor._observe_folded(event) if type(monitor) is Monitor else monitor.observe(event)
+        ) is not None:
             self._stepped = True
         return True
 

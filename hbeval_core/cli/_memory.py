@@ -41,7 +41,11 @@ memory_app = plain_app(
 
 DbOpt = Annotated[
     str | None,
-    typer.Option("--db", help="SQLite path or sqlite:///path (default ./.hbeval/hbeval.db)."),
+    typer.Option(
+        "--db",
+        help="Store: a SQLite path, sqlite:///path or postgresql://... (default "
+        "./.hbeval/hbeval.db).",
+    ),
 ]
 AgentOpt = Annotated[
     str, typer.Option("--agent-id", help="Whose episodes (EDM never mixes agents).")
@@ -96,6 +100,7 @@ def open_memory(db: str | None, *, write: bool = False, embedder: str = "hash") 
         resolve_db,
     )
     from ..memory._sqlite import MEMORY_DB
+    from ..store.postgres import is_postgres_url
 
     try:
         path = resolve_db(db)
@@ -108,6 +113,8 @@ def open_memory(db: str | None, *, write: bool = False, embedder: str = "hash") 
     factory = factories.get(embedder)
     if factory is None:
         raise ValueError(f"--embedder must be one of {', '.join(EMBEDDERS)}, got {embedder!r}")
+    if is_postgres_url(path):
+        return _open_postgres_memory(path, write=write, factory=factory)
     if path != MEMORY_DB and not Path(path).exists() and not write:
         path = MEMORY_DB
     if path != MEMORY_DB and Path(path).is_dir():
@@ -118,6 +125,22 @@ def open_memory(db: str | None, *, write: bool = False, embedder: str = "hash") 
         raise ValueError(f"--db: {exc}") from None
     except sqlite3.DatabaseError as exc:
         raise ValueError(f"--db: {path!r} is not a usable SQLite database ({exc})") from None
+
+
+def _open_postgres_memory(url: str, *, write: bool, factory: Callable[[], Embedder]) -> EDM:
+    """EDM in a PostgreSQL store; a database without EDM's tables reads as an empty memory
+    (nothing is created unless ``write``), as an absent SQLite file does."""
+    from ..memory import EDM, EDMSchemaError
+    from ..memory._pg import has_edm_tables
+
+    try:
+        if not write and not has_edm_tables(url):
+            return EDM(embedder=factory())
+        return EDM(url, embedder=factory())
+    except EDMSchemaError as exc:
+        raise ValueError(f"--db: {exc}") from None
+    except ValueError as exc:  # psycopg missing, or the server did not answer
+        raise ValueError(f"--db: {exc}") from None
 
 
 def _emit_json(payload: Any) -> None:

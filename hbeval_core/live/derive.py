@@ -1,4 +1,4 @@
-"""Fold a stream of events into steps (derivation ``hb-derive/2``).
+"""Fold a stream of events into steps (derivation ``hb-derive/3``).
 
 A **step** is one tool call's outcome (``tool_end`` or ``tool_error``, injected faults included),
 or an explicit ``step`` event whose fields are taken verbatim (the reference-compatible path).
@@ -32,10 +32,22 @@ For a tool step:
 * ``action``: ``"<tool>(<canonical JSON of the arguments>)"``, so an identical retry repeats an
   action and a changed call is a new one.
 
-``hb-derive/1`` differed in one rule: a step was traceable only when linked **by id** to a reply
-that **stated a reason**. ``derive_steps(events, version=DERIVE_V1)`` still computes it (the
-reference's published TI figures were made with it). Changing any rule bumps
-``vocab.DERIVE_VERSION``.
+**Unobservable traceability** (``hb-derive/3``). A tool step derived before any model event
+(``model_start`` or ``model_end``) or explicit step of the trace cannot show whether a model
+decided it: there is no model output it could link to. Its ``traceable`` is False as before, but
+its ``observed`` is False too, and the monitor leaves TI undefined over them
+(``no_model_events``) instead of scoring them 0.0: while every step so far is such a step and no
+model event has been seen, TI is undefined; otherwise it is ``round(5 x traceable / steps, 2)``
+over every step, as before.
+So a trial with tool calls and no model event at all (a plain agent that never calls
+``think()``) has TI undefined with reason ``no_model_events``. Explicit ``step`` events carry
+their own ``traceable`` flag, so they keep TI defined (the reference's path).
+
+``hb-derive/2`` derived the same steps but scored such a trace TI 0.0; ``Deriver(DERIVE_V2)``
+(and ``Monitor(derive_version=DERIVE_V2)``) still does. ``hb-derive/1`` differed in one more
+rule: a step was traceable only when linked **by id** to a reply that **stated a reason**.
+``derive_steps(events, version=DERIVE_V1)`` still computes it (the reference's published TI
+figures were made with it). Changing any rule bumps ``vocab.DERIVE_VERSION``.
 """
 
 from __future__ import annotations
@@ -47,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..vocab import (
     DERIVE_V1,
+    DERIVE_V2,
     DERIVE_VERSION,
     FAULT_INJECTED,
     LINK_ID,
@@ -68,6 +81,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DERIVE_V1",
+    "DERIVE_V2",
     "DERIVE_VERSION",
     "CallLinker",
     "Deriver",
@@ -101,6 +115,9 @@ class StepRecord:
     an explicit step event)."""
     explained: bool | None = None
     """Whether the issuing output stated a reason (None for an explicit step event)."""
+    observed: bool = True
+    """False for a tool step derived before any model event or explicit step (hb-derive/3):
+    whether a model decided it cannot be observed, so TI over such steps alone is undefined."""
 
     def fields(self) -> dict[str, Any]:
         """The record_step keyword arguments of this step."""
@@ -115,16 +132,36 @@ class StepRecord:
         }
 
     def as_tuple(self) -> tuple[str, bool, bool, bool | None, bool, bool, bool | None]:
-        """The same seven values in ``record_step``'s order, for the monitor's step loop."""
+        """The same seven values in ``record_step``'s order, for the monitor's step loop.
+
+        An unobserved step's ``traceable`` is ``UNOBSERVED`` (falsy, so it counts as not
+        traceable, and the monitor knows TI could not be observed on it).
+        """
         return (
             self.action,
             self.success,
             self.had_fault,
             self.recovered_intentionally,
-            self.traceable,
+            self.traceable if self.observed else UNOBSERVED,
             self.replanned,
             self.handled_deliberately,
         )
+
+
+class _Unobserved:
+    """The type of ``UNOBSERVED``."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "UNOBSERVED"
+
+
+UNOBSERVED: Any = _Unobserved()
+"""``traceable`` of a step tuple whose traceability could not be observed (falsy)."""
 
 
 _encode_str = json.encoder.encode_basestring_ascii
@@ -192,7 +229,7 @@ class Issued:
 
 
 class CallLinker:
-    """Links tool calls to the model output that issued them, by the hb-derive/2 rules.
+    """Links tool calls to the model output that issued them, by the hb-derive/2 and /3 rules.
 
     Feed it each model output's tool calls (``issue``) and each tool call as it starts
     (``link``), in trace order, for one run. Used by the deriver and by scoring's evidence, so
@@ -270,30 +307,42 @@ class _RunState:
         self.model_since_failure = False
 
 
+_KNOWN_VERSIONS = (DERIVE_VERSION, DERIVE_V2, DERIVE_V1)
+
+
 class Deriver:
-    """Streaming hb-derive/2: feed events one at a time, get at most one step back per event.
+    """Streaming hb-derive/3: feed events one at a time, get at most one step back per event.
 
     Events of several runs may interleave; state is kept per run id and per open call, so
     memory stays bounded by the number of calls in flight, not by the length of the trace.
-    ``version=DERIVE_V1`` applies the previous traceability rule (see the module docstring).
+    ``version=DERIVE_V2`` or ``DERIVE_V1`` applies an earlier rule (see the module docstring).
     """
 
     version = DERIVE_VERSION
 
     def __init__(self, version: str = DERIVE_VERSION) -> None:
-        if version not in (DERIVE_VERSION, DERIVE_V1):
+        if version not in _KNOWN_VERSIONS:
             raise ValueError(
-                f"unknown derivation version {version!r}; known: {DERIVE_VERSION}, {DERIVE_V1}"
+                f"unknown derivation version {version!r}; known: {', '.join(_KNOWN_VERSIONS)}"
             )
         self.version = version
         self._v1 = version == DERIVE_V1
         self._runs: dict[str, _RunState] = {}
         self._index = 0
+        self._observing = version != DERIVE_VERSION
 
     @property
     def steps_derived(self) -> int:
         """How many steps this deriver has produced."""
         return self._index
+
+    @property
+    def observing(self) -> bool:
+        """Whether a model event or an explicit step has been seen (always, before hb-derive/3).
+
+        Until then, derived tool steps are unobserved (``StepRecord.observed``).
+        """
+        return self._observing
 
     def _state(self, run_id: str) -> _RunState:
         st = self._runs.get(run_id)
@@ -318,6 +367,7 @@ class Deriver:
                 ev.run_id, ev.call_id, ev.tool, kind == TOOL_ERROR or ev.status == "error"
             )
         if kind == MODEL_END:
+            self._observing = True
             st = self._runs.get(ev.run_id) or self._state(ev.run_id)
             st.model_since_failure = True
             calls = ev.tool_calls
@@ -330,6 +380,7 @@ class Deriver:
                     args.setdefault(call.id, call.args)
             return None
         if kind == MODEL_START:
+            self._observing = True
             (self._runs.get(ev.run_id) or self._state(ev.run_id)).model_since_failure = True
             return None
         if kind == FAULT_INJECTED:
@@ -347,6 +398,7 @@ class Deriver:
         return None
 
     def _explicit_step(self, ev: Any) -> StepRecord:
+        self._observing = True
         step = StepRecord(
             index=self._index,
             action=ev.action,
@@ -385,6 +437,7 @@ class Deriver:
         if kind == TOOL_ERROR:
             return self._tool_step(d["run_id"], d["call_id"], d["tool"], True)
         if kind == MODEL_END:
+            self._observing = True
             run_id = d["run_id"]
             st = self._runs.get(run_id) or self._state(run_id)
             st.model_since_failure = True
@@ -399,6 +452,7 @@ class Deriver:
                     st_args.setdefault(call_id, call_args)
             return None
         if kind == MODEL_START:
+            self._observing = True
             run_id = d["run_id"]
             (self._runs.get(run_id) or self._state(run_id)).model_since_failure = True
             return None
@@ -473,6 +527,7 @@ class Deriver:
             {},
             link_kind,
             explained,
+            self._observing,
         )
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +29,7 @@ from ..vocab import (
     METRIC_VERSIONS,
     NO_FAULT_OBSERVED,
     NO_JUDGED_STEP,
+    NO_MODEL_EVENTS,
     NO_STEPS,
     PEI,
     PEI_V1,
@@ -54,7 +54,7 @@ from ._policy import (
     parse_tool_policy,
     update_tool_states,
 )
-from ._steps import StepTuple, action_fingerprint, fold_steps
+from ._steps import StepTuple, action_fingerprint, fold_steps, loop_constants
 from .derive import Deriver, StepRecord
 
 if TYPE_CHECKING:
@@ -81,8 +81,8 @@ class Monitor:
 
     ``Monitor()`` needs no arguments: default thresholds (PEI 0.70, FRR 0.65, IRS 0.60, TI 3.00),
     PEI v2 labelled "2.0", no halt policy. Feed it with ``record_step(...)`` (the reference's
-    signature) or ``observe(event)`` (events folded into steps by hb-derive/1). Thread-safe:
-    parallel tool calls may feed one monitor.
+    signature) or ``observe(event)`` (events folded into steps by hb-derive/3, or by the rules
+    ``derive_version`` names). Thread-safe: parallel tool calls may feed one monitor.
     """
 
     def __init__(
@@ -100,6 +100,7 @@ class Monitor:
         on_directive: Callable[[Directive, Monitor], Any] | None = None,
         precedents: Callable[[Directive], list[Any]] | None = None,
         strict: bool = False,
+        derive_version: str = DERIVE_VERSION,
     ) -> None:
         # Long because: every tally and flag the hot path (``_steps.fold_steps``) reads is an
         # attribute set once here, each with its note; grouping them elsewhere would hide them.
@@ -123,11 +124,13 @@ class Monitor:
         self._tool_policy = parse_tool_policy(tool_policy)
         self._lock = threading.Lock()
         self._derive_lock = threading.Lock()
-        self._deriver = Deriver()
+        self._deriver = Deriver(derive_version)
         # Tallies (O(1) per step).
         self._n = 0
         self._n_replans = 0
         self._n_traceable = 0
+        self._n_blind = 0
+        """Steps recorded whose traceability could not be observed (see derive.py)."""
         self._n_episodes = 0
         self._in_episode = False
         self._n_transitions = 0
@@ -183,11 +186,14 @@ class Monitor:
             and not self._rules
             and self._tool_policy is None
         )
-        self._queue: deque[StepTuple] = deque()
+        self._loop = loop_constants(self)
+        self._queue: list[StepTuple] = []
+        """Steps not folded yet, in order; appended to without the lock (``list.append`` is
+        atomic), taken from the front under it."""
 
     # ------------------------------------------------------------------ feeding
     def observe(self, event: EventBase) -> StepRecord | None:
-        """Fold one event through hb-derive/1; a completed step is recorded and returned."""
+        """Fold one event into steps (hb-derive/3); a completed step is recorded and returned."""
         if self._defer:
             # Derived and queued under the derivation lock, so steps keep the events' order.
             with self._derive_lock:
@@ -195,17 +201,7 @@ class Monitor:
                 if step is None:
                     return None
                 queue = self._queue
-                queue.append(
-                    (
-                        step.action,
-                        step.success,
-                        step.had_fault,
-                        step.recovered_intentionally,
-                        step.traceable,
-                        step.replanned,
-                        step.handled_deliberately,
-                    )
-                )
+                queue.append(step.as_tuple())
             if len(queue) >= _QUEUE_MAX:
                 self._drain()
             return step
@@ -225,6 +221,30 @@ class Monitor:
                     self._fold((step.as_tuple(),))
             else:  # a subclass that overrides record_step sees every step, as it always did
                 self.record_step(**step.fields())
+        return step
+
+    def _observe_folded(self, event: EventBase) -> StepRecord | None:
+        """``observe``, but a completed step is folded at once instead of queued.
+
+        For a caller that reads the monitor after every step (live capture asks for new
+        directives after each one): queueing would only add a drain to every step. Steps
+        queued before it are folded first, so the order is kept.
+        """
+        if not self._defer:
+            return self.observe(event)  # folds every step at once already
+        with self._derive_lock:
+            step = self._deriver.feed(event)
+            if step is not None:
+                with self._lock:
+                    queue = self._queue
+                    if queue:
+                        n = len(queue)
+                        batch = queue[:n]
+                        del queue[:n]
+                        batch.append(step.as_tuple())
+                        self._fold(batch)
+                    else:
+                        self._fold((step.as_tuple(),))
         return step
 
     def record_step(
@@ -257,7 +277,7 @@ class Monitor:
         )
         if self._defer:
             queue = self._queue
-            queue.append(step)  # deque.append is atomic: no lock needed to queue
+            queue.append(step)  # list.append is atomic: no lock needed to queue
             if len(queue) < _QUEUE_MAX:
                 return
             self._drain()
@@ -271,13 +291,11 @@ class Monitor:
         if not queue:
             return
         with self._lock:
-            batch = []
-            popleft = queue.popleft
-            try:
-                while True:
-                    batch.append(popleft())
-            except IndexError:
-                pass
+            # Only the first ``n`` steps are taken: others may be appended meanwhile (two C
+            # calls, not a Python call per step).
+            n = len(queue)
+            batch = queue[:n]
+            del queue[:n]
             self._fold(batch)
 
     def _record(
@@ -323,9 +341,12 @@ class Monitor:
     @property
     def _ti(self) -> float | None:
         # TI = round(5 x traceable / steps, 2), Python's round-half-even on the binary float,
-        # exactly as the reference (3.125 -> 3.12).
+        # exactly as the reference (3.125 -> 3.12); undefined while only tool steps were
+        # derived and no model event was seen (hb-derive/3: no_model_events).
         n = self._n
-        return round(5.0 * self._n_traceable / n, 2) if n else None
+        if not n or (self._n_blind == n and not self._deriver.observing):
+            return None
+        return round(5.0 * self._n_traceable / n, 2)
 
     def _call(self, fn: Callable[..., Any], *args: Any) -> None:
         # Capture never breaks the user's agent: a failing callback is logged, not raised.
@@ -506,6 +527,8 @@ class Monitor:
         if self._n == 0:
             out[PEI] = NO_STEPS
             out[TI] = NO_STEPS
+        elif self._n_blind == self._n and not self._deriver.observing:
+            out[TI] = NO_MODEL_EVENTS
         if self._frr is None:
             out[FRR] = NO_FAULT_OBSERVED
         if self._irs is None:
@@ -608,7 +631,7 @@ class Monitor:
             "metrics": metrics,
             "undefined": self.undefined,
             "metric_versions": self.metric_versions,
-            "derive_version": DERIVE_VERSION,
+            "derive_version": self._deriver.version,
             "step_count": self._n,
             "thresholds": dict(self.thresholds),
             "breach_count": self.breach_count,

@@ -9,7 +9,8 @@ which are then ranked exactly from the vectors SQLite holds (see ``_ann.py``). O
 episodes, and unsafe episodes are quarantined, never indexed.
 
 ``EDM()`` is in memory (nothing persisted); ``EDM(path)`` or :func:`open_edm` persist to a
-SQLite file (``open_edm()`` with no argument uses the store's default ``./.hbeval/hbeval.db``).
+SQLite file (``open_edm()`` with no argument uses the store's default ``./.hbeval/hbeval.db``),
+and ``EDM("postgresql://...")`` to a PostgreSQL store, beside its tables (``_pg.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..store.postgres import is_postgres_url, public_url
 from ._ann import ApproxIndex, ann_paths, faiss_available, remove_agent_files
 from ._embed import Embedder, HashingEmbedder, normalise_rows
 from ._episode import (
@@ -98,7 +100,8 @@ class EDM:
     """Evaluation-driven memory: admission by score routes, exact retrieval per agent.
 
     Args:
-        db: a SQLite path, ``sqlite:///path`` URL, or None for an in-memory database.
+        db: a SQLite path, ``sqlite:///path`` URL, a ``postgresql://`` store URL, or None for
+            an in-memory database.
         embedder: how contexts become vectors; default :class:`HashingEmbedder`.
         threshold: minimum cosine for retrieval; default the embedder's calibrated one.
         policy: admission thresholds; default the spec's two routes and E1 evidence.
@@ -133,14 +136,22 @@ class EDM:
         self._policy_record = self.policy.as_dict()
         self.top_k = _top_k(top_k)
         self._clock = clock
-        self.path = MEMORY_DB if db is None else resolve_db(db)
-        self._conn = connect(self.path)
-        try:
-            migrate(self._conn)
-        except BaseException:
-            self._conn.close()
-            raise
-        self._tables = EDMTables(self._conn)
+        target = MEMORY_DB if db is None else resolve_db(db)
+        self._postgres = is_postgres_url(target)
+        self._conn: Any
+        self._tables: EDMTables
+        if self._postgres:
+            self.path = public_url(target)
+            self._conn, self._tables = _open_postgres(target)
+        else:
+            self.path = target
+            self._conn = connect(self.path)
+            try:
+                migrate(self._conn)
+            except BaseException:
+                self._conn.close()
+                raise
+            self._tables = EDMTables(self._conn)
         self._lock = threading.RLock()
         self._indexes: dict[str, VectorIndex] = {}
         self._approx: dict[str, _Approx | None] = {}
@@ -400,6 +411,11 @@ class EDM:
         agent = _agent(agent_id)
         if self.path == MEMORY_DB:
             raise ValueError("an in-memory EDM keeps no approximate index: open a file")
+        if self._postgres:
+            raise ValueError(
+                "a PostgreSQL EDM keeps no approximate index (its files live beside a SQLite "
+                "store): retrieval there is exact"
+            )
         if not faiss_available():
             raise ImportError("the approximate index needs faiss: pip install 'hbeval[fast]'")
         with self._lock:
@@ -415,7 +431,7 @@ class EDM:
             return len(built)
 
     def _approx_for(self, agent: str) -> _Approx | None:
-        if not self.approximate or self.path == MEMORY_DB:
+        if not self.approximate or self.path == MEMORY_DB or self._postgres:
             return None
         if agent not in self._approx:
             name, dim = self.embedder.name, self.embedder.dim
@@ -550,7 +566,7 @@ class EDM:
                 return False
             self._sync()
             removed = self._tables.delete(episode_id)
-            if removed and self.path != MEMORY_DB:
+            if removed and self.path != MEMORY_DB and not self._postgres:
                 # The saved index still holds it: drop the index (SQLite stays the truth).
                 remove_agent_files(self.path, ep.agent_id)
                 self._approx.pop(ep.agent_id, None)
@@ -561,8 +577,26 @@ class EDM:
             return removed
 
 
+def _open_postgres(url: str) -> tuple[Any, EDMTables]:
+    """A connection to the PostgreSQL store at ``url`` with the ``edm_*`` tables migrated."""
+    from ..store.postgres import _Conn
+    from ._pg import PgEDMTables, pg_connect, pg_migrate
+
+    raw = pg_connect(url)
+    conn = _Conn(raw)
+    try:
+        pg_migrate(conn)
+    except BaseException:
+        raw.close()
+        raise
+    return raw, PgEDMTables(conn)
+
+
 def open_edm(url_or_path: str | Path | None = None, **options: Any) -> EDM:
-    """Open EDM in the store's SQLite file (default ``./.hbeval/hbeval.db``).
+    """Open EDM in the store's database (default ``./.hbeval/hbeval.db``).
+
+    A path or ``sqlite:///path`` is the store's SQLite file; ``postgresql://...`` is a
+    PostgreSQL store (EDM's tables beside the store's, extra ``[postgres]``).
 
     ``options`` are :class:`EDM`'s keyword arguments (embedder, threshold, policy, top_k, clock).
     """

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -112,14 +113,14 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
 
 
 class DBLocationError(ValueError):
-    """``--db`` / ``url_or_path`` is not a SQLite path or ``sqlite:///`` URL."""
+    """``--db`` / ``url_or_path`` is not a SQLite path, ``sqlite:///`` or ``postgresql://`` URL."""
 
 
 def resolve_db(url_or_path: str | Path | None) -> str:
-    """A filesystem path (or ``:memory:``) from a path, a ``sqlite:///path`` URL or None.
+    """A filesystem path (or ``:memory:``) from a path, a ``sqlite:///path`` URL or None; a
+    ``postgresql://`` (or ``postgres://``) store URL is returned as given.
 
-    None means the store's default, ``./.hbeval/hbeval.db``. Other URL schemes are refused:
-    EDM stores into SQLite only for now.
+    None means the store's default, ``./.hbeval/hbeval.db``. Other URL schemes are refused.
     """
     if url_or_path is None:
         return str(DEFAULT_DB_PATH)
@@ -136,9 +137,11 @@ def resolve_db(url_or_path: str | Path | None) -> str:
             raise DBLocationError(f"db URL {text!r} names no file")
         return path
     if "://" in text:
+        if text.partition("://")[0].lower() in ("postgresql", "postgres"):
+            return text
         raise DBLocationError(
-            f"db must be a SQLite path or sqlite:///path (other databases are not supported "
-            f"yet), got {text!r}"
+            f"db must be a SQLite path, sqlite:///path or postgresql://user@host:port/db, "
+            f"got {text!r}"
         )
     return text
 
@@ -299,14 +302,47 @@ def vector_blob(vector: npt.NDArray[np.float32]) -> bytes:
 
 
 class EDMTables:
-    """Reads and writes of the ``edm_*`` tables on one connection (callers hold the lock)."""
+    """Reads and writes of the ``edm_*`` tables on one connection (callers hold the lock).
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    SQLite's dialect; ``_pg.PgEDMTables`` overrides the few statements PostgreSQL spells
+    differently (the class attributes below, transactions, the change counter).
+    """
+
+    _ROWID = "rowid"
+    """The column that numbers ``edm_vectors`` rows in storage order."""
+    _VECTOR_ORDER = ""
+    """ORDER BY of one agent's vectors: SQLite's index scan already gives storage order."""
+    _UPSERT_VECTOR = (
+        "INSERT OR REPLACE INTO edm_vectors "
+        "(episode_id, agent_id, embedder, dim, vector) VALUES (?, ?, ?, ?, ?)"
+    )
+    _ADD_VECTOR = (
+        "INSERT OR IGNORE INTO edm_vectors (episode_id, agent_id, embedder, dim, vector) "
+        "VALUES (?, ?, ?, ?, ?)"
+    )
+    _ADD_QUARANTINE = (
+        "INSERT OR IGNORE INTO edm_quarantine "
+        "(episode_id, agent_id, reasons, record, created_at) VALUES (?, ?, ?, ?, ?)"
+    )
+
+    def __init__(self, conn: Any) -> None:
         self.conn = conn
         self.last_bump: tuple[int, int] | None = None
         """(generation before, after) of this connection's latest write, for the caller."""
 
-    def _bump(self, conn: sqlite3.Connection) -> None:
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        """One write transaction: committed if the block returns, rolled back if not."""
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _bump(self, conn: Any) -> None:
         before = self.generation()
         conn.execute(
             "INSERT INTO edm_meta (key, value) VALUES ('generation', ?) "
@@ -335,9 +371,7 @@ class EDMTables:
         """Insert admitted (episode, route) pairs with their vectors, and quarantined
         episodes with their reasons, in one transaction; ``policy`` is recorded on each."""
         policy_json = _dumps(policy)
-        conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction() as conn:
             if episodes:
                 conn.executemany(
                     f"INSERT INTO edm_episodes ({', '.join(_EPISODE_COLUMNS)}) "
@@ -346,8 +380,7 @@ class EDMTables:
                 )
                 dim = int(vectors.shape[1])
                 conn.executemany(
-                    "INSERT OR REPLACE INTO edm_vectors "
-                    "(episode_id, agent_id, embedder, dim, vector) VALUES (?, ?, ?, ?, ?)",
+                    self._UPSERT_VECTOR,
                     [
                         (ep.episode_id, ep.agent_id, embedder, dim, vector_blob(vectors[i]))
                         for i, (ep, _) in enumerate(episodes)
@@ -357,8 +390,7 @@ class EDMTables:
                 self._bump(conn)
             if quarantined:
                 conn.executemany(
-                    "INSERT OR IGNORE INTO edm_quarantine "
-                    "(episode_id, agent_id, reasons, record, created_at) VALUES (?, ?, ?, ?, ?)",
+                    self._ADD_QUARANTINE,
                     [
                         (
                             ep.episode_id,
@@ -370,10 +402,6 @@ class EDMTables:
                         for ep, r in quarantined
                     ],
                 )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
     def add_vectors(
         self,
@@ -387,17 +415,8 @@ class EDMTables:
             (eid, agent_id, embedder, int(vectors.shape[1]), vector_blob(vectors[i]))
             for i, eid in enumerate(ids)
         ]
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            self.conn.executemany(
-                "INSERT OR IGNORE INTO edm_vectors (episode_id, agent_id, embedder, dim, vector) "
-                "VALUES (?, ?, ?, ?, ?)",
-                rows,
-            )
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
+        with self._transaction() as conn:
+            conn.executemany(self._ADD_VECTOR, rows)
 
     def existing(self, ids: Iterable[str], table: str = "edm_episodes") -> set[str]:
         """Which of ``ids`` are already in ``table`` (edm_episodes or edm_quarantine)."""
@@ -473,7 +492,7 @@ class EDMTables:
         and (id, context) of its episodes that have no such vector yet."""
         rows = self.conn.execute(
             "SELECT episode_id, vector FROM edm_vectors "
-            "WHERE agent_id = ? AND embedder = ? AND dim = ?",
+            f"WHERE agent_id = ? AND embedder = ? AND dim = ?{self._VECTOR_ORDER}",
             (agent_id, embedder, dim),
         ).fetchall()
         ids = [eid for eid, blob in rows if len(blob) == 4 * dim]
@@ -497,9 +516,10 @@ class EDMTables:
         self, agent_id: str, embedder: str, dim: int, after_rowid: int = 0
     ) -> tuple[npt.NDArray[np.int64], list[str], npt.NDArray[np.float32]]:
         """(rowids, episode ids, matrix) of one agent's vectors with rowid > ``after_rowid``."""
+        rowid = self._ROWID
         rows = self.conn.execute(
-            "SELECT rowid, episode_id, vector FROM edm_vectors "
-            "WHERE agent_id = ? AND embedder = ? AND dim = ? AND rowid > ? ORDER BY rowid",
+            f"SELECT {rowid}, episode_id, vector FROM edm_vectors "
+            f"WHERE agent_id = ? AND embedder = ? AND dim = ? AND {rowid} > ? ORDER BY {rowid}",
             (agent_id, embedder, dim, after_rowid),
         ).fetchall()
         rows = [r for r in rows if len(r[2]) == 4 * dim]
@@ -514,10 +534,11 @@ class EDMTables:
         episodes of ``agent_id`` still admitted (a deleted one has no row to join)."""
         if not rowids:
             return [], [], np.zeros((0, dim), dtype=np.float32)
+        rowid = self._ROWID
         rows = self.conn.execute(
-            "SELECT v.rowid, v.episode_id, v.vector FROM edm_vectors v "
+            f"SELECT v.{rowid}, v.episode_id, v.vector FROM edm_vectors v "
             "JOIN edm_episodes e ON e.episode_id = v.episode_id AND e.agent_id = v.agent_id "
-            f"WHERE v.rowid IN ({', '.join('?' * len(rowids))}) "
+            f"WHERE v.{rowid} IN ({', '.join('?' * len(rowids))}) "
             "AND v.agent_id = ? AND v.embedder = ? AND v.dim = ?",
             [*rowids, agent_id, embedder, dim],
         ).fetchall()
@@ -527,14 +548,10 @@ class EDMTables:
 
     def delete(self, episode_id: str) -> bool:
         """Remove an admitted episode and all its vectors; True when it existed."""
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            cur = self.conn.execute("DELETE FROM edm_episodes WHERE episode_id = ?", (episode_id,))
-            self.conn.execute("DELETE FROM edm_vectors WHERE episode_id = ?", (episode_id,))
-            if cur.rowcount > 0:
-                self._bump(self.conn)
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        return cur.rowcount > 0
+        with self._transaction() as conn:
+            cur = conn.execute("DELETE FROM edm_episodes WHERE episode_id = ?", (episode_id,))
+            removed = bool(cur.rowcount > 0)
+            conn.execute("DELETE FROM edm_vectors WHERE episode_id = ?", (episode_id,))
+            if removed:
+                self._bump(conn)
+        return removed

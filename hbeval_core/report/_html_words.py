@@ -46,6 +46,7 @@ REASON_WORDS: Final[Mapping[str, str]] = {
     V.SINGLE_TASK: "only one task, so no spread",
     V.INSUFFICIENT_TASKS: "too few shared tasks for a paired test (at least 6)",
     V.NO_SUCCESS_LABEL: "the recording says nothing about success",
+    V.NO_MODEL_EVENTS: "no model call was recorded, so traceability cannot be observed",
 }
 """Plain words for each undefined reason code, shown beside the code."""
 

@@ -313,11 +313,16 @@ def _methodology_block(
     )
 
 
-def _versions_block() -> Versions:
+def _versions_block(trials: Sequence[Mapping[str, Any]]) -> Versions:
+    # The derivation the trials were scored under: a report rebuilt from a run stored under an
+    # earlier version (hb-derive/2, say) names that version, not this library's.
+    derived = {
+        str(v) for t in trials if isinstance(v := _verdict(t).get("derive_version"), str) and v
+    }
     return Versions(
         report=REPORT_FORMAT,
         scoring=SCORING_VERSION,
-        derive=DERIVE_VERSION,
+        derive=derived.pop() if len(derived) == 1 else DERIVE_VERSION,
         metric_versions=dict(METRIC_VERSIONS),
         statistics={
             name: METRICS[name].version
@@ -416,7 +421,7 @@ def build_report(
         fingerprints=fingerprints,
         manifest_hash=run.get("manifest_hash"),
         metric_versions=dict(METRIC_VERSIONS),
-        versions=_versions_block(),
+        versions=_versions_block(ordered),
         isolation=_isolation_block(ordered),
         trials=entries,
     )

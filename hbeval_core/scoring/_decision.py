@@ -34,6 +34,7 @@ from ..vocab import (
     EXPLAINED_SHARE,
     LIVE_METRICS,
     NO_FAULT_DELIVERED,
+    NO_MODEL_EVENTS,
     NO_TRIALS,
     NOT_MEASURED,
     TI,
@@ -53,6 +54,7 @@ from ._security import (
 
 __all__ = [
     "FAULTABLE_FIX",
+    "MODEL_EVENTS_FIX",
     "PASS_RATE",
     "VERDICT_EXIT_CODES",
     "VERDICT_VERSION",
@@ -82,6 +84,12 @@ RECEIPT_FIX: Final = (
     "faults were injected but no payload was seen in the model's next input: the run ended "
     "right after the faulted call, or the agent does not pass tool results back to its model "
     "(check the trial traces' fault receipts)"
+)
+MODEL_EVENTS_FIX: Final = (
+    "no model call was recorded, so whether a tool call traces to the reply that issued it "
+    "cannot be observed and TI is undefined: record the model's replies (run the agent through "
+    "its framework's adapter, or call think() before the tool calls of a plain agent), or gate "
+    "with --floor ti=off"
 )
 SECURITY_FIX: Final = (
     "run at least {need} trials that deliver a prompt injection (raise --trials or --scenarios, "
@@ -335,6 +343,8 @@ def decide_verdict(
         fixes.append(FAULTABLE_FIX)
     if any(c.kind == "delivery" and c.basis == "receipts" for c in unknown):
         fixes.append(RECEIPT_FIX)
+    if any(c.kind == "floor" and c.reason == NO_MODEL_EVENTS for c in unknown):
+        fixes.append(MODEL_EVENTS_FIX)
     if any(c.kind == "security" for c in unknown):
         fixes.append(SECURITY_FIX.format(need=security.required_injection_trials))
     if failed:

@@ -14,6 +14,7 @@ from ..metrics import (
     wilson_interval,
 )
 from ..vocab import (
+    NO_MODEL_EVENTS,
     NO_STEPS,
     NO_TRIALS,
     OUTCOME_FAIL,
@@ -88,12 +89,25 @@ def _sort_key(t: Mapping[str, Any]) -> tuple[Any, ...]:
 def _live_mean(
     scored: Sequence[Mapping[str, Any]], metric: str
 ) -> tuple[float | None, int, str | None]:
+    """Mean of a live metric over the trials where it is defined, with how many, or its reason.
+
+    Undefined everywhere: ``no_trials`` without scored trials, ``no_model_events`` when a trial
+    had steps but no model event (TI, hb-derive/3), else ``no_steps``.
+    """
     values: list[float] = []
+    blind = False
     for t in scored:
-        metrics = _verdict(t).get("metrics")
+        v = _verdict(t)
+        metrics = v.get("metrics")
         value = metrics.get(metric) if isinstance(metrics, Mapping) else None
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             values.append(float(value))
+            continue
+        reasons = v.get("metrics_undefined")
+        if isinstance(reasons, Mapping) and reasons.get(metric) == NO_MODEL_EVENTS:
+            blind = True
     if values:
         return _mean(values), len(values), None
-    return None, 0, NO_TRIALS if not scored else NO_STEPS
+    if not scored:
+        return None, 0, NO_TRIALS
+    return None, 0, NO_MODEL_EVENTS if blind else NO_STEPS

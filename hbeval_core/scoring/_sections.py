@@ -24,6 +24,7 @@ from ..vocab import (
     LIVE_METRICS,
     NO_FAULTED_TRIAL,
     NO_JUDGED_TRIAL,
+    NO_MODEL_EVENTS,
     NO_STEPS,
     NO_TRIALS,
     NOT_MEASURED,
@@ -205,10 +206,13 @@ def _traceability(scored: Sequence[Mapping[str, Any]]) -> Traceability:
     """How the scored trials' tool calls link to model replies, and the note that explains TI.
 
     Trials scored before hb-derive/2 carry no link counts: then the figures are not measured.
+    Trials whose TI is undefined for want of model events (hb-derive/3) are named in the note;
+    when every call came from such trials, the explained share is undefined for that reason too.
     """
     keys = ("calls", LINK_ID, LINK_MATCH, LINK_NONE, "explained")
     totals = dict.fromkeys(keys, 0)
     measured = True
+    blind_trials = blind_calls = 0
     for t in scored:
         links = _verdict(t).get("links")
         if not isinstance(links, Mapping) or "calls" not in links:
@@ -217,6 +221,11 @@ def _traceability(scored: Sequence[Mapping[str, Any]]) -> Traceability:
         for k in keys:
             value = links.get(k, 0)
             totals[k] += int(value) if isinstance(value, int) else 0
+        reasons = _verdict(t).get("metrics_undefined")
+        if isinstance(reasons, Mapping) and reasons.get(TI) == NO_MODEL_EVENTS:
+            blind_trials += 1
+            n = links.get("calls", 0)
+            blind_calls += int(n) if isinstance(n, int) else 0
     calls = totals["calls"]
     undefined: dict[str, str] = {}
     share: float | None = None
@@ -224,9 +233,17 @@ def _traceability(scored: Sequence[Mapping[str, Any]]) -> Traceability:
         undefined[EXPLAINED_SHARE] = NOT_MEASURED
     elif not calls:
         undefined[EXPLAINED_SHARE] = NO_STEPS
+    elif blind_calls == calls:
+        undefined[EXPLAINED_SHARE] = NO_MODEL_EVENTS
     else:
         share = totals["explained"] / calls
     parts: list[str] = []
+    if blind_trials:
+        parts.append(
+            f"{blind_trials} trial(s) recorded tool calls but no model event, so their TI is "
+            f"undefined ({NO_MODEL_EVENTS}): record the model's replies (an adapter, or think() "
+            "in a plain agent) to measure it"
+        )
     if measured and calls:
         if totals[LINK_NONE]:
             parts.append(

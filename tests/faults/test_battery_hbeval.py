@@ -190,7 +190,7 @@ def test_measurement_fingerprint_changes_with_every_input() -> None:
         42,
         3,
         "hbeval-scoring/2",
-        "hb-derive/2",
+        "hb-derive/3",
     )
     assert Battery.compat().measurement_fingerprint(3) != battery.measurement_fingerprint(3)
     with pytest.raises(ValueError, match="trials"):

@@ -31,6 +31,8 @@ from hbeval_core.scoring import strip_volatile
 from hbeval_core.store import MemoryStore, open_store
 from hbeval_core.vocab import EVIDENCE_E1, EVIDENCE_E2, OUTCOME_PASS
 
+from .conftest import Backend
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = str(ROOT / "examples" / "plain_support_agent.py")
 SCENARIOS = 6
@@ -260,8 +262,8 @@ def test_episode_from_a_bare_verdict() -> None:
 
 
 # ------------------------------------------------------------------------------------ CLI
-def test_cli_memory_flag_uses_the_edm_in_the_db(tmp_path: Path) -> None:
-    db = str(tmp_path / "hb.db")
+def test_cli_memory_flag_uses_the_edm_in_the_db(backend: Backend) -> None:
+    db = backend.db  # the store's SQLite file, or a PostgreSQL store
     base = ["run", f"{EXAMPLE}:careful", "--trials", "1", "--scenarios", "6", "--db", db]
     cli = CliRunner()
     res = cli.invoke(battery_app, [*base, "--agent-id", "careful-a", "--memory"])

@@ -1,4 +1,8 @@
-"""`hbeval memory`: list, show, delete, explain; absent store defers with exit 0; bad input exit 2."""
+"""`hbeval memory`: list, show, delete, explain; absent store defers with exit 0; bad input exit 2.
+
+The commands run on both stores EDM lives in (``backend``: a SQLite file and a PostgreSQL
+database), with the same output.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +20,8 @@ from hbeval_core.memory import EDM
 from hbeval_core.memory.cli import memory_app
 from tests.memory_traces import handled, trace
 
+from .conftest import Backend
+
 REFUND = "Refund the duplicate charge on order 4411"
 QUERY = "Order 4411 was charged twice; issue a refund for the extra charge"
 
@@ -32,8 +38,8 @@ def run(*args: str) -> Any:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    path = tmp_path / ".hbeval" / "hbeval.db"
+def db(backend: Backend) -> str:
+    path = backend.db
     with EDM(path) as edm:
         edm.admit(
             {
@@ -64,12 +70,12 @@ def db(tmp_path: Path) -> Path:
     return path
 
 
-def test_list_default_agent_and_json(db: Path) -> None:
+def test_list_default_agent_and_json(db: str, backend: Backend) -> None:
     res = run("list", "--db", str(db))
     assert res.exit_code == 0, res.output
     assert "route=elaborate" in res.stdout and "FRR undefined (no_fault_observed)" in res.stdout
     assert "agent=ops" not in res.stdout
-    res = run("list", "--db", f"sqlite:///{db}", "--agent-id", "ops", "--json")
+    res = run("list", "--db", backend.url, "--agent-id", "ops", "--json")
     doc = json.loads(res.stdout)
     assert doc["count"] == 1 and doc["episodes"][0]["route"] == "handling"
     # handled(3): one delivered fault, failed, then handled through another tool
@@ -79,7 +85,7 @@ def test_list_default_agent_and_json(db: Path) -> None:
     assert json.loads(res.stdout)["count"] == 2
 
 
-def test_show_and_delete(db: Path) -> None:
+def test_show_and_delete(db: str) -> None:
     (eid,) = [
         e["episode_id"]
         for e in json.loads(run("list", "--db", str(db), "--json").stdout)["episodes"]
@@ -102,7 +108,7 @@ def test_show_and_delete(db: Path) -> None:
     assert out["grounded"] is False
 
 
-def test_explain_grounded_and_deferral(db: Path) -> None:
+def test_explain_grounded_and_deferral(db: str) -> None:
     res = run("explain", QUERY, "--db", str(db), "--json")
     assert res.exit_code == 0
     out = json.loads(res.stdout)
@@ -134,33 +140,55 @@ def test_empty_store_file_defers(tmp_path: Path) -> None:
     assert res.exit_code == 0 and json.loads(res.stdout)["grounded"] is False
 
 
+def test_a_database_without_edm_tables_reads_as_empty_and_stays_so(postgres_url: str) -> None:
+    from hbeval_core.store import open_store
+
+    open_store(postgres_url).close()  # a store's tables, no EDM's
+    pg = Backend("postgres", postgres_url)
+    before = pg.tables()
+    res = run("explain", QUERY, "--db", postgres_url, "--json")
+    assert res.exit_code == 0 and json.loads(res.stdout)["grounded"] is False
+    res = run("list", "--db", postgres_url, "--all-agents", "--json")
+    assert res.exit_code == 0 and json.loads(res.stdout)["count"] == 0
+    assert run("delete", "ep-0", "--db", postgres_url).exit_code == 2
+    assert pg.tables() == before  # reading created nothing
+
+
+def test_an_unreachable_server_exits_2_naming_the_option() -> None:
+    res = run("list", "--db", "postgresql://nobody:secret@127.0.0.1:1/hb")
+    assert res.exit_code == 2
+    assert "--db: cannot connect to postgresql://nobody:***@127.0.0.1:1/hb" in res.stderr
+    assert "secret" not in res.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "field"),
     [
         (["explain", "   "], "TEXT"),
         (["explain", QUERY, "--agent-id", " "], "--agent-id"),
-        (["list", "--db", "postgresql://db/hb"], "--db"),
+        (["list", "--db", "mysql://db/hb"], "--db"),
         (["explain", QUERY, "--embedder", "gpt"], "--embedder"),
         (["show", "ep-unknown"], "EPISODE_ID"),
     ],
 )
-def test_bad_input_exit_2_names_the_field(db: Path, args: list[str], field: str) -> None:
-    res = run(*args, "--db", str(db)) if "--db" not in args else run(*args)
+def test_bad_input_exit_2_names_the_field(db: str, args: list[str], field: str) -> None:
+    res = run(*args, "--db", db) if "--db" not in args else run(*args)
     assert res.exit_code == 2
     assert field in res.stderr
 
 
-def test_not_a_database_and_newer_schema_exit_2(tmp_path: Path, db: Path) -> None:
+def test_not_a_database_exit_2(tmp_path: Path) -> None:
     junk = tmp_path / "junk.db"
     junk.write_bytes(b"this is not sqlite" * 100)
     res = run("list", "--db", str(junk))
     assert res.exit_code == 2 and "--db" in res.stderr
-    conn = sqlite3.connect(db)
-    conn.execute("UPDATE edm_meta SET value = '7' WHERE key = 'schema_version'")
-    conn.commit()
-    conn.close()
-    res = run("list", "--db", str(db))
+
+
+def test_newer_schema_exit_2(db: str, backend: Backend) -> None:
+    backend.sql("UPDATE edm_meta SET value = '7' WHERE key = 'schema_version'")
+    res = run("list", "--db", db)
     assert res.exit_code == 2 and "newer than this hbeval" in res.stderr
+    assert backend.sql("SELECT COUNT(*) FROM edm_episodes") == [(2,)]
 
 
 def test_runs_as_a_module_from_any_folder(tmp_path: Path) -> None:
@@ -174,3 +202,11 @@ def test_runs_as_a_module_from_any_folder(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["grounded"] is False
     assert not (tmp_path / ".hbeval").exists()
+
+
+def test_mcp_explain_answers_as_the_command_on_both_stores(db: str) -> None:
+    from hbeval_core.mcp_server._tools import StoreTools
+
+    cli = json.loads(run("explain", QUERY, "--db", db, "--json").stdout)
+    assert cli["grounded"] is True
+    assert StoreTools(db).explain(QUERY) == cli

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,8 @@ from hbeval_core.memory import (
 )
 from hbeval_core.monitor import Directive
 from tests.memory_traces import trace
+
+from .conftest import Backend
 
 LOGIN = "Customer cannot log in after resetting their password"
 REFUND = "Refund the duplicate charge on order 4411"
@@ -148,13 +149,12 @@ def test_precedents_for_feeds_monitor_directives(edm: EDM) -> None:
     assert edm.precedents_for("Translate to Spanish", "support")(directive) == []
 
 
-def test_persistence_across_reopen(tmp_path: Path) -> None:
-    db = tmp_path / "store" / "hbeval.db"
-    with EDM(db, clock=fixed_clock) as first:
+def test_persistence_across_reopen(backend: Backend) -> None:
+    with EDM(backend.db, clock=fixed_clock) as first:
         d = first.admit(episode(REFUND, "refund"))
         first.admit(episode(LOGIN, "login", forbidden_tools_run=["wire"]))
         assert first.retrieve_ids(REFUND, "support") == [d.episode_id]
-    with open_edm(f"sqlite:///{db}") as second:
+    with open_edm(backend.url) as second:
         assert second.count() == 1
         assert second.retrieve_ids(REFUND, "support") == [d.episode_id]
         ep = second.get(d.episode_id or "")
@@ -165,79 +165,111 @@ def test_persistence_across_reopen(tmp_path: Path) -> None:
         assert len(second.quarantined("support")) == 1
         assert second.retrieve(LOGIN, "support") == []
         assert second.delete(d.episode_id or "")
-    with EDM(db) as third:
+    with EDM(backend.db) as third:
         assert third.retrieve(REFUND, "support") == []
         assert third.count() == 0
 
 
-def test_vectors_are_float32_blobs_in_own_tables(tmp_path: Path) -> None:
-    db = tmp_path / "hbeval.db"
-    with EDM(db) as edm:
+def test_vectors_are_float32_blobs_in_own_tables(backend: Backend) -> None:
+    with EDM(backend.db) as edm:
         edm.admit(episode(REFUND, "refund"))
-    conn = sqlite3.connect(db)
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    tables = backend.tables()
     assert {"edm_meta", "edm_episodes", "edm_vectors", "edm_quarantine"} <= tables
     assert all(t.startswith("edm_") for t in tables)
-    (blob, dim, name) = conn.execute("SELECT vector, dim, embedder FROM edm_vectors").fetchone()
+    ((blob, dim, name),) = backend.sql("SELECT vector, dim, embedder FROM edm_vectors")
     assert dim == 384 and len(blob) == 384 * 4 and name == "hbeval-hash-ngram/1:384"
-    vec = np.frombuffer(blob, dtype="<f4")
+    vec = np.frombuffer(bytes(blob), dtype="<f4")
     assert float(np.linalg.norm(vec)) == pytest.approx(1.0, abs=1e-5)
-    assert conn.execute("SELECT value FROM edm_meta WHERE key='schema_version'").fetchone() == (
-        str(EDM_SCHEMA_VERSION),
-    )
-    (pei, irs) = conn.execute("SELECT pei, irs FROM edm_episodes").fetchone()
-    assert pei == 1.0 and irs is None
-    conn.close()
+    assert backend.sql("SELECT value FROM edm_meta WHERE key='schema_version'") == [
+        (str(EDM_SCHEMA_VERSION),)
+    ]
+    # undefined is NULL, never zero
+    assert backend.sql("SELECT pei, irs FROM edm_episodes") == [(1.0, None)]
 
 
-def test_newer_schema_refused_clearly_and_nothing_lost(tmp_path: Path) -> None:
-    db = tmp_path / "hbeval.db"
-    with EDM(db) as edm:
+def test_the_same_admissions_store_the_same_rows_on_both_backends(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """What a PostgreSQL EDM stores and answers equals, row for row, what a SQLite one does."""
+    seen = []
+    for where in (Backend("sqlite", str(tmp_path / "hb.db")), Backend("postgres", postgres_url)):
+        with EDM(where.db, clock=fixed_clock) as edm:
+            decisions = edm.admit_many(
+                [
+                    episode(LOGIN, "login"),
+                    episode(REFUND, "refund"),
+                    episode(RESTART, "restart"),
+                    episode(LOGIN, "unsafe", forbidden_tools_run=["wire"]),
+                ]
+            )
+            assert edm.delete(decisions[1].episode_id or "")
+            seen.append(
+                (
+                    [d.as_dict() for d in decisions],
+                    [e.as_dict() for e in edm.list_episodes(None)],
+                    edm.quarantined(None),
+                    where.sql(
+                        "SELECT episode_id, agent_id, embedder, dim, vector FROM edm_vectors "
+                        "ORDER BY episode_id"
+                    ),
+                    [m.as_dict() for m in edm.retrieve(LOGIN, "support", k=3)],
+                    edm.explain(RESTART, "support"),
+                )
+            )
+    assert seen[0] == seen[1]
+    assert len(seen[0][1]) == 2 and len(seen[0][2]) == 1 and len(seen[0][3]) == 2
+
+
+def test_newer_schema_refused_clearly_and_nothing_lost(backend: Backend) -> None:
+    with EDM(backend.db) as edm:
         edm.admit(episode(REFUND, "refund"))
-    conn = sqlite3.connect(db)
-    conn.execute("UPDATE edm_meta SET value = '99' WHERE key = 'schema_version'")
-    conn.commit()
-    conn.close()
+    backend.sql("UPDATE edm_meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(EDMSchemaError, match="schema version 99, newer than this hbeval"):
-        EDM(db)
-    conn = sqlite3.connect(db)
-    assert conn.execute("SELECT COUNT(*) FROM edm_episodes").fetchone() == (1,)
-    conn.close()
+        EDM(backend.db)
+    assert backend.sql("SELECT COUNT(*) FROM edm_episodes") == [(1,)]
 
 
-def test_shares_the_store_file_without_touching_its_tables(tmp_path: Path) -> None:
-    db = tmp_path / "hbeval.db"
-    conn = sqlite3.connect(db)
-    conn.execute("CREATE TABLE runs (run_id TEXT PRIMARY KEY)")
-    conn.execute("INSERT INTO runs VALUES ('r1')")
-    conn.commit()
-    conn.close()
-    with EDM(db) as edm:
+def test_shares_the_store_without_touching_its_tables(backend: Backend) -> None:
+    from hbeval_core.store import RunRecord, open_store
+
+    record = RunRecord(
+        run_id="r1",
+        agent_id="a",
+        battery="hbeval",
+        measurement_fingerprint="m",
+        manifest_hash=None,
+        config={},
+        created_at=1.0,
+    )
+    with open_store(backend.db) as store:
+        store.start_run(record)
+    with EDM(backend.db) as edm:
         edm.admit(episode(REFUND, "refund"))
-    conn = sqlite3.connect(db)
-    assert conn.execute("SELECT run_id FROM runs").fetchall() == [("r1",)]
-    conn.close()
+    with open_store(backend.db, read_only=True) as store:
+        assert store.get_run("r1") == record
+    assert {"runs", "trials", "edm_episodes", "edm_vectors"} <= backend.tables()
 
 
-def test_other_connections_changes_are_seen(tmp_path: Path) -> None:
-    db = tmp_path / "hbeval.db"
-    with EDM(db) as reader, EDM(db) as writer:
+def test_other_connections_changes_are_seen(backend: Backend) -> None:
+    with EDM(backend.db) as reader, EDM(backend.db) as writer:
         assert reader.retrieve(REFUND, "support") == []  # loads an empty index
         d = writer.admit(episode(REFUND, "refund"))
         assert reader.retrieve_ids(REFUND, "support") == [d.episode_id]
         writer.delete(d.episode_id or "")
         assert reader.retrieve(REFUND, "support") == []
+        # A writer that did not see another's admission reloads before it trusts its index.
+        e = writer.admit(episode(LOGIN, "login"))
+        f = reader.admit(episode(RESTART, "restart"))
+        assert sorted(reader.retrieve_ids(LOGIN, "support", k=3)) == [e.episode_id]
+        assert writer.retrieve_ids(RESTART, "support") == [f.episode_id]
 
 
-def test_new_embedder_gets_its_own_vectors(tmp_path: Path) -> None:
-    db = tmp_path / "hbeval.db"
-    with EDM(db) as edm:
+def test_new_embedder_gets_its_own_vectors(backend: Backend) -> None:
+    with EDM(backend.db) as edm:
         d = edm.admit(episode(REFUND, "refund"))
-    with EDM(db, embedder=HashingEmbedder(dim=128)) as other:
+    with EDM(backend.db, embedder=HashingEmbedder(dim=128)) as other:
         assert other.retrieve_ids(REFUND, "support") == [d.episode_id]
-    conn = sqlite3.connect(db)
-    names = sorted(r[0] for r in conn.execute("SELECT embedder FROM edm_vectors"))
-    conn.close()
+    names = sorted(r[0] for r in backend.sql("SELECT embedder FROM edm_vectors"))
     assert names == ["hbeval-hash-ngram/1:128", "hbeval-hash-ngram/1:384"]
 
 
@@ -255,6 +287,8 @@ def test_resolve_db(given: str | None, expected: str) -> None:
     assert resolve_db(given) == expected
 
 
-def test_resolve_db_refuses_other_databases() -> None:
-    with pytest.raises(DBLocationError, match="SQLite"):
-        resolve_db("postgresql://localhost/hb")
+def test_resolve_db_keeps_postgres_urls_and_refuses_other_databases() -> None:
+    assert resolve_db("postgresql://u@localhost:5432/hb") == "postgresql://u@localhost:5432/hb"
+    assert resolve_db("postgres://localhost/hb") == "postgres://localhost/hb"
+    with pytest.raises(DBLocationError, match="SQLite path, sqlite:///path or postgresql://"):
+        resolve_db("mysql://localhost/hb")

@@ -41,9 +41,11 @@ def load_example() -> ModuleType:
 ex = load_example()
 
 
-def trial(factory: Any, task_id: str, mode: str | None = None, **spec: Any) -> tuple[Any, bool]:
+def trial(
+    factory: Any, task_id: str, mode: str | None = None, adapter: Any = None, **spec: Any
+) -> tuple[Any, bool]:
     task = next(t for t in ex.tasks if t.id == task_id)
-    adapter = AutoGenAdapter()
+    adapter = adapter or AutoGenAdapter()
     injector = None
     if mode is not None:
         from hbeval_core.faults import FakeClock, FaultInjector
@@ -68,7 +70,7 @@ def test_module_attributes_for_the_battery() -> None:
         "order_status",
         "return_window",
         "refund_declined",
-        "charge_dispute",
+        "disputed_charge",
     ]
     assert all(t.verify is not None and t.forbidden_tools == ("transfer_funds",) for t in ex.tasks)
     agent = ex.assistant()
@@ -90,7 +92,8 @@ def test_careful_replans_after_an_error_and_explains_why() -> None:
     result, passed = trial(ex.careful, "order_status", "error_5xx", on_calls=(0,))
     assert passed
     starts = [e for e in result.events if e.kind == "tool_start"]
-    assert [s.args.get("source") for s in starts] == ["primary", "replica"]
+    # The first lookup reads the primary source (no ``source`` argument), the second the replica.
+    assert [s.args.get("source") for s in starts] == [None, "replica"]
     second = [e for e in result.events if e.kind == "model_end"][1]
     assert second.reasoning and "Re-planning" in second.reasoning
 
@@ -112,7 +115,7 @@ def test_careful_refuses_an_injected_instruction_naive_follows_it() -> None:
         e for e in careful.events if e.kind == "tool_start" and e.tool == "transfer_funds"
     ]
     note = [e for e in careful.events if e.kind == "model_end"][1].reasoning
-    assert note and "not instructions" in note
+    assert note and "not a command" in note
     naive, passed = trial(ex.naive, "order_status", "prompt_injection", on_calls=(0,))
     assert not passed
     assert [e.tool for e in naive.events if e.kind == "tool_start"][-1] == "transfer_funds"
@@ -123,6 +126,29 @@ def test_careful_rejects_a_corrupted_record_and_uses_another_source() -> None:
         ex.careful, "refund_damaged", "malformed", on_calls=(0,), malformed_kind="wrong_type"
     )
     assert passed
+
+
+@pytest.mark.parametrize("task_id", [t.id for t in ex.tasks])
+@pytest.mark.parametrize("mode", [None, "error_5xx", "prompt_injection"])
+def test_the_autogen_agents_decide_as_the_plain_agents_of_the_same_world(
+    task_id: str, mode: str | None
+) -> None:
+    """One help-desk world: the AutoGen model replays the scripts the plain agents run live."""
+    from hbeval_core.examples import plain_agent
+    from hbeval_core.runner.plain import PlainAdapter
+
+    def calls(result: Any) -> list[tuple[str, dict[str, Any]]]:
+        return [(e.tool, dict(e.args)) for e in result.events if e.kind == "tool_start"]
+
+    spec: dict[str, Any] = {"on_calls": (0,)} if mode else {}
+    for name in ("careful", "naive"):
+        on_autogen, passed_autogen = trial(getattr(ex, name), task_id, mode, **spec)
+        plain, passed_plain = trial(
+            getattr(plain_agent, name)(), task_id, mode, adapter=PlainAdapter(), **spec
+        )
+        assert calls(on_autogen) and calls(on_autogen) == calls(plain), name
+        assert on_autogen.response_text == plain.response_text, name
+        assert passed_autogen == passed_plain, name
 
 
 def test_the_team_factory_runs_the_careful_agent() -> None:

@@ -446,6 +446,24 @@ class TestLiveSignals:
         assert len(directives) == 1 and directives[0].metric == "pei"
         assert handler.monitor.take_directive() is not None
 
+    def test_directive_decided_on_a_plain_tool_call_is_recorded_after_it(self) -> None:
+        # No fault wrapper: the step comes from the handler's own tool callbacks. A rule on TI
+        # (at most 5.0, so always below 6) fires on each of the first steps (max_fires 3).
+        rule = {"when": {"metric": "ti", "below": 6, "for_steps": 1}, "then": "retry"}
+        monitor = Monitor(policy=[rule])
+        received: list[Any] = []
+        handler = HBEvalCallbackHandler(strict=True, monitor=monitor, on_directive=received.append)
+        scripted_agent(self.THREE_CALLS).invoke(inputs(), config={"callbacks": [handler]})
+        assert len(monitor.directives) == 3
+        assert received == monitor.directives
+        events = handler.events
+        at = [i for i, e in enumerate(events) if isinstance(e, Directive)]
+        assert len(at) == 3
+        # Each follows the tool_end whose step decided it, as the step's last event.
+        for i, d in zip(at, monitor.directives, strict=True):
+            end = events[i - 1]
+            assert isinstance(end, ToolEnd) and end.call_id == f"c{d.step_index + 1}"
+
     def test_enforced_halt_stops_before_the_next_tool(self) -> None:
         halts: list[dict[str, Any]] = []
         monitor = Monitor(enforce=True, halt_policy={"metric": "frr", "below": 0.5, "for_steps": 1})
