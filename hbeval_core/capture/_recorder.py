@@ -179,6 +179,8 @@ class BaseRecorder:
         self._lock = threading.RLock()
         self.run_id = run_id
         self.monitor = monitor if monitor is not None else Monitor(strict=strict)
+        # Without a live monitor nothing is folded or drained: no call per event for it.
+        self._watched = self.monitor is not UNWATCHED
         self.strict = strict
         self.on_event = on_event
         self.on_directive = on_directive
@@ -229,8 +231,14 @@ class BaseRecorder:
         monitor = self.monitor
         # The stock monitor folds the step at once: monitor_pending reads it right after.
         if (
-            monitor._observe_folded(event) if type(monitor) is Monitor else monitor.observe(event)
-        ) is not None:
+            self._watched
+            and (
+                monitor._observe_folded(event)
+                if type(monitor) is Monitor
+                else monitor.observe(event)
+            )
+            is not None
+        ):
             self._stepped = True
         return True
 
@@ -466,6 +474,8 @@ class BaseRecorder:
         if self.on_event is not None:
             for event in events:
                 self.call_user(self.on_event, event)
+        if not self._watched:
+            return
         if events:
             last = events[-1]
             self.drain_monitor(last.run_id, getattr(last, "parent_id", None))

@@ -241,6 +241,21 @@ class TrialScope(BaseRecorder):
         return self.trial  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------ recording
+    def _init_events(self) -> None:
+        # In a battery run the trace is the trial context's own list, so the runner keeps what
+        # happened before a timeout cut; otherwise the scope keeps its own.
+        trial = self.trial
+        self.events = trial.events if trial is not None else []
+
+    def _store_locked(self, event: EventBase) -> bool:
+        # No live monitor to feed: the event goes to the trial (which refuses it after a cut)
+        # or to the scope's own list.
+        trial = self.trial
+        if trial is not None:
+            return bool(trial.record(event))
+        self.events.append(event)
+        return True
+
     def build(self, cls: type[EventBase], fields: dict[str, Any]) -> EventBase:
         """Validated construction: a plain agent's events carry what its own code passed in."""
         return cls(**fields)
