@@ -7,6 +7,7 @@ that no figure reads. Undefined figures must be null with a reason, never 0.
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
@@ -529,7 +530,9 @@ def test_cost_from_the_run_manifests_per_model_price_table() -> None:
 
 def test_the_report_shares_no_nested_value_with_its_input() -> None:
     """The report copies each verdict: changing the input afterwards changes nothing in it."""
-    trials = battery()
+    trials = copy.deepcopy(
+        battery()
+    )  # the verdicts share NEUTRAL's nested values: scribble on a copy
     trials[1]["memory"] = {"offered": True, "admitted": False, "reasons": ["r"]}
     built = _build_report(run=RUN, trials=trials)
     before = built.to_dict()
