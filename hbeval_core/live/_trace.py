@@ -2,17 +2,25 @@
 
 ``fold_trace(source, monitor)`` gives the monitor exactly what feeding it every event of
 ``read_events(source)`` through ``observe`` gives, at the parser's floor: events the fast
-reader proves valid arrive as dicts (``events._fast``) and are derived from them
-(``Deriver.feed_raw``), and steps are folded in batches when nothing observes them one by one.
+reader proves valid arrive as msgspec structs when msgspec is installed (``events._structs``,
+derived by ``Deriver.feed`` like models), else as dicts (``events._fast``, ``Deriver.feed_raw``);
+steps are folded in batches as tuples when nothing observes them one by one.
+
+The cyclic garbage collector is paused while a file is folded: parsed events and derivation
+state hold no reference cycles (reference counting frees them), and without the pause the
+collector walks the growing derivation state again and again (on a 1M-event trace it took about
+40% of the time; ``benchmarks/bench_score.py``).
 """
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
 from ..events._fast import fast_lines, slow_event, twin_adapter
+from ..events._structs import struct_decoder
 from ._steps import StepTuple
 from .derive import StepRecord
 from .monitor import _QUEUE_MAX, Monitor
@@ -24,68 +32,94 @@ def fold_trace(
     source: str | Path | IO[str] | IO[bytes] | Iterable[str | bytes],
     monitor: Monitor,
     on_step: Callable[[StepRecord], bool | None] | None = None,
+    *,
+    structs: bool | None = None,
 ) -> Monitor:
     """Feed every event of a JSONL source to ``monitor``; returns it.
 
     ``on_step(step)`` is called after each step is recorded (the monitor's metrics then
-    include it); once it returns False it is not called again. Raises ``EventFormatError`` for a malformed line, exactly as ``read_events``.
+    include it); once it returns False it is not called again. Raises ``EventFormatError``
+    for a malformed line, exactly as ``read_events``. ``structs`` picks the fast reader:
+    msgspec structs (True), pydantic-validated dicts (False), or structs when msgspec is
+    installed (None); the results are the same.
     """
-    events = fast_lines(source)
+    # Long because: the read-parse-derive-fold loop is inlined on purpose (a generator or a
+    # helper call per event costs a measurable share of a microsecond-per-event path).
+    decoder = struct_decoder() if structs is not False else None
+    if structs and decoder is None:
+        raise ImportError("structs=True needs msgspec (pip install 'hbeval[all]')")
     if not monitor._direct:  # a subclass that overrides record_step sees every step
         from ..events import event_adapter
 
         validate = event_adapter().validate_python
-        for ev in events:
+        for ev in fast_lines(source):
             step = monitor.observe(validate(ev) if ev.__class__ is dict else ev)  # type: ignore[arg-type]
             if step is not None and on_step is not None and on_step(step) is False:
                 on_step = None
         return monitor
     monitor._drain()
     deriver = monitor._deriver
-    feed, feed_raw = deriver.feed, deriver.feed_raw
+    feed = deriver.feed
     fold, lock = monitor._fold, monitor._lock
     size = _QUEUE_MAX if monitor._defer and on_step is None else 1
     batch: list[StepTuple] = []
-    validate_twin = twin_adapter().validator.validate_json
+    decode: Callable[[bytes], Any]
+    feed_fast: Callable[[Any], Any]
+    if decoder is not None:  # structs read like models: derived by feed
+        decode, feed_fast, check_nan = decoder.decode, feed, False
+    else:  # pydantic's parser takes a NaN inside a free-form field: those lines go the slow way
+        decode, feed_fast, check_nan = (
+            twin_adapter().validator.validate_json,
+            deriver.feed_raw,
+            True,
+        )
     fh = open(source, "rb") if isinstance(source, (str, Path)) else None
+    collecting = gc.isenabled()
     try:
         lines: Iterable[Any] = fh if fh is not None else source  # type: ignore[assignment]
         lineno = 0
+        gc.disable()
         with monitor._derive_lock:
-            # fast_lines' loop, inlined: at a microsecond per event a generator costs.
+            deriver._as_tuples = on_step is None
+            # fast_structs' / fast_lines' loop, inlined: at a microsecond per event a generator
+            # costs.
             for raw in lines:
                 lineno += 1
                 if raw.__class__ is not bytes:
                     raw = raw.encode("utf-8")
-                step = None
-                if raw.find(b"NaN") < 0 and raw.find(b"Infinity") < 0:
+                got: Any = None
+                if not check_nan or (raw.find(b"NaN") < 0 and raw.find(b"Infinity") < 0):
                     try:
-                        d = validate_twin(raw)
-                    except ValueError:
+                        ev = decode(raw)
+                    except (ValueError, RecursionError):
                         pass
                     else:
-                        step = feed_raw(d)
-                        if step is None:
+                        got = feed_fast(ev)
+                        if got is None:
                             continue
-                if step is None:
+                if got is None:  # refused by the fast reader: exactly read_events' path
                     model = slow_event(raw, lineno)
                     if model is None:
                         continue
-                    step = feed(model)
-                    if step is None:
+                    got = feed(model)
+                    if got is None:
                         continue
-                batch.append(step.as_tuple())
+                batch.append(got if got.__class__ is tuple else got.as_tuple())
                 if len(batch) >= size:
                     with lock:
                         fold(batch)
                     batch = []
-                    if on_step is not None and on_step(step) is False:
+                    if on_step is not None and on_step(got) is False:
                         on_step = None  # no more per-step reads: fold in batches from here
                         size = _QUEUE_MAX if monitor._defer else 1
+                        deriver._as_tuples = True
             if batch:
                 with lock:
                     fold(batch)
     finally:
+        deriver._as_tuples = False
+        if collecting:
+            gc.enable()
         if fh is not None:
             fh.close()
     return monitor

@@ -284,6 +284,26 @@ class CallLinker:
         return LINK_NONE, None
 
 
+def _issue(st: _RunState, calls: list[tuple[str, str, Any]], explained: bool) -> None:
+    """``CallLinker.issue_triples`` for a model output's calls, and their arguments remembered.
+
+    The deriver's own copy, in one loop: it runs once per model output of a scored trace.
+    """
+    linker = st.linker
+    by_id = linker._by_id
+    args = st.args
+    pending: list[Issued] = []
+    for call_id, name, call_args in calls:
+        issued = Issued(call_id, name, call_args, explained)
+        if call_id not in by_id:
+            by_id[call_id] = issued
+        if call_id not in args:
+            args[call_id] = call_args
+        pending.append(issued)
+    if pending:
+        linker._pending = pending
+
+
 class _RunState:
     """Derivation state of one run; per-call entries are dropped once the call ends."""
 
@@ -330,6 +350,7 @@ class Deriver:
         self._runs: dict[str, _RunState] = {}
         self._index = 0
         self._observing = version != DERIVE_VERSION
+        self._as_tuples = False
 
     @property
     def steps_derived(self) -> int:
@@ -374,10 +395,7 @@ class Deriver:
             if calls:
                 text, reasoning = ev.text, ev.reasoning
                 has_reason = bool((text and text.strip()) or (reasoning and reasoning.strip()))
-                st.linker.issue(calls, has_reason)
-                args = st.args
-                for call in calls:
-                    args.setdefault(call.id, call.args)
+                _issue(st, [(c.id, c.name, c.args) for c in calls], has_reason)
             return None
         if kind == MODEL_START:
             self._observing = True
@@ -445,11 +463,7 @@ class Deriver:
             if calls:
                 text, reasoning = d.get("text"), d.get("reasoning")
                 has_reason = bool((text and text.strip()) or (reasoning and reasoning.strip()))
-                triples = [(c["id"], c["name"], c.get("args", {})) for c in calls]
-                st.linker.issue_triples(triples, has_reason)
-                st_args = st.args
-                for call_id, _name, call_args in triples:
-                    st_args.setdefault(call_id, call_args)
+                _issue(st, [(c["id"], c["name"], c.get("args", {})) for c in calls], has_reason)
             return None
         if kind == MODEL_START:
             self._observing = True
@@ -473,6 +487,9 @@ class Deriver:
         return None
 
     def _tool_step(self, run_id: str, call_id: str, tool: str, errored: bool) -> StepRecord:
+        # A StepRecord, or in tuple mode (``_as_tuples``, set by ``live._trace.fold_trace``
+        # while nothing reads the steps themselves) the monitor's step tuple: building a
+        # 16-field record only to take 7 of its values costs more than deriving the step.
         st = self._runs.get(run_id) or self._state(run_id)
         faults = st.faults.pop(call_id, None)
         args = st.args.pop(call_id, None)
@@ -511,6 +528,16 @@ class Deriver:
 
         index = self._index
         self._index = index + 1
+        if self._as_tuples:  # read only by fold_trace, which takes both
+            return (  # type: ignore[return-value]
+                action,
+                success,
+                had_fault,
+                None,
+                traceable if self._observing else UNOBSERVED,
+                replanned,
+                None,
+            )
         return StepRecord(
             index,
             action,

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.events import EventFormatError, event_adapter, read_events
+from hbeval_core.events import EventBase, EventFormatError, event_adapter, read_events
 from hbeval_core.events._fast import fast_lines
+from hbeval_core.events._structs import fast_structs, struct_decoder
 from hbeval_core.live._trace import fold_trace
 from hbeval_core.live.derive import Deriver
 from hbeval_core.monitor import Monitor
@@ -225,6 +226,30 @@ RAW_LINES: list[bytes] = [
     b'{"kind": 3, "run_id": "r"}',
     b'\xef\xbb\xbf{"kind": "replan", "run_id": "r"}',
     b'{"kind": "replan", "run_id": "r"}\r',
+    # Where a stricter or differently built parser (msgspec, for fast_structs) could differ.
+    b'{"kind": "tool_start", "run_id": "r", "call_id": "c", "tool": "t", "args": {"a": 1, "a": 2}}',
+    b'{"kind": "tool_end", "kind": "tool_error", "run_id": "r", "call_id": "c", "tool": "t", "error": "x"}',
+    b'{"kind": "tool_error", "kind": "tool_end", "run_id": "r", "call_id": "c", "tool": "t", "error": "x"}',
+    b'{"run_id": "r", "call_id": "c", "tool": "t", "kind": "tool_end"}',
+    b'{"kind": "tool_end", "run_id": "r", "call_id": "c", "tool": "t", "latency_ms": -0.0}',
+    b'{"kind": "tool_end", "run_id": "r", "call_id": "c", "tool": "t", "latency_ms": 1E2, "step": 1e2}',
+    b'{"kind": "tool_end", "run_id": "r", "call_id": "c", "tool": "t", "step": 2.0}',
+    b'{"kind": "tool_end", "run_id": "r", "call_id": "c", "tool": "t", "result": 1.7976931348623157e308}',
+    b'{"kind": "tool_end", "run_id": "r", "call_id": "c", "tool": "t", "result": 1e-400}',
+    b'{"kind": "tool_end", "run_id": "r", "call_id": "c", "tool": "t", "result": {"x": -1e400}}',
+    b'{"kind": "tool_end", "run_id": "r", "call_id": "c", "tool": "t", "result": "NaN"}',
+    b'{"kind": "model_end", "run_id": "r", "call_id": "m", "tool_calls": [{"id": "c", "name": "t", "args": {"x": "\\ud83d\\ude00"}}]}',
+    b'{"kind": "model_end", "run_id": "r", "call_id": "m", "usage": {"input_tokens": 1, "input_tokens": -1}}',
+    b'{"kind": "model_end", "run_id": "r", "call_id": "m", "usage": {"input_tokens": -1, "input_tokens": 1}}',
+    b'{"kind": "model_end", "run_id": "r", "call_id": "m", "usage": null, "text": null}',
+    b'{"kind": "model_start", "run_id": "r", "call_id": "m", "messages": [{"role": "user"}]}',
+    b'{"kind": "halt", "run_id": "r", "enforced": 1}',
+    b'{"kind": "halt", "run_id": "r", "value": "0.5"}',
+    b'{"kind": "run_start", "run_id": "r", "scenario": -3, "trial": -18446744073709551617}',
+    b'{"kind": "replan", "run_id": "r", "attrs": {"\\u0000": "\\u0000"}}',
+    b' {"kind": "replan", "run_id": "r"}  ',
+    b'{"kind": "replan", "run_id": "r"} {"kind": "replan", "run_id": "r"}',
+    b'{"kind": "replan", "run_id": "r", "reason": "caf\xc3\xa9 \xe2\x82\xac"}',
 ]
 
 
@@ -247,6 +272,10 @@ def outcome(reader: Any, line: bytes) -> tuple[str, Any]:
     (item,) = items
     if isinstance(item, dict):
         item = event_adapter().validate_python(item)
+    elif not isinstance(item, EventBase):  # a msgspec struct (fast_structs)
+        import msgspec
+
+        item = event_adapter().validate_python(msgspec.to_builtins(item))
     return "event", item
 
 
@@ -255,11 +284,19 @@ def test_the_corpus_covers_both_outcomes() -> None:
     assert {"event", "error", "skipped"} <= kinds
 
 
-def test_each_line_is_read_the_same_way() -> None:
+def _readers() -> list[Any]:
+    readers: list[Any] = [fast_lines]
+    if struct_decoder() is not None:
+        readers.append(fast_structs)
+    return readers
+
+
+@pytest.mark.parametrize("reader", _readers(), ids=lambda r: r.__name__)
+def test_each_line_is_read_the_same_way(reader: Any) -> None:
     mismatches = []
     for line in corpus():
         want = outcome(lambda src: read_events(iter(src)), line)
-        got = outcome(fast_lines, line)
+        got = outcome(reader, line)
         if want != got:
             mismatches.append((line[:200], want, got))
     assert mismatches == []
@@ -284,6 +321,10 @@ def test_fast_dicts_derive_the_same_steps() -> None:
             raw_steps.append(step)
     assert len(model_steps) > 50
     assert raw_steps == model_steps
+    if struct_decoder() is not None:
+        deriver = Deriver()
+        struct_steps = [s for s in map(deriver.feed, fast_structs(lines)) if s is not None]
+        assert struct_steps == model_steps
 
 
 def write_trace(path: Path, n_steps: int, seed: int) -> None:
@@ -358,8 +399,13 @@ def write_trace(path: Path, n_steps: int, seed: int) -> None:
                 fh.write(json.dumps(ev) + "\n")
 
 
+def _struct_modes() -> list[bool]:
+    return [False, True] if struct_decoder() is not None else [False]
+
+
+@pytest.mark.parametrize("structs", _struct_modes(), ids=lambda s: "structs" if s else "dicts")
 @pytest.mark.parametrize("seed", range(3))
-def test_scores_are_identical(tmp_path: Path, seed: int) -> None:
+def test_scores_are_identical(tmp_path: Path, seed: int, structs: bool) -> None:
     path = tmp_path / "trace.jsonl"
     write_trace(path, 2_000, seed)
     ref = Monitor(halt_policy={"metric": "frr", "below": 0.3, "for_steps": 4})
@@ -370,9 +416,9 @@ def test_scores_are_identical(tmp_path: Path, seed: int) -> None:
             ref_rows.append((step, ref.metrics))
     fast = Monitor(halt_policy={"metric": "frr", "below": 0.3, "for_steps": 4})
     rows: list[Any] = []
-    fold_trace(path, fast, lambda step: rows.append((step, fast.metrics)))
+    fold_trace(path, fast, lambda step: rows.append((step, fast.metrics)), structs=structs)
     assert rows == ref_rows
-    batched = fold_trace(path, Monitor())
+    batched = fold_trace(path, Monitor(), structs=structs)
     plain = Monitor()
     for ev in read_events(path):
         plain.observe(ev)
@@ -385,3 +431,36 @@ def test_scores_are_identical(tmp_path: Path, seed: int) -> None:
     assert a == b
     assert c == plain_doc
     assert b["step_count"] > 2_000
+
+
+@pytest.mark.parametrize("structs", _struct_modes(), ids=lambda s: "structs" if s else "dicts")
+def test_scores_are_identical_without_model_events(tmp_path: Path, structs: bool) -> None:
+    # Every step unobserved (hb-derive/3): TI undefined on each, in the fast and model paths.
+    path = tmp_path / "trace.jsonl"
+    write_trace(path, 500, 7)
+    kept = [
+        line
+        for line in path.read_text().splitlines()
+        if '"kind": "model_' not in line and '"kind": "step"' not in line
+    ]
+    path.write_text("\n".join(kept) + "\n")
+    ref = Monitor()
+    ref_rows = []
+    for ev in read_events(path):
+        step = ref.observe(ev)
+        if step is not None:
+            ref_rows.append((step, ref.metrics, ref.undefined))
+    fast = Monitor()
+    rows: list[Any] = []
+    fold_trace(
+        path, fast, lambda step: rows.append((step, fast.metrics, fast.undefined)), structs=structs
+    )
+    assert rows == ref_rows
+    docs = [fold_trace(path, Monitor(), structs=structs).summary(), ref.summary(), fast.summary()]
+    for doc in docs:
+        for d in doc["directives"]:
+            d["occurred_at"] = 0  # when the directive was folded: not a score
+    batched = docs[0]
+    assert batched == docs[1] == docs[2]
+    assert batched["metrics"]["ti"] is None and batched["undefined"]["ti"] == "no_model_events"
+    assert batched["step_count"] > 400
