@@ -11,9 +11,10 @@ import contextvars
 import dataclasses
 import json
 import logging
+import queue
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -62,6 +63,41 @@ def trial_run_id(run_id: str, trial_key: str, attempt: int) -> str:
     return f"{run_id}/{trial_key}" if attempt == 0 else f"{run_id}/{trial_key}/a{attempt}"
 
 
+# ---------------------------------------------------------------------- attempt threads
+class _Worker:
+    """A daemon thread that runs a caller's timed attempts one after another.
+
+    An attempt with a timeout runs off the caller's thread so the caller can stop waiting for
+    it. Starting a thread per attempt cost more than a small trial itself, so each calling
+    thread keeps one worker and hands it each attempt in turn; a worker whose attempt timed out
+    is retired (abandoned with the agent still running in it) and the next attempt gets a new
+    one.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self.retired = False
+        self.thread = threading.Thread(target=self._loop, name="hbeval-worker", daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while not self.retired:
+            job = self._jobs.get()
+            if job is None:
+                return
+            job()
+
+    def submit(self, job: Callable[[], None], name: str) -> None:
+        """Run ``job`` on this thread, which takes ``name`` (the attempt it runs)."""
+        self.thread.name = name
+        self._jobs.put(job)
+
+    def stop(self) -> None:
+        """Let the thread end once idle (a retired one ends when its agent returns)."""
+        self.retired = True
+        self._jobs.put(None)
+
+
 # ---------------------------------------------------------------------- one trial
 @dataclass
 class _Attempt:
@@ -95,8 +131,21 @@ class _Done:
     """The episode offered to memory once the run ends (see ``_Runner.episode``)."""
 
 
-def _usage(verdict: Mapping[str, Any] | None, events: Sequence[EventBase]) -> dict[str, Any]:
-    """Tokens, tool calls, model calls and interventions of a trial (None where not measured)."""
+def _event_counts(events: Sequence[EventBase]) -> tuple[int, int]:
+    """Model calls and interventions (budget halts, directives) in a trial's events."""
+    kinds = [getattr(e, "kind", None) for e in events]
+    return kinds.count(MODEL_END), kinds.count(HALT) + kinds.count(DIRECTIVE)
+
+
+def _usage(
+    verdict: Mapping[str, Any] | None,
+    events: Sequence[EventBase],
+    counts: tuple[int, int] | None = None,
+) -> dict[str, Any]:
+    """Tokens, tool calls, model calls and interventions of a trial (None where not measured).
+
+    ``counts`` is ``_event_counts(events)`` when already known (the events are not needed).
+    """
     base = verdict.get("usage") if isinstance(verdict, Mapping) else None
     usage: dict[str, Any] = {
         "input_tokens": None,
@@ -105,10 +154,10 @@ def _usage(verdict: Mapping[str, Any] | None, events: Sequence[EventBase]) -> di
     }
     if isinstance(base, Mapping):
         usage.update({k: base.get(k) for k in usage})
-    kinds = [getattr(e, "kind", None) for e in events]
-    usage["model_calls"] = kinds.count(MODEL_END)
     # Interventions: times hbeval stopped or redirected the agent (budget halts, directives).
-    usage["interventions"] = kinds.count(HALT) + kinds.count(DIRECTIVE)
+    usage["model_calls"], usage["interventions"] = (
+        _event_counts(events) if counts is None else counts
+    )
     return usage
 
 
@@ -169,6 +218,27 @@ class _Runner:
         # A shared agent is one object: trials on it must not overlap, even after a timeout
         # left one running (documented: its background run may still touch the object).
         self._agent_lock = threading.Lock()
+        self._local = threading.local()
+        self._workers: list[_Worker] = []
+        self._workers_lock = threading.Lock()
+
+    def _worker(self) -> _Worker:
+        """The calling thread's worker for timed attempts (started on first use)."""
+        worker: _Worker | None = getattr(self._local, "worker", None)
+        if worker is None or worker.retired:
+            worker = _Worker()
+            self._local.worker = worker
+            with self._workers_lock:
+                self._workers.append(worker)
+        return worker
+
+    def close(self) -> None:
+        """End the idle attempt threads (a run's last step; timed-out ones stay abandoned)."""
+        with self._workers_lock:
+            workers, self._workers = self._workers, []
+        for worker in workers:
+            if not worker.retired:
+                worker.stop()
 
     # -- attempts ----------------------------------------------------------------------------------
     def _context(self, job: _Job, number: int) -> TrialContext:
@@ -269,13 +339,9 @@ class _Runner:
                 done.set()
 
         # The caller's context variables reach the agent, as they do without a timeout.
-        thread = threading.Thread(
-            target=contextvars.copy_context().run,
-            args=(work,),
-            name=f"hbeval-{job.key}-a{ctx.attempt}",
-            daemon=True,
-        )
-        thread.start()
+        variables = contextvars.copy_context()
+        worker = self._worker()
+        worker.submit(lambda: variables.run(work), f"hbeval-{job.key}-a{ctx.attempt}")
         assert self.timeout is not None
         if done.wait(self.timeout):
             if "error" in box:
@@ -288,7 +354,8 @@ class _Runner:
             value: tuple[TrialResult, bool] = box["value"]
             return value
         events = ctx.cut()
-        _abandon(thread)
+        worker.stop()  # it ends when the agent returns; the next attempt gets a new worker
+        _abandon(worker.thread)
         message = (
             f"trial exceeded its timeout of {self.timeout:g} s; the agent's thread was "
             "abandoned as a daemon thread (it may still be running) and its events after the "
@@ -379,11 +446,13 @@ class _Runner:
         latency_ms: float | None,
         events: Sequence[EventBase],
         error: str | None = None,
+        counts: tuple[int, int] | None = None,
     ) -> dict[str, Any]:
         """The per-trial dict ``build_report`` reads (the same for run and resumed trials).
 
         ``error`` is the final attempt's error as stored (redacted); ``build_report`` bounds it
         for the report, so a reader sees why a run failed without opening the store.
+        ``counts`` (model calls, interventions) stands in for ``events`` when already known.
         """
         scenario = job.scenario
         extra = {} if error is None else {"error": error}
@@ -401,7 +470,7 @@ class _Runner:
             "attempts": attempts,
             "latency_ms": latency_ms,
             "verdict": verdict,
-            "usage": _usage(verdict, events),
+            "usage": _usage(verdict, events, counts),
             "isolated": self.resolved.isolated,
             **extra,
         }
@@ -499,7 +568,8 @@ def _storable_result(
             ", ..." if len(changed) > 1 else "",
         )
     if not notes and clean_error == error and clean_text == text:
-        return result
+        # The same events, now carrying the rows they were encoded to (the store writes those).
+        return dataclasses.replace(result, events=events)
     return dataclasses.replace(result, events=events, error=clean_error, response_text=clean_text)
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..events import EventBase
 from ..store import (
     RUN_COMPLETED,
     AttemptRecord,
@@ -161,16 +162,24 @@ def _resumed_trial(
     store: Any,
     record: Any,
     final: AttemptRecord | None,
+    counts: tuple[int, int] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any] | str | None]:
     """Rebuild a stored trial's dict (and its episode for memory) from its record, its final
-    attempt and that attempt's events."""
-    events = (
-        list(store.iter_events(runner.run_id, job.key, attempt=final.attempt))
-        if final is not None
-        else []
-    )
+    attempt and that attempt's events.
+
+    ``counts`` (model calls and interventions of the final attempt) is given for a trial this
+    run recorded itself, in one bundle with its metrics: its events are then not read back.
+    """
+    if counts is not None or final is None:
+        events: list[EventBase] = []
+    else:
+        events = list(store.iter_events(runner.run_id, job.key, attempt=final.attempt))
     verdict = record.verdict
-    if verdict is not None and not store.get_metrics(runner.run_id, job.key).values:
+    if (
+        counts is None
+        and verdict is not None
+        and not store.get_metrics(runner.run_id, job.key).values
+    ):
         # The run stopped between the trial record and its metrics: write them now.
         _record_trial_metrics(store, runner.run_id, job.key, verdict)
     trial = runner.trial_dict(
@@ -181,6 +190,7 @@ def _resumed_trial(
         latency_ms=record.latency_ms,
         events=events,
         error=final.error if final is not None else None,
+        counts=counts,
     )
     return trial, runner.episode(job, trial, events)
 
@@ -190,8 +200,13 @@ def _reload_trials(
     jobs: Sequence[_Job],
     store: Any,
     trial_dicts: dict[str, dict[str, Any]],
+    counts: Mapping[str, tuple[int, int]] | None = None,
 ) -> None:
-    """Fill in the trial dicts not held in memory, from the store (as a resumed run does)."""
+    """Fill in the trial dicts not held in memory, from the store (as a resumed run does).
+
+    ``counts`` holds the model calls and interventions of the trials this run recorded, so
+    their events need not be read back.
+    """
     missing = [job for job in jobs if trial_dicts.get(job.key) is None]
     if not missing:
         return
@@ -199,5 +214,10 @@ def _reload_trials(
     finals = final_attempts(store, runner.run_id)
     for job in missing:
         trial_dicts[job.key], _ = _resumed_trial(
-            runner, job, store, records[job.key], finals.get(job.key)
+            runner,
+            job,
+            store,
+            records[job.key],
+            finals.get(job.key),
+            None if counts is None else counts.get(job.key),
         )

@@ -449,10 +449,11 @@ def run_battery(
         if memory is not None:
             _set_memory_hook(runner.adapter, None)
         runner.adapter.uninstrument()
+        runner.close()
         _warn_abandoned()
 
     if tally.slim:
-        _reload_trials(runner, jobs, store, tally.trials)
+        _reload_trials(runner, jobs, store, tally.trials, tally.counts)
     run_info = {
         "run_id": run_id,
         "agent_id": agent_id,
@@ -653,6 +654,8 @@ class _Tally:
         self.resumed = 0
         self.slim = False
         """True: trial dicts are read back from the store at the end instead of held."""
+        self.counts: dict[str, tuple[int, int]] = {}
+        """Model calls and interventions of each trial not held (its events stay in the store)."""
 
     def resume(self, runner: _Runner, jobs: list[_Job], store: Any) -> list[_Job]:
         """Take the trials the store already holds; returns the jobs still to run."""
@@ -689,6 +692,9 @@ class _Tally:
         """Count a recorded trial; ``trial`` None: read it back from the store at the end."""
         if trial is None:
             self.slim = True
+        elif self.slim:
+            usage = trial["usage"]
+            self.counts[key] = (usage["model_calls"], usage["interventions"])
         self.trials[key] = None if self.slim else trial  # type: ignore[assignment]
         self.episodes[key] = episode
         if outcome != OUTCOME_PASS:

@@ -5,7 +5,6 @@ trials and each trial's entry. Rules in ``_battery``'s docstring.
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -331,7 +330,11 @@ def _tail(scored: Sequence[Mapping[str, Any]], size: int) -> list[TailTrial]:
 
 
 def _trial_entry(t: Mapping[str, Any], index: int) -> TrialEntry:
-    """One trial as the report lists it, read through the model (``trials.<index>`` on error)."""
+    """One trial as the report lists it, read through the model (``trials.<index>`` on error).
+
+    The model rebuilds every nested value as it validates (the verdict and memory decision
+    are fully typed), so the entry shares nothing with ``t``; no deep copy is needed.
+    """
     v = _verdict(t)
     raw_faults = v.get("faults")
     faults: list[Any] = raw_faults if isinstance(raw_faults, list) else []
@@ -351,7 +354,7 @@ def _trial_entry(t: Mapping[str, Any], index: int) -> TrialEntry:
         "severity": v.get("severity"),
         "signals": v.get("signals"),
         "faults": [dict(f) for f in faults if isinstance(f, Mapping)],
-        "verdict": copy.deepcopy(dict(v)) if v else None,
+        "verdict": dict(v) if v else None,
     }
     if "latency_ms" in t:
         entry["latency_ms"] = t.get("latency_ms")
@@ -360,7 +363,7 @@ def _trial_entry(t: Mapping[str, Any], index: int) -> TrialEntry:
     if t.get("error") is not None:
         entry["error"] = report_error(t["error"])
     if isinstance(t.get("memory"), Mapping):
-        entry["memory"] = copy.deepcopy(dict(t["memory"]))
+        entry["memory"] = dict(t["memory"])
     try:
         return TrialEntry.model_validate(entry)
     except ValidationError as exc:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..events import EventBase
-from ._codec import encode_events
+from ._codec import EncodedEvents, encode_events
 from ._validate import check_attempt, check_index, check_trial, metric_rows
 from .errors import DuplicateRecordError
 from .records import AttemptRecord, TrialRecord
@@ -84,7 +84,8 @@ def prepare_bundle(
         for label, events in events_by_attempt.items():
             if label is not None:
                 check_index("events_by_attempt key", label)
-            batch = list(events)
+            # Rows encoded once already (the runner's) are taken as they are, not encoded again.
+            batch = events if isinstance(events, EncodedEvents) else list(events)
             try:
                 kinds, bodies = encode_events(batch)
             except ValueError as exc:

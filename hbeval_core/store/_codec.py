@@ -15,11 +15,18 @@ NaN, infinities and lone surrogates are refused with a ``ValueError`` naming the
 writes NaN as ``null`` (the stdlib encoder and ``dump_event`` refuse it), so the builders test
 every number they pass on (numeric fields, and every float inside free-form values): an event
 holding a NaN or an infinity never reaches orjson; ``dump_event`` refuses it and the error names
-the field. (Scanning each body for ``null`` instead cost more than the encoding itself.)"""
+the field. (Scanning each body for ``null`` instead cost more than the encoding itself.)
+
+A trial's events are encoded once: :func:`encoded_events` returns them as :class:`EncodedEvents`,
+a list that carries the kinds and bodies made of it, and :func:`encode_events` hands those back
+without encoding again while the list still holds exactly those events (the same objects in the
+same order; events are frozen). The runner encodes a trial's events when it checks them for
+secrets and values the store cannot hold, so the store writes the rows made then."""
 
 from __future__ import annotations
 
 import json
+import operator
 import types
 import typing
 from collections.abc import Callable, Iterable
@@ -290,13 +297,63 @@ def encode_event(ev: EventBase) -> str:
     return encode_events((ev,))[1][0]
 
 
+class EncodedEvents(list[EventBase]):
+    """A list of events with the kinds and bodies :func:`encoded_events` made of them.
+
+    It is an ordinary list of events to every reader. :func:`encode_events` returns its rows
+    instead of encoding again as long as the list holds exactly the events they were made from
+    (the same objects, in the same order; events are frozen): a list changed since is encoded
+    anew. Pickled or copied, it becomes a plain list, so the rows never travel (a Ray worker's
+    trial arrives as plain events and the store encodes them).
+    """
+
+    _made_from: tuple[EventBase, ...]
+    _kinds: tuple[str, ...]
+    _bodies: tuple[str, ...]
+
+    def rows(self) -> tuple[list[str], list[str]] | None:
+        """The kinds and bodies, or None when the list no longer holds the events they encode."""
+        made = self._made_from
+        if len(self) != len(made) or not all(map(operator.is_, self, made)):
+            return None
+        return list(self._kinds), list(self._bodies)
+
+    def __reduce__(self) -> tuple[type[list[EventBase]], tuple[list[EventBase]]]:
+        return list, (list(self),)
+
+    def __copy__(self) -> list[EventBase]:
+        return list(self)
+
+
+def encoded_events(
+    events: Iterable[EventBase], kinds: list[str], bodies: list[str]
+) -> EncodedEvents:
+    """``events`` with the rows :func:`encode_events` returned for them (``kinds``, ``bodies``).
+
+    Only this module's callers that have just encoded exactly these events use it; the rows
+    are then written as they are.
+    """
+    out = EncodedEvents(events)
+    if len(out) != len(bodies) or len(kinds) != len(bodies):
+        raise ValueError(f"{len(out)} events but {len(bodies)} bodies; encode them together")
+    out._made_from = tuple(out)
+    out._kinds = tuple(kinds)
+    out._bodies = tuple(bodies)
+    return out
+
+
 def encode_events(events: Iterable[EventBase]) -> tuple[list[str], list[str]]:
     """Kinds and JSON bodies of a batch, in order; the first bad event fails the whole batch.
 
     The error names the event's position (``events[3]``) and the field at fault. This loop is
     the store's ingest hot path, hence the cached per-class lookups, the local names and the
-    direct orjson call (a ``partial`` with keywords costs a dict per call).
+    direct orjson call (a ``partial`` with keywords costs a dict per call). An
+    :class:`EncodedEvents` still holding the events it was made from gives its rows back.
     """
+    if events.__class__ is EncodedEvents:
+        rows = events.rows()
+        if rows is not None:
+            return rows
     kinds: list[str] = []
     bodies: list[str] = []
     add_kind, add_body = kinds.append, bodies.append

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -87,6 +87,27 @@ _LITERALS: Final[dict[str, tuple[str, ...]]] = {
 _NAME_WORD: Final = re.compile(
     r"(?i)(?:key|token|passw(?:or)?d|passwd|secret|authorization|credentials?)(?![a-z0-9])"
 )
+_NAME_WORDS: Final = (
+    "key", "token", "password", "passwd", "secret", "authorization", "credential", "credentials",
+)  # fmt: skip
+"""The words ``_NAME_WORD`` matches, in lower case (for ASCII text, its only case folds)."""
+_ALNUM: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def _has_name_word(low: str) -> bool:
+    """Whether lower-cased ASCII ``low`` holds a word ``_NAME_WORD`` matches: one of
+    ``_NAME_WORDS`` not followed by a letter or digit (``tokens`` is not ``token``)."""
+    size = len(low)
+    for word in _NAME_WORDS:
+        start = low.find(word)
+        while start != -1:
+            end = start + len(word)
+            if end == size or low[end] not in _ALNUM:
+                return True
+            start = low.find(word, start + 1)
+    return False
+
+
 _NAME_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
 _SECRET_WORDS: Final = (
@@ -218,19 +239,56 @@ class Redactor:
         Matches any key shape, or holds any fragment of a secret field name: a text this
         returns False for is left alone without walking it.
         """
-        for _, pattern, literals in self._compiled:
+        return self._may_hold(text, self._compiled, bool(self._hints), self.builtin)
+
+    def _may_hold(
+        self,
+        text: str,
+        compiled: Iterable[tuple[str, re.Pattern[str], tuple[str, ...]]],
+        hints: bool,
+        names: bool,
+    ) -> bool:
+        """``may_hold_secret`` with only the given shapes, hints and name test."""
+        for _, pattern, literals in compiled:
             if literals and not any(lit in text for lit in literals):
                 continue
             if pattern.search(text) is not None:
                 return True
-        if self._hints:
+        if hints:
             low = text.lower()
             if any(hint in low for hint in self._hints):
                 return True
-        return self.builtin and self._names_a_secret(text)
+        return names and self._names_a_secret(text)
+
+    def rewrites(self, bodies: Sequence[str]) -> list[bool]:
+        """``[self.needs_rewrite(body) for body in bodies]``, for a trial's event bodies at once.
+
+        What none of the bodies holds is looked for once, in all of them together: a shape
+        whose literals occur in none of them, the user's names and the secret-name words are
+        then not looked for in each. A body's answer is the same as ``needs_rewrite``'s.
+        """
+        joined = "\x00".join(bodies)  # JSON text never holds a raw NUL: no literal spans two
+        compiled = [
+            entry
+            for entry in self._compiled
+            if not entry[2] or any(lit in joined for lit in entry[2])
+        ]
+        low = joined.lower() if self._hints or self.builtin else ""
+        hints = bool(self._hints) and any(hint in low for hint in self._hints)
+        names = self.builtin and (not joined.isascii() or _has_name_word(low))
+        cap = self.max_result_bytes
+        out: list[bool] = []
+        for body in bodies:
+            if cap is not None and len(body) > cap // 4 and len(body.encode("utf-8")) > cap:
+                out.append(True)
+            else:
+                out.append(self._may_hold(body, compiled, hints, names))
+        return out
 
     def _names_a_secret(self, text: str) -> bool:
         """Whether a word in ``text`` is a secret field name (``api_key``, ``githubToken``)."""
+        if text.isascii() and not _has_name_word(text.lower()):
+            return False  # the regex folds only ASCII case here: plain searches suffice
         for match in _NAME_WORD.finditer(text):
             start = match.start()
             low = max(0, start - 64)

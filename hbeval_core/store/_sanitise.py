@@ -24,14 +24,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from pydantic import BaseModel
 
 from ..events import ChatMessage, EventBase, ModelStart, ToolEnd, ToolError
 from ..vocab import ATTR_SANITISED
-from ._codec import encode_events
+from ._codec import encode_events, encoded_events
 from ._redact import ATTR_RESULT_TRUNCATED, REDACTED, Redactor
 
 __all__ = [
@@ -248,20 +248,13 @@ def sanitise_value(
     return clean, notes
 
 
-def _body(ev: EventBase) -> str | None:
-    """The event's stored JSON text, or None when it cannot be stored as it is."""
+def _row(ev: EventBase) -> tuple[str, str] | None:
+    """The event's stored kind and JSON text, or None when it cannot be stored as it is."""
     try:
-        return encode_events((ev,))[1][0]
+        kinds, bodies = encode_events((ev,))
     except Exception:
         return None
-
-
-def _encodes(events: Sequence[EventBase]) -> bool:
-    try:
-        encode_events(events)
-    except Exception:  # ValueError, RecursionError, an object whose __str__ raises, ...
-        return False
-    return True
+    return kinds[0], bodies[0]
 
 
 def _capped(ev: EventBase, redactor: Redactor, notes: list[str]) -> dict[str, Any]:
@@ -363,23 +356,51 @@ def storable_events(
     ``Redactor``). Each note reads ``events[3] args.extra: lone surrogates replaced by
     U+FFFD``; the same lines (without the position) are on the rebuilt event's
     ``attrs["sanitised"]``.
+
+    The events are encoded once, here: when every event of the result could be encoded, the
+    list returned carries their store rows (``_codec.EncodedEvents``), which a store then
+    writes as they are.
     """
     events = list(events)
-    every = text_hook is not None or redactor is not None
-    if not every and _encodes(events):
-        return events, []
+    rows: tuple[list[str], list[str]] | None = None
+    rewrite: list[bool] | None = None
+    if text_hook is None:
+        try:
+            rows = encode_events(events)
+        except Exception:  # ValueError, RecursionError, an object whose __str__ raises, ...
+            rows = None  # some event cannot be stored as it is: each is looked at below
+        if rows is not None:
+            rewrite = [False] * len(events) if redactor is None else redactor.rewrites(rows[1])
+            if not any(rewrite):
+                return encoded_events(events, *rows), []
     out: list[EventBase] = []
     notes: list[str] = []
+    kinds: list[str] = []
+    bodies: list[str] = []
     for i, ev in enumerate(events):
         if text_hook is None:
-            body = _body(ev)
-            if body is not None and (redactor is None or not redactor.needs_rewrite(body)):
+            if rows is not None and rewrite is not None:
+                row: tuple[str, str] | None = (rows[0][i], rows[1][i])
+                needs = rewrite[i]
+            else:
+                row = _row(ev)
+                needs = redactor is not None and row is not None and redactor.needs_rewrite(row[1])
+            if row is not None and not needs:
                 out.append(ev)  # storable, and nothing in it to redact or cut
+                kinds.append(row[0])
+                bodies.append(row[1])
                 continue
         clean, changes = _sanitise_event(ev, text_hook, redactor)
-        if changes and not _encodes((clean,)):
+        row = _row(clean)
+        if changes and row is None:
             clean = _last_resort(clean)
             changes = list(clean.attrs[ATTR_SANITISED])
+            row = _row(clean)
         out.append(clean)
         notes.extend(f"events[{i}] {change}" for change in changes)
+        if row is not None:  # else left as it is: the store names the field it refuses
+            kinds.append(row[0])
+            bodies.append(row[1])
+    if len(bodies) == len(out):
+        return encoded_events(out, kinds, bodies), notes
     return out, notes

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..events import EventBase
 from ._bundle import prepare_bundle
-from ._codec import encode_events
+from ._codec import EncodedEvents, encode_events
 from ._replay import attempt_stored_as, bundle_stored_as, trial_stored_as
 from ._validate import (
     check_attempt,
@@ -164,7 +164,8 @@ class MemoryStore:
         if attempt is not None:
             check_index("attempt", attempt)
         batch = list(events)
-        encode_events(batch)  # the same checks as SQLite (NaN, non-events), result unused
+        # The same checks as SQLite (NaN, non-events), result unused; rows already made pass.
+        encode_events(events if isinstance(events, EncodedEvents) else batch)
         if not batch:
             return 0
         with self._lock:

@@ -55,6 +55,46 @@ def test_a_hanging_agent_is_cut_abandoned_and_reported() -> None:
     assert attempt.error_type == "TrialTimeout" and "abandoned" in (attempt.error or "")
 
 
+def test_attempt_threads_end_with_the_run() -> None:
+    """Timed attempts run off the caller's thread, and no idle thread outlives the run."""
+    seen: set[threading.Thread] = set()
+
+    def agent(question: str) -> str:
+        seen.add(threading.current_thread())
+        return "done"
+
+    report = run_battery(
+        None, agent, [TASK], battery(), trials=2, store=MemoryStore(), run_id="w", timeout=30
+    )
+    assert len(report["trials"]) > 2
+    assert seen and threading.current_thread() not in seen
+    for thread in seen:
+        thread.join(10)
+    assert not any(t.is_alive() for t in seen)
+
+
+def test_a_cut_attempt_thread_ends_when_its_agent_returns() -> None:
+    release = threading.Event()
+    hung: list[threading.Thread] = []
+
+    def agent(question: str) -> str:
+        if not hung:
+            hung.append(threading.current_thread())
+            release.wait()
+        return "done"
+
+    try:
+        report = run_battery(
+            None, agent, [TASK], battery(), trials=1, store=MemoryStore(), run_id="c", timeout=0.3
+        )
+    finally:
+        release.set()
+    assert report["trials"][0]["outcome"] == "timeout"
+    hung[0].join(10)
+    assert not hung[0].is_alive()
+    assert not any(name.startswith("hbeval-s000-t0") for name in abandoned_threads())
+
+
 def _write_agent(tmp_path: Path, hang: float) -> Path:
     path = tmp_path / "hanging_agent.py"
     path.write_text(

@@ -94,6 +94,34 @@ def test_same_seed_same_report(tmp_path: Path) -> None:
     assert other_seed["fingerprints"]["measurement"] != reports[0]["fingerprints"]["measurement"]
 
 
+def test_a_run_into_sqlite_reports_what_a_run_in_memory_reports(tmp_path: Path) -> None:
+    """A SQLite run reads its trials back at the end; the report is the in-memory run's."""
+
+    @tool
+    def lookup(item: int) -> int:
+        return item
+
+    def factory() -> Any:
+        def agent(question: str) -> str:
+            for i in range(3):
+                think(f"step {i}", tool_calls=[("lookup", {"item": i})])
+                try:
+                    lookup(item=i)
+                except ToolCallError:
+                    pass
+            return "done"
+
+        return agent
+
+    task = Task(id="t", question="q", required=("done",))
+    in_memory = run_battery(None, factory, [task], small(), trials=2, run_id="m")
+    with SQLiteStore(str(tmp_path / "hb.db")) as store:
+        on_disk = run_battery(None, factory, [task], small(), trials=2, store=store, run_id="m")
+    # Three replies per trial, each issuing a call, whatever the faults did to the calls.
+    assert {t["usage"]["model_calls"] for t in on_disk["trials"]} == {3}
+    assert strip_volatile(on_disk) == strip_volatile(in_memory)
+
+
 def test_resume_after_interrupt_has_no_duplicates(tmp_path: Path) -> None:
     db = str(tmp_path / "resume.db")
 

@@ -7,6 +7,7 @@ that no figure reads. Undefined figures must be null with a reason, never 0.
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
@@ -525,3 +526,28 @@ def test_cost_from_the_run_manifests_per_model_price_table() -> None:
     r2 = build_report(run={**RUN, "trials": 1, "manifest": other}, trials=trials)
     assert r2["efficiency"]["undefined"]["cost_per_success_usd"] == "no_price_table"
     assert r2["efficiency"]["notes"] == ["no price for model 'x' in the price table"]
+
+
+def test_the_report_shares_no_nested_value_with_its_input() -> None:
+    """The report copies each verdict: changing the input afterwards changes nothing in it."""
+    trials = copy.deepcopy(
+        battery()
+    )  # the verdicts share NEUTRAL's nested values: scribble on a copy
+    trials[1]["memory"] = {"offered": True, "admitted": False, "reasons": ["r"]}
+    built = _build_report(run=RUN, trials=trials)
+    before = built.to_dict()
+
+    def scribble(value: Any) -> None:
+        if isinstance(value, dict):
+            for item in value.values():
+                scribble(item)
+            value["changed"] = True
+        elif isinstance(value, list):
+            for item in value:
+                scribble(item)
+            value.append("changed")
+
+    for t in trials:
+        scribble(t["verdict"])
+        scribble(t.get("memory"))
+    assert built.to_dict() == before
