@@ -123,7 +123,7 @@ def uuid_text(run_id: Any) -> str:
     goes through ``str``.
     """
     if type(run_id) is UUID:
-        h = "%032x" % run_id.int
+        h = "%032x" % run_id.int  # noqa: UP031 (an f-string spec is twice as slow here)
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
     return str(run_id)
 
