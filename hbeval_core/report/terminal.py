@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING, Any
 from ..metrics import wilson_interval
 from ..scoring import decide_verdict
 from ..scoring._trial_model import ERROR_CHARS
-from ..vocab import LIVE_METRICS, NOT_MEASURED, TI
+from ..vocab import DELIVERY_UNOBSERVED, LIVE_METRICS, NOT_MEASURED, TI
 from .scores import (
     EFFICIENCY_FIGURES,
     proportion_counts,
@@ -200,7 +200,7 @@ def verdict_lines(report: Mapping[str, Any]) -> list[str]:
     ]
     if len(missing) > _MAX_SCENARIO_LINES:
         lines.append(
-            f"  {len(missing)} scenarios not measured (no fault reached the agent): "
+            f"  {len(missing)} scenarios not measured ({_missing_words(missing)}): "
             + ", ".join(f"{sc.get('scenario_index')} {sc.get('fault_type')}" for sc in missing)
         )
         return lines
@@ -214,6 +214,16 @@ def verdict_lines(report: Mapping[str, Any]) -> list[str]:
             + f" over {sc.get('scored')} trial(s) ({(sc.get('undefined') or {}).get('frr')})"
         )
     return lines
+
+
+def _missing_words(missing: list[Mapping[str, Any]]) -> str:
+    """Why the listed scenarios were not measured, in words, from their FRR reasons."""
+    reasons = {str((sc.get("undefined") or {}).get("frr")) for sc in missing}
+    if reasons == {DELIVERY_UNOBSERVED}:
+        return f"no model call recorded, so delivery could not be seen: {DELIVERY_UNOBSERVED}"
+    if DELIVERY_UNOBSERVED in reasons:
+        return "no fault reached the agent, or no model call was recorded to see it"
+    return "no fault reached the agent"
 
 
 def _explained_cells(report: Mapping[str, Any], floors: Mapping[str, Any]) -> tuple[str, ...]:
