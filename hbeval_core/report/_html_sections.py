@@ -293,8 +293,8 @@ def _scores_section(report: Mapping[str, Any]) -> str:
 
 
 def _scenario_reason(scenario: Mapping[str, Any]) -> str:
-    """Why a scenario was not measured: its FRR's undefined reason when that is one of the
-    delivery reasons, else ``no_fault_delivered``."""
+    """Why a scenario was not measured: its FRR's undefined reason (``no_fault_delivered``,
+    ``delivery_unobserved``, ``no_trials``), else ``no_fault_delivered``."""
     undefined = scenario.get("undefined")
     reason = undefined.get(V.FRR) if isinstance(undefined, Mapping) else None
-    return reason if reason in V.UNDELIVERED_REASONS else V.NO_FAULT_DELIVERED
+    return reason if reason in (*V.UNDELIVERED_REASONS, V.NO_TRIALS) else V.NO_FAULT_DELIVERED

@@ -216,3 +216,31 @@ def test_compare_refuses_with_the_unobserved_reason(project: Path) -> None:
     assert row["change"] is None and row["undefined"]["change"] == "delivery_unobserved"
     assert "recorded no model call" in row["refused"]
     assert result["metrics"]["frr"]["change"] is None
+
+
+def test_scenarios_with_no_scored_trial_say_so(tmp_path: Path) -> None:
+    """Every trial failing before it ran: the scenarios are not measured because no trial was
+    scored, not because no fault reached the agent."""
+    (tmp_path / "broken.py").write_text(
+        textwrap.dedent(
+            """
+            from hbeval_core.runner import Task
+
+            def make():
+                raise ValueError("this agent cannot be built")
+
+            tasks = [Task(id="t", question="q", required=["x"])]
+            """
+        ),
+        encoding="utf-8",
+    )
+    out = tmp_path / "r.json"
+    args = ["battery", "run", f"{tmp_path / 'broken.py'}:make", "--trials", "1"]
+    res = runner.invoke(app, [*args, "--db", str(tmp_path / "s.db"), "--out", str(out)])
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["verdict"] == "INSUFFICIENT_DATA"
+    assert "no trial was scored: no_trials" in res.stdout
+    assert "no fault reached the agent" not in res.stdout
+    html = render_html({"r": report})
+    assert "not measured — no trial was scored" in html
+    assert "none reached the agent" not in html
