@@ -230,7 +230,10 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
 
     def _after(self, event: EventBase | None, run_id: Any, parent_id: str | None) -> None:
         """After recording (outside the lock): the sink gets ``event`` (None: given already, or
-        deferred), then new monitor signals become events carrying ``run_id``/``parent_id``."""
+        deferred), then new monitor signals become events carrying ``run_id``/``parent_id``.
+
+        It has nothing to do without a sink, a step or a halt, so the callbacks check those
+        first and skip the call (a tool call makes about nine callbacks)."""
         if event is not None and self.on_event is not None:
             self.call_user(self.on_event, event)
         # drain_monitor asks monitor_pending itself (asking twice would find nothing the second
@@ -443,7 +446,8 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
                 # Before the monitor sees the event, in case it fails.
                 self.add_finisher_locked("model_start messages", fill)
             event = self.record_checked_locked(ModelStart, fields, checked)
-        self._after(event, fields["run_id"], fields["parent_id"])
+        if self.on_event is not None or self._stepped or self.monitor.halted:
+            self._after(event, fields["run_id"], fields["parent_id"])
         if halted_before:
             # The graph turned our SafeHaltError into a tool result (handle_tool_errors=True)
             # and went back to the model: stop here instead, so no further tool can run.
@@ -541,7 +545,8 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
                 self._root_ids.pop(run_id, None)
                 if self.max_events is not None:
                     self._trim_locked(self.max_events)
-        self._after(event, fields["run_id"], fields["parent_id"])
+        if self.on_event is not None or self._stepped or self.monitor.halted:
+            self._after(event, fields["run_id"], fields["parent_id"])
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """A model call returned: its text, reasoning, tool calls and token usage."""
@@ -629,7 +634,8 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
                     checked = type(args) is dict and set(map(type, args)) <= STR_ONLY
                     event = self.record_checked_locked(ToolStart, fields, checked)
             if fields is not None:
-                self._after(event, fields["run_id"], fields["parent_id"])
+                if self.on_event is not None or self._stepped or self.monitor.halted:
+                    self._after(event, fields["run_id"], fields["parent_id"])
         except Exception as exc:
             self.fail("on_tool_start", exc)
         if root is not None and self.monitor.halted:
@@ -674,7 +680,8 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
                 fields["error"] = describe_error(error)
                 fields["error_type"] = type(error).__name__
                 event = self.record_checked_locked(ToolError, fields, checked)
-        self._after(event, fields["run_id"], fields["parent_id"])
+        if self.on_event is not None or self._stepped or self.monitor.halted:
+            self._after(event, fields["run_id"], fields["parent_id"])
 
     # ------------------------------------------------------------------ fault wrappers report here
     def begin_managed_call(self, node_run_id: UUID | None, call_id: str) -> None:
