@@ -223,39 +223,28 @@ class Monitor:
                 self.record_step(**step.fields())
         return step
 
-    def _observe_folded(self, event: EventBase) -> Any:
+    def _observe_folded(self, event: EventBase) -> StepRecord | None:
         """``observe``, but a completed step is folded at once instead of queued.
 
         For a caller that reads the monitor after every step (live capture asks for new
         directives after each one): queueing would only add a drain to every step. Steps
-        queued before it are folded first, so the order is kept. Returns whether a step was
-        completed (truthy: the step, as a ``StepRecord`` or as the monitor's step tuple).
+        queued before it are folded first, so the order is kept.
         """
         if not self._defer:
             return self.observe(event)  # folds every step at once already
         with self._derive_lock:
-            deriver = self._deriver
-            # Nothing reads the step but the fold: the deriver hands over the fold's tuple
-            # (a 16-field record only to take 7 of its values costs more than the fold).
-            was = deriver._as_tuples
-            deriver._as_tuples = True
-            try:
-                step: Any = deriver.feed(event)
-            finally:
-                deriver._as_tuples = was
+            step = self._deriver.feed(event)
             if step is not None:
-                if step.__class__ is not tuple:  # an explicit step event: a record
-                    step = step.as_tuple()
                 with self._lock:
                     queue = self._queue
                     if queue:
                         n = len(queue)
                         batch = queue[:n]
                         del queue[:n]
-                        batch.append(step)
+                        batch.append(step.as_tuple())
                         self._fold(batch)
                     else:
-                        self._fold((step,))
+                        self._fold((step.as_tuple(),))
         return step
 
     def record_step(
