@@ -170,6 +170,7 @@ class TrialContext:
     rate_limited: float | None = None
     """Set when the agent stopped on an HTTP 429: the seconds its provider asked to wait."""
     _pause_began: float | None = field(default=None, repr=False)
+    _slot_held: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     cut_off: bool = field(default=False, init=False)
@@ -210,6 +211,7 @@ class TrialContext:
         limiter = self.limiter
         if limiter is None:
             return
+        self._slot_held = True  # the turn's slot: ``count_turn`` does not take another
         wait = limiter.reserve()
         if wait <= 0:
             return
@@ -223,8 +225,11 @@ class TrialContext:
             self.paused += time.perf_counter() - began
 
     def count_turn(self) -> None:
-        """Record one model call (a turn), once the run's rate limit lets it start."""
-        self.wait_for_model()
+        """Record one model call (a turn), once the run's rate limit lets it start (unless the
+        adapter already waited for this turn with ``wait_for_model``)."""
+        if not self._slot_held:
+            self.wait_for_model()
+        self._slot_held = False
         with self._lock:
             self.turns += 1
 
