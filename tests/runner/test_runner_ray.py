@@ -153,3 +153,46 @@ def test_a_worker_node_killed_mid_battery_loses_and_doubles_nothing(
         one_final_attempt_each(store, report["run"]["run_id"], 18)
     assert report["run"]["trial_count"] == 18
     cluster.add_node(num_cpus=1)  # leave the cluster as the module found it
+
+
+def test_a_429_on_one_worker_pauses_the_trials_on_every_node(cluster: Any) -> None:
+    from . import limits_agent
+    from .test_runner_limits import comparable, model_starts, run
+
+    store = MemoryStore()
+    on_ray = run(limits_agent.careful_429, store, executor="ray")
+    local = run(limits_agent.careful)
+    assert len(on_ray["run"]["nodes"]) == 2
+    assert on_ray["run"]["rate_limit"]["hits"] == len(limits_agent.LIMITED)
+    assert comparable(on_ray) == comparable(local)
+    run_id = on_ray["run"]["run_id"]
+    starts = model_starts(store, run_id)
+    for key in limits_agent.LIMITED:
+        hit = store.list_attempts(run_id, key)[0].ended_at
+        pause = (hit + 0.1, hit + limits_agent.RETRY_AFTER - 0.1)
+        assert not [t for t in starts if pause[0] < t < pause[1]]  # no node called its model
+
+
+def test_the_cost_budget_holds_on_ray_and_a_larger_one_resumes(cluster: Any) -> None:
+    from . import limits_agent
+    from .test_runner_limits import priced, run, trial_costs
+
+    full_store = MemoryStore()
+    full = run(limits_agent.careful, full_store, manifest=priced())
+    costs = trial_costs(full_store, full["run"]["run_id"])
+    store = MemoryStore()
+    budget = min(costs.values()) / 2  # spent by the first trial that finishes
+    stopped = run(limits_agent.careful, store, manifest=priced(), max_cost=budget, executor="ray")
+    slots = int(ray.cluster_resources()["CPU"] / 0.25)  # trials the cluster runs at once
+    ran = [t["trial_key"] for t in stopped["trials"]]
+    assert len(ran) == slots < len(costs)  # the first wave, and nothing submitted after it
+    assert stopped["run"]["budget"] == {
+        "max_cost": budget,
+        "spent": pytest.approx(sum(costs[k] for k in ran)),
+        "stopped": "budget_exhausted",
+    }
+    assert store.list_runs()[0].status == "interrupted"
+    resumed = run(limits_agent.careful, store, manifest=priced(), max_cost=100.0, executor="ray")
+    assert resumed["run"]["run_id"] == stopped["run"]["run_id"]
+    assert resumed["run"].pop("budget")["spent"] == pytest.approx(sum(costs.values()))
+    assert without_timings(resumed) == without_timings(full)
