@@ -73,9 +73,7 @@ def part1(args: argparse.Namespace) -> None:
             figures["none"].append(per_call_us(None, args.calls))
             figures["local"].append(per_call_us(RateLimiter(), args.calls))
             calls = max(50, args.calls // 10)  # an RPC each: fewer calls, same median
-            figures["ray"].append(
-                ray.get(remote_timer.remote(RayLimiter("bench-limits"), calls))
-            )
+            figures["ray"].append(ray.get(remote_timer.remote(RayLimiter("bench-limits"), calls)))
     finally:
         ray.shutdown()
         cluster.shutdown()

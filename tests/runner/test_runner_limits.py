@@ -8,6 +8,7 @@ model is scripted, and it answers some trials' first call with a real ``openai.R
 from __future__ import annotations
 
 import email.utils
+import json
 import time
 from typing import Any
 
@@ -256,3 +257,26 @@ def test_the_cli_refuses_a_budget_without_prices_and_a_bad_rate(tmp_path: Any) -
     res = cli.invoke(battery_app, [*base, "--rate-limit", "0"])
     assert res.exit_code == 2 and "--rate-limit" in res.output
     assert not (tmp_path / "hb.db").exists()  # refused before the store was opened
+
+
+def test_the_cli_stops_at_the_budget_and_says_how_to_resume(tmp_path: Any) -> None:
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"model_id": MODEL, "price_table": PRICES}))
+    out = tmp_path / "r.json"
+    args = [
+        "run", "tests.runner.limits_agent:careful", "--tasks", "tests.runner.limits_agent:tasks",
+        "--scenarios", "6", "--trials", "1", "--db", str(tmp_path / "hb.db"),
+        "--manifest", str(manifest), "--out", str(out), "--rate-limit", "6000",
+    ]  # fmt: skip
+    res = CliRunner().invoke(battery_app, [*args, "--max-cost", "1e-9"])
+    assert res.exit_code == 0, res.output
+    assert "stopped (budget_exhausted)" in res.output and "--max-cost" in res.output
+    report = json.loads(out.read_text())
+    assert report["run"]["budget"]["stopped"] == "budget_exhausted"
+    assert report["run"]["trial_count"] == 1
+    assert report["run"]["rate_limit"] == {"rpm": 6000.0, "hits": 0, "paused_seconds": 0.0}
+    res = CliRunner().invoke(battery_app, [*args, "--max-cost", "100"])
+    assert res.exit_code == 0, res.output
+    resumed = json.loads(out.read_text())
+    assert resumed["run"]["run_id"] == report["run"]["run_id"]
+    assert resumed["run"]["trial_count"] == 6 and resumed["run"]["budget"]["stopped"] is None
