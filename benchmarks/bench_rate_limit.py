@@ -63,7 +63,7 @@ def part1(args: argparse.Namespace) -> None:
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
     try:
-        start_limiter(ray, "bench-limits", None, 120.0)
+        actor = start_limiter(ray, "bench-limits", None, 120.0)  # kept: its handle keeps it alive
         remote_timer = ray.remote(num_cpus=0.25)(per_call_us).options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(other.node_id, soft=False)
         )
@@ -74,6 +74,7 @@ def part1(args: argparse.Namespace) -> None:
             figures["local"].append(per_call_us(RateLimiter(), args.calls))
             calls = max(50, args.calls // 10)  # an RPC each: fewer calls, same median
             figures["ray"].append(ray.get(remote_timer.remote(RayLimiter("bench-limits"), calls)))
+        ray.kill(actor)
     finally:
         ray.shutdown()
         cluster.shutdown()
