@@ -14,7 +14,11 @@ import time
 from typing import Any
 
 import httpx
-import openai
+
+try:
+    import openai
+except ImportError:  # pragma: no cover - openai ships with the dev environment
+    openai = None  # type: ignore[assignment]
 from hbeval_langgraph.examples import PolicyChatModel, make_tools, tasks
 from langchain.agents import create_agent
 from pydantic import PrivateAttr
@@ -41,8 +45,9 @@ RETRY_AFTER = 2.0
 """Seconds the 429 asks to wait (``Retry-After``)."""
 
 
-def rate_limit_error(retry_after: str) -> openai.RateLimitError:
-    """What openai's client raises on an HTTP 429 (a real response with its headers)."""
+def rate_limit_error(retry_after: str) -> Exception:
+    """What openai's client raises on an HTTP 429 (a real response with its headers); httpx's
+    ``HTTPStatusError`` for the same response when openai is not installed."""
     request = httpx.Request("POST", "https://api.openai.com/v1/chat/completions")
     response = httpx.Response(
         429,
@@ -50,6 +55,8 @@ def rate_limit_error(retry_after: str) -> openai.RateLimitError:
         json={"error": {"message": "Rate limit reached", "type": "requests"}},
         request=request,
     )
+    if openai is None:
+        return httpx.HTTPStatusError("429 Too Many Requests", request=request, response=response)
     return openai.RateLimitError("Rate limit reached", response=response, body=None)
 
 
