@@ -71,6 +71,9 @@ class RayPlan:
     cwd: str
     address: str | None = None
     cpus: float = 0.25
+    memory: bytes | None = None
+    """What the trials recall from (the memory's pre-run snapshot, ``_admission._recall_view``),
+    pickled; None without memory. Admission stays with the driver."""
 
     @classmethod
     def for_run(
@@ -82,6 +85,7 @@ class RayPlan:
         *,
         address: str | None,
         cpus: float,
+        memory: Any = None,
     ) -> RayPlan:
         """The plan of a run, checking on the driver that a worker can load the target."""
         _ray()
@@ -105,11 +109,19 @@ class RayPlan:
             "judge": runner.judge,
             "max_infra_retries": runner.max_infra_retries,
             "redactor": runner.redactor,
+            "memory_run": runner.memory_run,
         }
         import ray.cloudpickle
 
         dumps: Callable[[Any], bytes] = ray.cloudpickle.dumps
         payload = dumps({"tasks": list(runner.tasks), "battery": runner.battery, **settings})
+        try:
+            recall = None if memory is None else dumps(memory)
+        except Exception as exc:
+            raise ValueError(
+                "memory= must pickle to travel to Ray workers (an EDM travels as its snapshot); "
+                f"{type(memory).__name__} does not: {type(exc).__name__}: {exc}"
+            ) from exc
         return cls(
             key=f"{runner.run_id}/{uuid.uuid4().hex}",
             target_ref=ref,
@@ -121,6 +133,7 @@ class RayPlan:
             cwd=os.getcwd(),
             address=address,
             cpus=float(cpus),
+            memory=recall,
         )
 
 
@@ -153,6 +166,7 @@ _WORKER_STATE: dict[str, tuple[Any, Any]] = {}
 
 def _worker_state(plan: RayPlan) -> tuple[Any, Any]:
     """This worker process's runner (and store) for the plan, built on first use."""
+    from ._admission import _set_memory_hook
     from ._attempts import _Runner
 
     with _WORKER_LOCK:
@@ -166,6 +180,8 @@ def _worker_state(plan: RayPlan) -> tuple[Any, Any]:
         resolved = resolve_target(target, target_kind=plan.adapter_kind)
         runner = _Runner(resolved=resolved, **pickle.loads(plan.payload))
         runner.adapter.instrument()  # for the life of this worker process
+        if plan.memory is not None:  # recall only: the driver admits after the last trial
+            _set_memory_hook(runner.adapter, pickle.loads(plan.memory))
         store = open_store(plan.store_url) if plan.store_url is not None else None
         _WORKER_STATE.clear()  # one run at a time per worker process
         _WORKER_STATE[plan.key] = (runner, store)
@@ -267,6 +283,34 @@ def run_on_ray(
         if started_here:
             ray.shutdown()
     return sorted(nodes)
+
+
+def ray_finished(
+    runner: Any,
+    jobs: Sequence[Any],
+    store: Any,
+    finished: Callable[[str, dict[str, Any] | None, str, Any], None],
+    with_memory: bool,
+) -> Callable[[str, dict[str, Any] | None, str, Any], None]:
+    """``finished``, except that with memory a trial recorded by another delivery (a retried
+    task) is read back from the store with its episode, so it is offered for admission as the
+    local executor would offer it."""
+    if not with_memory:
+        return finished
+    from ..store.protocol import final_attempts
+    from ._resume import _resumed_trial
+
+    by_key = {job.key: job for job in jobs}
+
+    def on_trial(key: str, trial: dict[str, Any] | None, outcome: str, episode: Any) -> None:
+        if trial is None:
+            record = next(t for t in store.list_trials(runner.run_id) if t.trial_key == key)
+            final = final_attempts(store, runner.run_id).get(key)
+            trial, episode = _resumed_trial(runner, by_key[key], store, record, final)
+            outcome = record.outcome
+        finished(key, trial, outcome, episode)
+
+    return on_trial
 
 
 def _collect(

@@ -130,7 +130,13 @@ __all__ = [
 ]
 
 from ..store.protocol import final_attempts
-from ._admission import _admit_run, _check_memory, _memory_config, _set_memory_hook
+from ._admission import (
+    _admit_run,
+    _check_memory,
+    _memory_config,
+    _recall_view,
+    _set_memory_hook,
+)
 from ._attempts import _Done, _Job, _Runner, abandoned_threads, trial_run_id
 from ._resume import (
     _record,
@@ -338,7 +344,7 @@ def run_battery(
     budgets = manifest.budgets if manifest is not None else Budgets()
     if redactor is None:
         redactor = _redactor_for(manifest)
-    resolved = _resolve(target, target_kind, adapter, executor, memory, concurrency)
+    resolved = _resolve(target, target_kind, adapter, executor, concurrency)
     workers = concurrency if resolved.isolated else 1
     manifest = _run_manifest(
         manifest,
@@ -420,18 +426,26 @@ def run_battery(
         tally.finished(done.job.key, done.trial, done.outcome, done.episode)
 
     nodes: list[str] = []
+    view = None if memory is None else _recall_view(memory, agent_id)
     runner.adapter.instrument()
     if memory is not None:
-        _set_memory_hook(runner.adapter, memory)
+        _set_memory_hook(runner.adapter, view)
     try:
         with _interrupt_watch():
             if executor == EXECUTOR_RAY:
-                from ._ray import RayPlan, run_on_ray
+                from ._ray import RayPlan, ray_finished, run_on_ray
 
                 plan = RayPlan.for_run(
-                    runner, target, manifest, store, address=ray_address, cpus=ray_cpus_per_trial
+                    runner,
+                    target,
+                    manifest,
+                    store,
+                    address=ray_address,
+                    cpus=ray_cpus_per_trial,
+                    memory=view,
                 )
-                nodes = run_on_ray(plan, pending, store, tally.finished)
+                on_trial = ray_finished(runner, jobs, store, tally.finished, memory is not None)
+                nodes = run_on_ray(plan, pending, store, on_trial)
             elif workers == 1:
                 for job in pending:
                     finish(runner.run_trial(job))
@@ -522,14 +536,11 @@ def _resolve(
     target_kind: str | None,
     adapter: Adapter | None,
     executor: str,
-    memory: Any,
     concurrency: int,
 ) -> ResolvedTarget:
     """The target's adapter and kind, checked against the executor."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; got {executor!r}")
-    if executor == EXECUTOR_RAY and memory is not None:
-        raise ValueError("memory is not supported with executor='ray'; run with the local executor")
     resolved = resolve_target(target, target_kind=target_kind, adapter=adapter)
     if executor == EXECUTOR_RAY and not resolved.isolated:
         raise ValueError(
