@@ -8,6 +8,10 @@ index and first attempt number. Each worker process loads the target by its refe
 the runner once, and per trial rebuilds the trial's fault plan from the run seed, exactly as the
 driver would: so the verdicts are those of a local run with the same seed.
 
+Memory: the run's recall view (an EDM's pre-run snapshot) travels pickled in the plan and is
+hooked into each worker's adapter; workers only recall. Their trials' episodes come back with
+the results and the driver admits them after the last trial, in trial order, as a local run does.
+
 Results: with a PostgreSQL store the worker writes the trial bundle itself (one transaction) and
 returns only the trial's summary; with any other store (SQLite is one file on the driver's
 machine) it returns the bundle and the driver writes it. Either way the driver counts and

@@ -50,9 +50,12 @@ a virtual clock unless ``clock`` is given: the agent sees the same timeout error
 runner sleeping for it (the manifest records ``clock: virtual``).
 
 **Memory.** With ``memory`` (an ``hbeval_core.memory.EDM``, or anything with ``admit(episode)``
-and ``recall(context, agent_id)``) the adapter gets ``memory_hook(memory)`` before the first
+and ``recall(context, agent_id)``) the adapter gets ``memory_hook(view)`` before the first
 trial and ``memory_hook(None)`` after the last, so it can put the agent's qualified precedents
-in front of the model. Once every trial is recorded, each scored trial becomes an episode
+in front of the model. ``view`` is an EDM's snapshot of the run agent's episodes taken before
+the first trial (``EDM.snapshot``: read-only, picklable; other memories are their own view), so
+trials recall the same precedents on every executor: threads here, or Ray workers, which get
+the snapshot with the run's plan. Once every trial is recorded, each scored trial becomes an episode
 (``hbeval_core.memory.episode_from_trial``) and is offered to ``memory.admit``, in trial order.
 Admission waits for the end of the run on purpose: trials of one run stay independent (none
 recalls another trial of the same run, whatever the concurrency), so a run's verdicts depend
