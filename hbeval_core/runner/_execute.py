@@ -7,8 +7,12 @@ started always finish and are recorded.
 
 from __future__ import annotations
 
+import signal
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from typing import Any
 
 from ._attempts import _Done, _Job, _Runner
 
@@ -83,3 +87,35 @@ def run_parallel(
 def always() -> bool:
     """``may_start`` of a run without a budget."""
     return True
+
+
+@contextmanager
+def _interrupt_watch() -> Iterator[None]:
+    """Tell Ctrl-C on hbeval apart from a ``KeyboardInterrupt`` the agent raises itself."""
+    from ..contract._trial import _note_user_interrupt, _reset_user_interrupt
+
+    _reset_user_interrupt()
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if previous is signal.SIG_IGN:
+            return
+        _note_user_interrupt()
+        if callable(previous):
+            previous(signum, frame)
+        else:
+            raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGINT, on_sigint)
+    except (ValueError, OSError):  # not settable here: agents' own interrupts stop the run
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        _reset_user_interrupt()

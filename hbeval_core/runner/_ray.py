@@ -8,6 +8,10 @@ index and first attempt number. Each worker process loads the target by its refe
 the runner once, and per trial rebuilds the trial's fault plan from the run seed, exactly as the
 driver would: so the verdicts are those of a local run with the same seed.
 
+Memory: the run's recall view (an EDM's pre-run snapshot) travels pickled in the plan and is
+hooked into each worker's adapter; workers only recall. Their trials' episodes come back with
+the results and the driver admits them after the last trial, in trial order, as a local run does.
+
 Results: with a PostgreSQL store the worker writes the trial bundle itself (one transaction) and
 returns only the trial's summary; with any other store (SQLite is one file on the driver's
 machine) it returns the bundle and the driver writes it. Either way the driver counts and
@@ -80,6 +84,9 @@ class RayPlan:
     """The run's limiter actor (``runner._ray_control``)."""
     rpm: float | None = None
     max_pause: float = 120.0
+    memory: bytes | None = None
+    """What the trials recall from (the memory's pre-run snapshot, ``_admission._recall_view``),
+    pickled; None without memory. Admission stays with the driver."""
 
     @classmethod
     def for_run(
@@ -91,6 +98,7 @@ class RayPlan:
         *,
         address: str | None,
         cpus: float,
+        memory: Any = None,
     ) -> RayPlan:
         """The plan of a run, checking on the driver that a worker can load the target."""
         _ray()
@@ -114,6 +122,7 @@ class RayPlan:
             "judge": runner.judge,
             "max_infra_retries": runner.max_infra_retries,
             "redactor": runner.redactor,
+            "memory_run": runner.memory_run,
         }
         import ray.cloudpickle
 
@@ -125,6 +134,13 @@ class RayPlan:
         dumps: Callable[[Any], bytes] = ray.cloudpickle.dumps
         payload = dumps({"tasks": list(runner.tasks), "battery": runner.battery, **settings})
         local = runner.limiter
+        try:
+            recall = None if memory is None else dumps(memory)
+        except Exception as exc:
+            raise ValueError(
+                "memory= must pickle to travel to Ray workers (an EDM travels as its snapshot); "
+                f"{type(memory).__name__} does not: {type(exc).__name__}: {exc}"
+            ) from exc
         return cls(
             key=key,
             target_ref=ref,
@@ -139,6 +155,7 @@ class RayPlan:
             limiter_name=limiter_name,
             rpm=getattr(local, "rpm", None),
             max_pause=float(getattr(local, "max_pause", 120.0)),
+            memory=recall,
         )
 
 
@@ -171,6 +188,7 @@ _WORKER_STATE: dict[str, tuple[Any, Any]] = {}
 
 def _worker_state(plan: RayPlan) -> tuple[Any, Any]:
     """This worker process's runner (and store) for the plan, built on first use."""
+    from ._admission import _set_memory_hook
     from ._attempts import _Runner
 
     with _WORKER_LOCK:
@@ -184,6 +202,8 @@ def _worker_state(plan: RayPlan) -> tuple[Any, Any]:
         resolved = resolve_target(target, target_kind=plan.adapter_kind)
         runner = _Runner(resolved=resolved, **pickle.loads(plan.payload))
         runner.adapter.instrument()  # for the life of this worker process
+        if plan.memory is not None:  # recall only: the driver admits after the last trial
+            _set_memory_hook(runner.adapter, pickle.loads(plan.memory))
         store = open_store(plan.store_url) if plan.store_url is not None else None
         _WORKER_STATE.clear()  # one run at a time per worker process
         _WORKER_STATE[plan.key] = (runner, store)
@@ -328,6 +348,34 @@ def _result(ray: Any, ref: Any) -> TrialOutput:
             raise RateLimitTooLong(cause.asked, cause.cap) from None
         raise
     return out
+
+
+def ray_finished(
+    runner: Any,
+    jobs: Sequence[Any],
+    store: Any,
+    finished: Callable[[str, dict[str, Any] | None, str, Any], None],
+    with_memory: bool,
+) -> Callable[[str, dict[str, Any] | None, str, Any], None]:
+    """``finished``, except that with memory a trial recorded by another delivery (a retried
+    task) is read back from the store with its episode, so it is offered for admission as the
+    local executor would offer it."""
+    if not with_memory:
+        return finished
+    from ..store.protocol import final_attempts
+    from ._resume import _resumed_trial
+
+    by_key = {job.key: job for job in jobs}
+
+    def on_trial(key: str, trial: dict[str, Any] | None, outcome: str, episode: Any) -> None:
+        if trial is None:
+            record = next(t for t in store.list_trials(runner.run_id) if t.trial_key == key)
+            final = final_attempts(store, runner.run_id).get(key)
+            trial, episode = _resumed_trial(runner, by_key[key], store, record, final)
+            outcome = record.outcome
+        finished(key, trial, outcome, episode)
+
+    return on_trial
 
 
 def _collect(

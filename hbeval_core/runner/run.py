@@ -60,9 +60,12 @@ the trials that ran (the others are in no metric) and says why in ``run.budget``
 again with a larger budget resumes it.
 
 **Memory.** With ``memory`` (an ``hbeval_core.memory.EDM``, or anything with ``admit(episode)``
-and ``recall(context, agent_id)``) the adapter gets ``memory_hook(memory)`` before the first
+and ``recall(context, agent_id)``) the adapter gets ``memory_hook(view)`` before the first
 trial and ``memory_hook(None)`` after the last, so it can put the agent's qualified precedents
-in front of the model. Once every trial is recorded, each scored trial becomes an episode
+in front of the model. ``view`` is an EDM's snapshot of the run agent's episodes taken before
+the first trial (``EDM.snapshot``: read-only, picklable; other memories are their own view), so
+trials recall the same precedents on every executor: threads here, or Ray workers, which get
+the snapshot with the run's plan. Once every trial is recorded, each scored trial becomes an episode
 (``hbeval_core.memory.episode_from_trial``) and is offered to ``memory.admit``, in trial order.
 Admission waits for the end of the run on purpose: trials of one run stay independent (none
 recalls another trial of the same run, whatever the concurrency), so a run's verdicts depend
@@ -76,11 +79,8 @@ stored config records which memory was attached.
 from __future__ import annotations
 
 import logging
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -141,10 +141,16 @@ __all__ = [
 ]
 
 from ..store.protocol import final_attempts
-from ._admission import _admit_run, _check_memory, _memory_config, _set_memory_hook
+from ._admission import (
+    _admit_run,
+    _check_memory,
+    _memory_config,
+    _recall_view,
+    _set_memory_hook,
+)
 from ._attempts import _Done, _Job, _Runner, abandoned_threads, trial_run_id
 from ._budget import CostBudget
-from ._execute import always, run_parallel, run_serial
+from ._execute import _interrupt_watch, always, run_parallel, run_serial
 from ._resume import (
     _record,
     _reload_trials,
@@ -185,38 +191,6 @@ class ProgressUpdate:
     """Trials taken from the store instead of being run."""
     last: Mapping[str, Any] | None = None
     """The trial just recorded (None for the first update, sent before any trial runs)."""
-
-
-@contextmanager
-def _interrupt_watch() -> Iterator[None]:
-    """Tell Ctrl-C on hbeval apart from a ``KeyboardInterrupt`` the agent raises itself."""
-    from ..contract._trial import _note_user_interrupt, _reset_user_interrupt
-
-    _reset_user_interrupt()
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.getsignal(signal.SIGINT)
-
-    def on_sigint(signum: int, frame: Any) -> None:
-        if previous is signal.SIG_IGN:
-            return
-        _note_user_interrupt()
-        if callable(previous):
-            previous(signum, frame)
-        else:
-            raise KeyboardInterrupt
-
-    try:
-        signal.signal(signal.SIGINT, on_sigint)
-    except (ValueError, OSError):  # not settable here: agents' own interrupts stop the run
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        _reset_user_interrupt()
 
 
 # ---------------------------------------------------------------------- the public entry point
@@ -357,7 +331,7 @@ def run_battery(
     budgets = manifest.budgets if manifest is not None else Budgets()
     if redactor is None:
         redactor = _redactor_for(manifest)
-    resolved = _resolve(target, target_kind, adapter, executor, memory, concurrency)
+    resolved = _resolve(target, target_kind, adapter, executor, concurrency)
     workers = concurrency if resolved.isolated else 1
     manifest = _run_manifest(
         manifest,
@@ -453,18 +427,26 @@ def run_battery(
 
     nodes: list[str] = []
     limits: dict[str, Any] = {}
+    view = None if memory is None else _recall_view(memory, agent_id)
     runner.adapter.instrument()
     if memory is not None:
-        _set_memory_hook(runner.adapter, memory)
+        _set_memory_hook(runner.adapter, view)
     try:
         with _interrupt_watch():
             if executor == EXECUTOR_RAY:
-                from ._ray import RayPlan, run_on_ray
+                from ._ray import RayPlan, ray_finished, run_on_ray
 
                 plan = RayPlan.for_run(
-                    runner, target, manifest, store, address=ray_address, cpus=ray_cpus_per_trial
+                    runner,
+                    target,
+                    manifest,
+                    store,
+                    address=ray_address,
+                    cpus=ray_cpus_per_trial,
+                    memory=view,
                 )
-                nodes = run_on_ray(plan, pending, store, counted, may_start, limits)
+                on_trial = ray_finished(runner, jobs, store, counted, memory is not None)
+                nodes = run_on_ray(plan, pending, store, on_trial, may_start, limits)
             elif workers == 1:
                 run_serial(runner, pending, finish, may_start)
             else:
@@ -574,14 +556,11 @@ def _resolve(
     target_kind: str | None,
     adapter: Adapter | None,
     executor: str,
-    memory: Any,
     concurrency: int,
 ) -> ResolvedTarget:
     """The target's adapter and kind, checked against the executor."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; got {executor!r}")
-    if executor == EXECUTOR_RAY and memory is not None:
-        raise ValueError("memory is not supported with executor='ray'; run with the local executor")
     resolved = resolve_target(target, target_kind=target_kind, adapter=adapter)
     if executor == EXECUTOR_RAY and not resolved.isolated:
         raise ValueError(
