@@ -15,12 +15,13 @@ collector walks the growing derivation state again and again (on a 1M-event trac
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from ..events._fast import fast_lines, slow_event, twin_adapter
-from ..events._structs import struct_decoder
+from ..events._structs import struct_decoder, struct_types
+from ._scoreloop import fold_dicts, fold_structs
 from ._steps import StepTuple
 from .derive import StepRecord
 from .monitor import _QUEUE_MAX, Monitor
@@ -61,7 +62,6 @@ def fold_trace(
     deriver = monitor._deriver
     feed = deriver.feed
     fold, lock = monitor._fold, monitor._lock
-    size = _QUEUE_MAX if monitor._defer and on_step is None else 1
     batch: list[StepTuple] = []
     decode: Callable[[bytes], Any]
     feed_fast: Callable[[Any], Any]
@@ -73,17 +73,21 @@ def fold_trace(
             deriver.feed_raw,
             True,
         )
+
+    def flush(steps: list[StepTuple]) -> None:
+        with lock:
+            fold(steps)
+
     fh = open(source, "rb") if isinstance(source, (str, Path)) else None
     collecting = gc.isenabled()
     try:
-        lines: Iterable[Any] = fh if fh is not None else source  # type: ignore[assignment]
+        lines: Iterator[Any] = iter(fh if fh is not None else source)  # type: ignore[arg-type]
         lineno = 0
         gc.disable()
         with monitor._derive_lock:
-            deriver._as_tuples = on_step is None
-            # fast_structs' / fast_lines' loop, inlined: at a microsecond per event a generator
-            # costs.
-            for raw in lines:
+            # While on_step reads each step: fast_structs' / fast_lines' loop, inlined (at a
+            # microsecond per event a generator costs), one step folded at a time.
+            for raw in lines if on_step is not None else ():
                 lineno += 1
                 if raw.__class__ is not bytes:
                     raw = raw.encode("utf-8")
@@ -104,18 +108,18 @@ def fold_trace(
                     got = feed(model)
                     if got is None:
                         continue
-                batch.append(got if got.__class__ is tuple else got.as_tuple())
-                if len(batch) >= size:
-                    with lock:
-                        fold(batch)
-                    batch = []
-                    if on_step is not None and on_step(got) is False:
-                        on_step = None  # no more per-step reads: fold in batches from here
-                        size = _QUEUE_MAX if monitor._defer else 1
-                        deriver._as_tuples = True
-            if batch:
-                with lock:
-                    fold(batch)
+                flush([got.as_tuple()])
+                if on_step(got) is False:
+                    on_step = None  # no more per-step reads: fold in batches from here
+                    break
+            if on_step is None:
+                # Nothing reads steps one by one: the scoring loop folds the rest in batches.
+                deriver._as_tuples = True
+                size = _QUEUE_MAX if monitor._defer else 1
+                if decoder is not None:
+                    fold_structs(lines, lineno, deriver, decode, struct_types(), flush, batch, size)
+                else:
+                    fold_dicts(lines, lineno, deriver, decode, flush, batch, size)
     finally:
         deriver._as_tuples = False
         if collecting:
