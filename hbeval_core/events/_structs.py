@@ -32,6 +32,14 @@ from ._fast import FAST_KINDS, slow_event
 __all__ = ["fast_structs", "struct_decoder", "struct_types"]
 
 
+_READ_COLLECTIONS = frozenset({"args", "tool_calls"})
+"""Defaulted collections the deriver reads (``Deriver.feed``): an absent one is made empty,
+as the model makes it. Any other absent collection (``attrs`` on every event, a model call's
+``messages``, ...) is left ``msgspec.UNSET`` instead of a new empty dict or list per event:
+nothing reads it from a struct, and ``msgspec.to_builtins`` leaves it out, so the model built
+from such a struct takes its own default."""
+
+
 def _struct(model: type[BaseModel], done: dict[Any, Any], tag: str | None) -> Any:
     """A msgspec Struct with ``model``'s fields, bounds, defaults and config; nested ones too."""
     import msgspec
@@ -55,6 +63,8 @@ def _struct(model: type[BaseModel], done: dict[Any, Any], tag: str | None) -> An
             ann = _bounded(ann, msgspec.Meta(**bounds))
         if info.is_required():
             fields.append((name, ann))
+        elif info.default_factory is not None and name not in _READ_COLLECTIONS:
+            fields.append((name, ann, msgspec.UNSET))  # absent: see _READ_COLLECTIONS
         elif info.default_factory is not None:
             factory = cast(Callable[[], Any], info.default_factory)  # the models take no data
             fields.append((name, ann, msgspec.field(default_factory=factory)))

@@ -30,6 +30,7 @@ from typing import Any
 
 from ..events._fast import slow_event
 from ..vocab import (
+    FAULT_INJECTED,
     LINK_ID,
     LINK_NONE,
     MODEL_END,
@@ -48,7 +49,7 @@ _MEMO_MAX = 4096
 
 
 def fold_structs(
-    lines: Iterator[Any],
+    lines: Iterator[bytes],
     lineno: int,
     deriver: Deriver,
     decode: Callable[[bytes], Any],
@@ -65,20 +66,21 @@ def fold_structs(
     # per step costs a measurable share of a microsecond-per-event path; module docstring).
     tool_start_t, tool_end_t, tool_error_t = types[TOOL_START], types[TOOL_END], types[TOOL_ERROR]
     model_start_t, model_end_t = types[MODEL_START], types[MODEL_END]
+    fault_t = types[FAULT_INJECTED]
     feed = deriver.feed
-    link, start_link = _link, _start_link
+    link, start_link, run_state = _link, _start_link, _RunState
     runs = deriver._runs
     v1 = deriver._v1
     observing = deriver._observing
     unobserved = UNOBSERVED
     spoiling = RESULT_SPOILING_EFFECTS
-    memo: dict[Any, str] = {}
+    memo: dict[tuple[str, str, Any], str] = {}
+    # The run of the event before, and its state (most traces are one run at a time).
+    cur_run: str | None = None
+    st: Any = None
     steps = 0
     try:
-        for raw in lines:
-            lineno += 1
-            if raw.__class__ is not bytes:
-                raw = raw.encode("utf-8")
+        for lineno, raw in enumerate(lines, lineno + 1):
             try:
                 ev = decode(raw)
             except (ValueError, RecursionError):  # refused: exactly read_events' path
@@ -87,9 +89,12 @@ def fold_structs(
                     continue
             cls = ev.__class__
             if cls is tool_start_t:
-                st = runs.get(ev.run_id)
-                if st is None:
-                    st = runs[ev.run_id] = _RunState()
+                run_id = ev.run_id
+                if run_id != cur_run:
+                    st = runs.get(run_id)
+                    if st is None:
+                        st = runs[run_id] = run_state()
+                    cur_run = run_id
                 call_id = ev.call_id
                 args = ev.args
                 st.args[call_id] = args
@@ -101,23 +106,23 @@ def fold_structs(
                         start_link(st, call_id, ev.tool, args)
                 continue
             if cls is tool_end_t or cls is tool_error_t:
-                errored = cls is tool_error_t or ev.status == "error"
+                run_id = ev.run_id
+                if run_id != cur_run:
+                    st = runs.get(run_id)
+                    if st is None:
+                        st = runs[run_id] = run_state()
+                    cur_run = run_id
                 call_id = ev.call_id
                 tool = ev.tool
-                st = runs.get(ev.run_id)
-                if st is None:
-                    st = runs[ev.run_id] = _RunState()
                 # Deriver._tool_step's rules, in its order.
-                faults = st.faults.pop(call_id, None) if st.faults else None
                 args = st.args.pop(call_id, None)
                 cached = st.links.pop(call_id, None) if st.links else None
                 if cached is None or cached[0] == LINK_NONE:
-                    issued = st.by_id.get(call_id)
+                    issued = st.by_id.pop(call_id, None)
                     if issued is not None:  # derive._link, inline for a link by id
                         issued[0] = True
                         link_kind = LINK_ID
-                        del st.by_id[call_id]  # retired (derive._RunState)
-                        st.ended[call_id] = issued[1]
+                        st.ended[call_id] = issued[1]  # retired (derive._RunState)
                     else:
                         link_kind, issued = link(st, call_id, tool, args)
                 else:
@@ -126,43 +131,43 @@ def fold_structs(
                     traceable = link_kind == LINK_ID and issued is not None and issued[1]
                 else:
                     traceable = link_kind != LINK_NONE
-                if faults is None:
-                    success = not errored
-                    had_fault = errored
-                else:
-                    success = not errored
-                    for _, effect in faults:
-                        if effect in spoiling:
-                            success = False
-                    had_fault = True
+                success = cls is tool_end_t and ev.status != "error"
+                had_fault = not success
+                if st.faults:
+                    faults = st.faults.pop(call_id, None)
+                    if faults is not None:
+                        had_fault = True
+                        for _, effect in faults:
+                            if effect in spoiling:
+                                success = False
                 if args is None:
                     args = {}
-                action = None
-                key: Any = None
                 if args.__class__ is dict and len(args) == 1:
                     for name in args:
                         value = args[name]
-                        value_cls = value.__class__
-                        if value_cls is int or value_cls is str:
-                            key = (tool, name, value)
-                            action = memo.get(key)
-                if action is None:
+                    value_cls = value.__class__
+                    if value_cls is int or value_cls is str:
+                        key = (tool, name, value)
+                        action = memo.get(key)
+                        if action is None:
+                            if len(memo) >= _MEMO_MAX:
+                                memo.clear()
+                            action = memo[key] = f"{tool}({canonical_args(args)})"
+                    else:
+                        action = f"{tool}({canonical_args(args)})"
+                else:
                     action = f"{tool}({canonical_args(args)})"
-                    if key is not None:
-                        if len(memo) >= _MEMO_MAX:
-                            memo.clear()
-                        memo[key] = action
-                replanned = st.pending_replan
-                if (
-                    not replanned
-                    and st.model_since_failure
-                    and st.last_failed_action is not None
-                    and action != st.last_failed_action
-                ):
-                    replanned = True
-                st.pending_replan = False
-                st.last_failed_action = None if success else action
-                st.model_since_failure = False
+                last_failed = st.last_failed_action
+                if last_failed is None:
+                    replanned = st.pending_replan
+                else:
+                    replanned = st.pending_replan or (
+                        st.model_since_failure and action != last_failed
+                    )
+                    st.last_failed_action = None
+                if not success:
+                    st.last_failed_action = action
+                st.pending_replan = st.model_since_failure = False
                 steps += 1
                 batch.append(
                     (
@@ -180,17 +185,23 @@ def fold_structs(
                     batch = []
                 continue
             if cls is model_start_t:
-                st = runs.get(ev.run_id)
-                if st is None:
-                    st = runs[ev.run_id] = _RunState()
+                run_id = ev.run_id
+                if run_id != cur_run:
+                    st = runs.get(run_id)
+                    if st is None:
+                        st = runs[run_id] = run_state()
+                    cur_run = run_id
                 st.model_since_failure = True
                 if not observing:
                     observing = deriver._observing = True
                 continue
             if cls is model_end_t:
-                st = runs.get(ev.run_id)
-                if st is None:
-                    st = runs[ev.run_id] = _RunState()
+                run_id = ev.run_id
+                if run_id != cur_run:
+                    st = runs.get(run_id)
+                    if st is None:
+                        st = runs[run_id] = run_state()
+                    cur_run = run_id
                 st.model_since_failure = True
                 if not observing:
                     observing = deriver._observing = True
@@ -199,8 +210,7 @@ def fold_structs(
                     # derive._issue, inline.
                     text, reasoning = ev.text, ev.reasoning
                     explained = bool((text and text.strip()) or (reasoning and reasoning.strip()))
-                    by_id, ended = st.by_id, st.ended
-                    st_args = st.args
+                    by_id, ended, st_args = st.by_id, st.ended, st.args
                     pending = []
                     for c in calls:
                         call_id = c.id
@@ -213,11 +223,27 @@ def fold_structs(
                         pending.append(issued)
                     st.pending = pending
                 continue
+            if cls is fault_t:
+                call_id = ev.call_id
+                if call_id is not None:
+                    run_id = ev.run_id
+                    if run_id != cur_run:
+                        st = runs.get(run_id)
+                        if st is None:
+                            st = runs[run_id] = run_state()
+                        cur_run = run_id
+                    faults = st.faults.get(call_id)
+                    if faults is None:
+                        st.faults[call_id] = [(ev.mode, ev.effect)]
+                    else:
+                        faults.append((ev.mode, ev.effect))
+                continue
             # Any other kind, or a model of a refused line: Deriver.feed, on the same state.
             deriver._index += steps
             steps = 0
             got = feed(ev)
             observing = deriver._observing
+            cur_run = None  # feed may have ended the run
             if got is not None:
                 batch.append(got if got.__class__ is tuple else got.as_tuple())
                 if len(batch) >= size:

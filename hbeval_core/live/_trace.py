@@ -114,6 +114,8 @@ def fold_trace(
                     break
             if on_step is None:
                 # Nothing reads steps one by one: the scoring loop folds the rest in batches.
+                if fh is None:  # the scoring loop reads bytes
+                    lines = _as_bytes(lines)
                 deriver._as_tuples = True
                 size = _QUEUE_MAX if monitor._defer else 1
                 if decoder is not None:
@@ -127,3 +129,8 @@ def fold_trace(
         if fh is not None:
             fh.close()
     return monitor
+
+
+def _as_bytes(lines: Iterator[str | bytes]) -> Iterator[bytes]:
+    for raw in lines:
+        yield raw if raw.__class__ is bytes else raw.encode("utf-8")  # type: ignore[misc]

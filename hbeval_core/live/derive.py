@@ -316,7 +316,7 @@ def _link(st: _RunState, call_id: str, tool: str, args: Any) -> tuple[str, list[
     if issued is not None:
         issued[_CLAIMED] = True
         return LINK_ID, issued
-    if st.ended:
+    if len(st.ended) > 1:
         explained = st.ended.get(call_id)
         if explained is not None:
             return LINK_ID, _ENDED[explained]
@@ -377,7 +377,9 @@ class _RunState:
 
     def __init__(self) -> None:
         self.by_id: dict[str, list[Any]] = {}
-        self.ended: dict[str, bool] = {}
+        # The None key is never looked up: a dict with a key that is not a str keeps each
+        # key's hash in its table, so a lookup that misses (most, here) reads no key strings.
+        self.ended: dict[str | None, bool] = {None: False}
         self.pending: list[list[Any]] = []
         self.links: dict[str, tuple[str, list[Any] | None]] = {}
         self.faults: dict[str, list[tuple[str, str]]] = {}
