@@ -80,11 +80,11 @@ def fold_structs(
     st: Any = None
     steps = 0
     try:
-        for lineno, raw in enumerate(lines, lineno + 1):
+        for line_no, raw in enumerate(lines, lineno + 1):
             try:
                 ev = decode(raw)
             except (ValueError, RecursionError):  # refused: exactly read_events' path
-                ev = slow_event(raw, lineno)
+                ev = slow_event(raw, line_no)
                 if ev is None:
                     continue
             cls = ev.__class__
@@ -256,7 +256,7 @@ def fold_structs(
 
 
 def fold_dicts(
-    lines: Iterator[Any],
+    lines: Iterator[bytes],
     lineno: int,
     deriver: Deriver,
     decode: Callable[[bytes], Any],
@@ -268,21 +268,20 @@ def fold_dicts(
 
     A line that may hold NaN or an infinity is read the validated way (``events._fast``).
     """
-    # Long because: as fold_structs (module docstring).
+    # Long because: as fold_structs (module docstring); the same steps, read from dicts.
     feed, feed_raw = deriver.feed, deriver.feed_raw
-    link, start_link = _link, _start_link
+    link, start_link, run_state = _link, _start_link, _RunState
     runs = deriver._runs
     v1 = deriver._v1
     observing = deriver._observing
     unobserved = UNOBSERVED
     spoiling = RESULT_SPOILING_EFFECTS
-    memo: dict[Any, str] = {}
+    memo: dict[tuple[str, str, Any], str] = {}
+    cur_run: str | None = None
+    st: Any = None
     steps = 0
     try:
-        for raw in lines:
-            lineno += 1
-            if raw.__class__ is not bytes:
-                raw = raw.encode("utf-8")
+        for line_no, raw in enumerate(lines, lineno + 1):
             ev: Any = None
             if raw.find(b"NaN") < 0 and raw.find(b"Infinity") < 0:
                 try:
@@ -290,22 +289,24 @@ def fold_dicts(
                 except ValueError:
                     pass
             if ev is None:  # refused: exactly read_events' path
-                ev = slow_event(raw, lineno)
+                ev = slow_event(raw, line_no)
                 if ev is None:
                     continue
             elif ev.__class__ is dict:
                 kind = ev["kind"]
                 if kind == TOOL_START:
                     run_id = ev["run_id"]
-                    st = runs.get(run_id)
-                    if st is None:
-                        st = runs[run_id] = _RunState()
+                    if run_id != cur_run:
+                        st = runs.get(run_id)
+                        if st is None:
+                            st = runs[run_id] = run_state()
+                        cur_run = run_id
                     call_id = ev["call_id"]
                     args = ev.get("args")
                     if args is None:  # absent: the model's default (null is refused)
                         args = {}
                     st.args[call_id] = args
-                    if call_id not in st.links:  # derive._start_link, inline
+                    if call_id not in st.links:  # derive._start_link, inline for a link by id
                         issued = st.by_id.get(call_id)
                         if issued is not None:
                             issued[0] = True
@@ -313,24 +314,23 @@ def fold_dicts(
                             start_link(st, call_id, ev["tool"], args)
                     continue
                 if kind == TOOL_END or kind == TOOL_ERROR:
-                    errored = kind == TOOL_ERROR or ev.get("status") == "error"
+                    run_id = ev["run_id"]
+                    if run_id != cur_run:
+                        st = runs.get(run_id)
+                        if st is None:
+                            st = runs[run_id] = run_state()
+                        cur_run = run_id
                     call_id = ev["call_id"]
                     tool = ev["tool"]
-                    run_id = ev["run_id"]
-                    st = runs.get(run_id)
-                    if st is None:
-                        st = runs[run_id] = _RunState()
                     # Deriver._tool_step's rules, in its order (as in fold_structs).
-                    faults = st.faults.pop(call_id, None) if st.faults else None
                     args = st.args.pop(call_id, None)
                     cached = st.links.pop(call_id, None) if st.links else None
                     if cached is None or cached[0] == LINK_NONE:
-                        issued = st.by_id.get(call_id)
+                        issued = st.by_id.pop(call_id, None)
                         if issued is not None:  # derive._link, inline for a link by id
                             issued[0] = True
                             link_kind = LINK_ID
-                            del st.by_id[call_id]  # retired (derive._RunState)
-                            st.ended[call_id] = issued[1]
+                            st.ended[call_id] = issued[1]  # retired (derive._RunState)
                         else:
                             link_kind, issued = link(st, call_id, tool, args)
                     else:
@@ -339,43 +339,43 @@ def fold_dicts(
                         traceable = link_kind == LINK_ID and issued is not None and issued[1]
                     else:
                         traceable = link_kind != LINK_NONE
-                    if faults is None:
-                        success = not errored
-                        had_fault = errored
-                    else:
-                        success = not errored
-                        for _, effect in faults:
-                            if effect in spoiling:
-                                success = False
-                        had_fault = True
+                    success = kind == TOOL_END and ev.get("status") != "error"
+                    had_fault = not success
+                    if st.faults:
+                        faults = st.faults.pop(call_id, None)
+                        if faults is not None:
+                            had_fault = True
+                            for _, effect in faults:
+                                if effect in spoiling:
+                                    success = False
                     if args is None:
                         args = {}
-                    action = None
-                    key: Any = None
                     if args.__class__ is dict and len(args) == 1:
                         for name in args:
                             value = args[name]
-                            value_cls = value.__class__
-                            if value_cls is int or value_cls is str:
-                                key = (tool, name, value)
-                                action = memo.get(key)
-                    if action is None:
+                        value_cls = value.__class__
+                        if value_cls is int or value_cls is str:
+                            key = (tool, name, value)
+                            action = memo.get(key)
+                            if action is None:
+                                if len(memo) >= _MEMO_MAX:
+                                    memo.clear()
+                                action = memo[key] = f"{tool}({canonical_args(args)})"
+                        else:
+                            action = f"{tool}({canonical_args(args)})"
+                    else:
                         action = f"{tool}({canonical_args(args)})"
-                        if key is not None:
-                            if len(memo) >= _MEMO_MAX:
-                                memo.clear()
-                            memo[key] = action
-                    replanned = st.pending_replan
-                    if (
-                        not replanned
-                        and st.model_since_failure
-                        and st.last_failed_action is not None
-                        and action != st.last_failed_action
-                    ):
-                        replanned = True
-                    st.pending_replan = False
-                    st.last_failed_action = None if success else action
-                    st.model_since_failure = False
+                    last_failed = st.last_failed_action
+                    if last_failed is None:
+                        replanned = st.pending_replan
+                    else:
+                        replanned = st.pending_replan or (
+                            st.model_since_failure and action != last_failed
+                        )
+                        st.last_failed_action = None
+                    if not success:
+                        st.last_failed_action = action
+                    st.pending_replan = st.model_since_failure = False
                     steps += 1
                     batch.append(
                         (
@@ -394,9 +394,11 @@ def fold_dicts(
                     continue
                 if kind == MODEL_START or kind == MODEL_END:
                     run_id = ev["run_id"]
-                    st = runs.get(run_id)
-                    if st is None:
-                        st = runs[run_id] = _RunState()
+                    if run_id != cur_run:
+                        st = runs.get(run_id)
+                        if st is None:
+                            st = runs[run_id] = run_state()
+                        cur_run = run_id
                     st.model_since_failure = True
                     if not observing:
                         observing = deriver._observing = True
@@ -407,8 +409,7 @@ def fold_dicts(
                         explained = bool(
                             (text and text.strip()) or (reasoning and reasoning.strip())
                         )
-                        by_id, ended = st.by_id, st.ended
-                        st_args = st.args
+                        by_id, ended, st_args = st.by_id, st.ended, st.args
                         pending = []
                         for c in calls:
                             call_id = c["id"]
@@ -421,10 +422,26 @@ def fold_dicts(
                             pending.append(issued)
                         st.pending = pending
                     continue
+                if kind == FAULT_INJECTED:
+                    call_id = ev.get("call_id")
+                    if call_id is not None:
+                        run_id = ev["run_id"]
+                        if run_id != cur_run:
+                            st = runs.get(run_id)
+                            if st is None:
+                                st = runs[run_id] = run_state()
+                            cur_run = run_id
+                        faults = st.faults.get(call_id)
+                        if faults is None:
+                            st.faults[call_id] = [(ev["mode"], ev["effect"])]
+                        else:
+                            faults.append((ev["mode"], ev["effect"]))
+                    continue
                 # Any other kind: Deriver.feed_raw, on the same state.
                 deriver._index += steps
                 steps = 0
                 got = feed_raw(ev)
+                cur_run = None  # feed_raw may have ended the run
                 if got is not None:
                     batch.append(got if got.__class__ is tuple else got.as_tuple())
                     if len(batch) >= size:
@@ -436,6 +453,7 @@ def fold_dicts(
             steps = 0
             got = feed(ev)
             observing = deriver._observing
+            cur_run = None  # feed may have ended the run
             if got is not None:
                 batch.append(got if got.__class__ is tuple else got.as_tuple())
                 if len(batch) >= size:
