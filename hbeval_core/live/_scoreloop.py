@@ -241,7 +241,7 @@ def fold_structs(
             # Any other kind, or a model of a refused line: Deriver.feed, on the same state.
             deriver._index += steps
             steps = 0
-            got = feed(ev)
+            got: Any = feed(ev)
             observing = deriver._observing
             cur_run = None  # feed may have ended the run
             if got is not None:
@@ -440,7 +440,7 @@ def fold_dicts(
                 # Any other kind: Deriver.feed_raw, on the same state.
                 deriver._index += steps
                 steps = 0
-                got = feed_raw(ev)
+                got: Any = feed_raw(ev)
                 cur_run = None  # feed_raw may have ended the run
                 if got is not None:
                     batch.append(got if got.__class__ is tuple else got.as_tuple())

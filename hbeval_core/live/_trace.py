@@ -2,9 +2,11 @@
 
 ``fold_trace(source, monitor)`` gives the monitor exactly what feeding it every event of
 ``read_events(source)`` through ``observe`` gives, at the parser's floor: events the fast
-reader proves valid arrive as msgspec structs when msgspec is installed (``events._structs``,
-derived by ``Deriver.feed`` like models), else as dicts (``events._fast``, ``Deriver.feed_raw``);
-steps are folded in batches as tuples when nothing observes them one by one.
+reader proves valid arrive as msgspec structs when msgspec is installed (``events._structs``),
+else as dicts (``events._fast``). While ``on_step`` reads each step, they are derived by
+``Deriver.feed`` / ``feed_raw`` and folded one at a time; from then on (or from the start,
+without ``on_step``) the scoring loop (``_scoreloop``) derives them inline, by the same rules on
+the same deriver state, and folds the steps in batches as tuples.
 
 The cyclic garbage collector is paused while a file is folded: parsed events and derivation
 state hold no reference cycles (reference counting frees them), and without the pause the
@@ -109,7 +111,7 @@ def fold_trace(
                     if got is None:
                         continue
                 flush([got.as_tuple()])
-                if on_step(got) is False:
+                if on_step(got) is False:  # type: ignore[misc]  # not None inside this loop
                     on_step = None  # no more per-step reads: fold in batches from here
                     break
             if on_step is None:
@@ -119,7 +121,9 @@ def fold_trace(
                 deriver._as_tuples = True
                 size = _QUEUE_MAX if monitor._defer else 1
                 if decoder is not None:
-                    fold_structs(lines, lineno, deriver, decode, struct_types(), flush, batch, size)
+                    types = struct_types()
+                    assert types is not None  # as the decoder: msgspec is installed
+                    fold_structs(lines, lineno, deriver, decode, types, flush, batch, size)
                 else:
                     fold_dicts(lines, lineno, deriver, decode, flush, batch, size)
     finally:
@@ -131,6 +135,6 @@ def fold_trace(
     return monitor
 
 
-def _as_bytes(lines: Iterator[str | bytes]) -> Iterator[bytes]:
+def _as_bytes(lines: Iterator[Any]) -> Iterator[bytes]:
     for raw in lines:
-        yield raw if raw.__class__ is bytes else raw.encode("utf-8")  # type: ignore[misc]
+        yield raw if raw.__class__ is bytes else raw.encode("utf-8")

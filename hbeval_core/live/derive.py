@@ -286,7 +286,7 @@ class CallLinker:
 
 # The deriver's own record of an issued call: a list, cheaper to make than ``Issued`` (one per
 # tool call a model output issues), linked by exactly ``CallLinker``'s rules (``_link``).
-_CLAIMED, _EXPLAINED, _NAME, _ARGS, _CANONICAL = range(5)
+_CLAIMED, _EXPLAINED, _NAME, _ARGS, _CANON = range(5)
 # What a retired record (``_RunState.ended``) is linked as: claimed, explained or not.
 _ENDED: tuple[list[Any], list[Any]] = ([True, False, "", None, ""], [True, True, "", None, ""])
 
@@ -326,12 +326,10 @@ def _link(st: _RunState, call_id: str, tool: str, args: Any) -> tuple[str, list[
     if args is not None:
         wanted = canonical_args(args)
         for c in open_calls:
-            canonical = c[_CANONICAL]
+            canonical = c[_CANON]
             if canonical is None:
                 call_args = c[_ARGS]
-                canonical = c[_CANONICAL] = canonical_args(
-                    call_args if call_args is not None else {}
-                )
+                canonical = c[_CANON] = canonical_args(call_args if call_args is not None else {})
             if canonical == wanted:
                 c[_CLAIMED] = True
                 return LINK_MATCH, c
