@@ -283,7 +283,7 @@ def fold_dicts(
     try:
         for line_no, raw in enumerate(lines, lineno + 1):
             ev: Any = None
-            if b"NaN" not in raw and b"Infinity" not in raw:
+            if raw.find(b"NaN") < 0 and raw.find(b"Infinity") < 0:
                 try:
                     ev = decode(raw)
                 except ValueError:
