@@ -393,8 +393,9 @@ _KNOWN_VERSIONS = (DERIVE_VERSION, DERIVE_V2, DERIVE_V1)
 class Deriver:
     """Streaming hb-derive/3: feed events one at a time, get at most one step back per event.
 
-    Events of several runs may interleave; state is kept per run id and per open call, so
-    memory stays bounded by the number of calls in flight, not by the length of the trace.
+    Events of several runs may interleave; state is kept per run id and per open call, plus
+    the id of each call that ended linked by id (a later call may use the id again, and links
+    to the same output), until its run ends (``_RunState``).
     ``version=DERIVE_V2`` or ``DERIVE_V1`` applies an earlier rule (see the module docstring).
     """
 
