@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
-import json
 import logging
+import operator
 import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 from ..contract import (
@@ -39,6 +40,7 @@ from ..store import (
     storable_events,
     storable_text,
 )
+from ..store._json import dumps
 from ..vocab import (
     DIRECTIVE,
     HALT,
@@ -133,8 +135,14 @@ class _Done:
 
 def _event_counts(events: Sequence[EventBase]) -> tuple[int, int]:
     """Model calls and interventions (budget halts, directives) in a trial's events."""
-    kinds = [getattr(e, "kind", None) for e in events]
+    try:
+        kinds = list(map(_kind_of, events))
+    except AttributeError:  # not an event: it counts as neither
+        kinds = [getattr(e, "kind", None) for e in events]
     return kinds.count(MODEL_END), kinds.count(HALT) + kinds.count(DIRECTIVE)
+
+
+_kind_of: Final = operator.attrgetter("kind")
 
 
 def _usage(
@@ -326,7 +334,10 @@ class _Runner:
         self, agent: Any, job: _Job, ctx: TrialContext, *, owns_lock: bool
     ) -> tuple[TrialResult, bool]:
         box: dict[str, Any] = {}
-        done = threading.Event()
+        # Held until the attempt ends: a bare lock is the cheapest wake-up (an Event's
+        # condition allocates a lock and a waiter list per wait).
+        done = threading.Lock()
+        done.acquire()
 
         def work() -> None:
             try:
@@ -336,14 +347,14 @@ class _Runner:
             finally:
                 if owns_lock:
                     self._agent_lock.release()
-                done.set()
+                done.release()
 
         # The caller's context variables reach the agent, as they do without a timeout.
         variables = contextvars.copy_context()
         worker = self._worker()
-        worker.submit(lambda: variables.run(work), f"hbeval-{job.key}-a{ctx.attempt}")
+        worker.submit(partial(variables.run, work), f"hbeval-{job.key}-a{ctx.attempt}")
         assert self.timeout is not None
-        if done.wait(self.timeout):
+        if done.acquire(timeout=self.timeout):
             if "error" in box:
                 exc = box["error"]
                 if isinstance(exc, Exception):
@@ -579,7 +590,7 @@ def _storable_verdict(
     """The verdict as it can be stored: redacted, and with unstorable values replaced."""
     if redactor is None:
         try:
-            json.dumps(verdict, allow_nan=False, ensure_ascii=False).encode("utf-8")
+            dumps(verdict, utf8=True)
         except Exception:
             pass
         else:
