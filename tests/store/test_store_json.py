@@ -24,8 +24,7 @@ from hbeval_core.faults import Battery
 from hbeval_core.runner.plain import think, tool
 from hbeval_core.runner.run import run_battery
 from hbeval_core.runner.task import Task
-from hbeval_core.store import MemoryStore
-from hbeval_core.store import _json
+from hbeval_core.store import MemoryStore, _json
 from hbeval_core.store._validate import encode_json
 
 orjson = pytest.importorskip("orjson")
@@ -78,7 +77,7 @@ def test_floats_at_the_borders_and_in_between_are_spelled_alike() -> None:
 def test_every_bmp_character_and_escape_is_written_alike() -> None:
     chars = [chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
     text = "".join(chars)
-    doc = {"t": text, "each": chars[:600], "k\n\t\"\\": "\x00\x1f\x7f\u2028\u2029", "e": "😀"}
+    doc = {"t": text, "each": chars[:600], 'k\n\t"\\': "\x00\x1f\x7f\u2028\u2029", "e": "😀"}
     assert _json._plain(doc)
     assert _json.dumps(doc) == reference(doc)
 
@@ -97,7 +96,7 @@ def test_every_bmp_character_and_escape_is_written_alike() -> None:
         {"s": Text("sub")},
         {Text("key"): 1},
         {"t": (1, 2.5, "x")},
-        {1: "int key", None: "none key", True: "bool key", 2.5: "float key"},
+        {1: "int key", None: "none key", False: "bool key", 2.5: "float key"},
         {"o": OrderedDict(a=1)},
         {"set": {1, 2}},
         {"b": b"bytes"},
