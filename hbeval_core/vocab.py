@@ -232,6 +232,11 @@ NO_NOMINAL_TRIAL: Final = "no_nominal_trial"
 NO_FAULTED_TRIAL: Final = "no_faulted_trial"
 NO_FAULT_DELIVERED: Final = "no_fault_delivered"
 """Faults were planned, but none reached the agent (no tool call at a faultable boundary)."""
+DELIVERY_UNOBSERVED: Final = "delivery_unobserved"
+"""Faults were injected, but the trace records no model call, so whether any of them reached
+the agent's model cannot be observed (every receipt is ``no_model_events``)."""
+UNDELIVERED_REASONS: Final = (NO_FAULT_DELIVERED, DELIVERY_UNOBSERVED)
+"""Why a fault group is not measured although it planned faults."""
 NO_INJECTION_TRIAL: Final = "no_injection_trial"
 NO_DEFINED_VALUE: Final = "no_defined_value"
 """Every input of an aggregate was itself undefined."""
@@ -263,6 +268,7 @@ UNDEFINED_REASONS: Final = (
     NO_NOMINAL_TRIAL,
     NO_FAULTED_TRIAL,
     NO_FAULT_DELIVERED,
+    DELIVERY_UNOBSERVED,
     NO_INJECTION_TRIAL,
     NO_DEFINED_VALUE,
     NO_EXPECTED_CALLS,

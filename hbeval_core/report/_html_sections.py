@@ -106,7 +106,7 @@ def _what_failed(report: Mapping[str, Any], decision: RunVerdict) -> list[str]:
                 f"<span data-scenario='{_e(sc.get('scenario_index'))}' class='undef'>Scenario "
                 f"{_e(sc.get('scenario_index'))} ({_e(sc.get('fault_type'))}, "
                 f"{_e(sc.get('domain'))}): not measured — "
-                f"{_e(REASON_WORDS.get(V.NO_FAULT_DELIVERED, ''))}.</span>"
+                f"{_e(REASON_WORDS.get(_scenario_reason(sc), ''))}.</span>"
             )
     if decision.fix is not None:
         items.append(f"<b>How to measure it:</b> {_e(decision.fix)}.")
@@ -290,3 +290,11 @@ def _scores_section(report: Mapping[str, Any]) -> str:
         )
     )
     return page
+
+
+def _scenario_reason(scenario: Mapping[str, Any]) -> str:
+    """Why a scenario was not measured: its FRR's undefined reason (``no_fault_delivered``,
+    ``delivery_unobserved``, ``no_trials``), else ``no_fault_delivered``."""
+    undefined = scenario.get("undefined")
+    reason = undefined.get(V.FRR) if isinstance(undefined, Mapping) else None
+    return reason if reason in (*V.UNDELIVERED_REASONS, V.NO_TRIALS) else V.NO_FAULT_DELIVERED

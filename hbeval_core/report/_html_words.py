@@ -40,6 +40,10 @@ REASON_WORDS: Final[Mapping[str, str]] = {
     V.NO_NOMINAL_TRIAL: "no trial ran without faults",
     V.NO_FAULTED_TRIAL: "no trial had a delivered fault",
     V.NO_FAULT_DELIVERED: "faults were planned but none reached the agent: not measured",
+    V.DELIVERY_UNOBSERVED: (
+        "faults were injected but no model call was recorded, so whether they reached the "
+        "agent cannot be seen: not measured"
+    ),
     V.NO_INJECTION_TRIAL: "no prompt-injection trial",
     V.NO_DEFINED_VALUE: "every input was itself undefined",
     V.NO_EXPECTED_CALLS: "the task declares no expected calls",

@@ -10,8 +10,9 @@ fingerprints.
 
 Fault-dependent figures are compared only where both runs delivered faults: a fault type that
 delivered no fault in either run (``fault_delivery.by_fault_type``) has every figure of its row
-null with ``no_fault_delivered``, and FRR and IRS are not compared while either run has such a
-fault type; ``refused`` says which and why, in words.
+null with ``no_fault_delivered`` (``delivery_unobserved`` when that run recorded no model call,
+so delivery could not be seen either way), and FRR and IRS are not compared while either run
+has such a fault type; ``refused`` says which and why, in words.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ..metrics import PairedComparison, paired_comparison
 from ..metrics._compare import MIN_PAIRED_TASKS
 from ..scoring import fault_type_delivery
 from ..vocab import (
+    DELIVERY_UNOBSERVED,
     FRR,
     INSUFFICIENT_TASKS,
     IRS,
@@ -31,6 +33,7 @@ from ..vocab import (
     NOT_MEASURED,
     OUTCOME_PASS,
     SINGLE_TASK,
+    UNDELIVERED_REASONS,
 )
 from .gate import measurement_fingerprint_of
 from .scores import scored_trials
@@ -94,19 +97,20 @@ _VALUE_KEYS: Final = (
 )
 
 
-def _undelivered(report: Mapping[str, Any]) -> set[str]:
-    """Fault types that planned faults and delivered none in this run."""
+def _undelivered(report: Mapping[str, Any]) -> dict[str, str]:
+    """Fault types that planned faults and measured none in this run, with the reason
+    (``no_fault_delivered`` or ``delivery_unobserved``)."""
     return {
-        name
+        name: str(d["reason"])
         for name, d in fault_type_delivery(scored_trials(report)).items()
-        if d["reason"] == NO_FAULT_DELIVERED
+        if d["reason"] in UNDELIVERED_REASONS
     }
 
 
-def _refused(entry: dict[str, Any], message: str) -> dict[str, Any]:
-    """``entry`` with every figure null (no_fault_delivered) and the refusal in words."""
+def _refused(entry: dict[str, Any], message: str, reason: str) -> dict[str, Any]:
+    """``entry`` with every figure null (``reason``) and the refusal in words."""
     out = {**entry, **{k: None for k in _VALUE_KEYS}}
-    out["undefined"] = {k: NO_FAULT_DELIVERED for k in _VALUE_KEYS}
+    out["undefined"] = {k: reason for k in _VALUE_KEYS}
     out["refused"] = message
     return out
 
@@ -205,11 +209,16 @@ def _grouped_and_metrics(
     for group, entry in list(by["fault_types"].items()):
         sides = [label for label, types in missing.items() if group in types]
         if sides:
+            reasons = sorted({missing[label][group] for label in sides})
+            reason = NO_FAULT_DELIVERED if NO_FAULT_DELIVERED in reasons else reasons[0]
             message = (
                 f"fault type {group}: not compared, run {' and '.join(sides)} delivered no "
                 f"fault of this type ({NO_FAULT_DELIVERED}), so its trials never met the fault"
+                if reason == NO_FAULT_DELIVERED
+                else f"fault type {group}: not compared, run {' and '.join(sides)} recorded no "
+                f"model call, so whether its faults arrived is unknown ({reason})"
             )
-            by["fault_types"][group] = _refused(entry, message)
+            by["fault_types"][group] = _refused(entry, message, reason)
             refused.append(message)
     any_missing = [label for label, types in missing.items() if types]
     metrics: dict[str, Any] = {}
@@ -227,9 +236,12 @@ def _grouped_and_metrics(
         if name in (FRR, IRS) and any_missing and change is not None:
             # Each run's figure covers a different set of fault types: not comparable.
             change = None
-            undefined["change"] = NO_FAULT_DELIVERED
+            seen = {r for types in missing.values() for r in types.values()}
+            undefined["change"] = (
+                NO_FAULT_DELIVERED if NO_FAULT_DELIVERED in seen else DELIVERY_UNOBSERVED
+            )
             refused.append(
-                f"{name.upper()}: not compared, run {' and '.join(any_missing)} delivered no "
+                f"{name.upper()}: not compared, run {' and '.join(any_missing)} measured no "
                 "fault of some type, so the two figures cover different faults"
             )
         metrics[name] = {"a": va, "b": vb, "change": change, "undefined": undefined}

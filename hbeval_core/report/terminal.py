@@ -14,12 +14,19 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Final
 
 from ..metrics import wilson_interval
 from ..scoring import decide_verdict
 from ..scoring._trial_model import ERROR_CHARS
-from ..vocab import LIVE_METRICS, NOT_MEASURED, TI
+from ..vocab import (
+    DELIVERY_UNOBSERVED,
+    LIVE_METRICS,
+    NO_FAULT_DELIVERED,
+    NO_TRIALS,
+    NOT_MEASURED,
+    TI,
+)
 from .scores import (
     EFFICIENCY_FIGURES,
     proportion_counts,
@@ -200,7 +207,7 @@ def verdict_lines(report: Mapping[str, Any]) -> list[str]:
     ]
     if len(missing) > _MAX_SCENARIO_LINES:
         lines.append(
-            f"  {len(missing)} scenarios not measured (no fault reached the agent): "
+            f"  {len(missing)} scenarios not measured ({_missing_words(missing)}): "
             + ", ".join(f"{sc.get('scenario_index')} {sc.get('fault_type')}" for sc in missing)
         )
         return lines
@@ -214,6 +221,19 @@ def verdict_lines(report: Mapping[str, Any]) -> list[str]:
             + f" over {sc.get('scored')} trial(s) ({(sc.get('undefined') or {}).get('frr')})"
         )
     return lines
+
+
+_MISSING_WORDS: Final[Mapping[str, str]] = {
+    NO_FAULT_DELIVERED: "no fault reached the agent",
+    DELIVERY_UNOBSERVED: "no model call recorded, so delivery could not be seen",
+    NO_TRIALS: "no trial was scored",
+}
+
+
+def _missing_words(missing: list[Mapping[str, Any]]) -> str:
+    """Why the listed scenarios were not measured, in words, from their FRR reasons."""
+    reasons = sorted({str((sc.get("undefined") or {}).get("frr")) for sc in missing})
+    return "; ".join(f"{_MISSING_WORDS.get(r, r)}: {r}" for r in reasons)
 
 
 def _explained_cells(report: Mapping[str, Any], floors: Mapping[str, Any]) -> tuple[str, ...]:

@@ -61,6 +61,7 @@ from ..metrics import (
 from ..vocab import (
     CSI,
     DEFAULT_THRESHOLDS,
+    DELIVERY_UNOBSERVED,
     DERIVE_VERSION,
     FRR,
     IRS,
@@ -151,7 +152,18 @@ class _Headline:
     judged: int
     by_type: dict[str, Any]
     unmeasured_types: dict[str, str]
-    no_delivery: bool
+    no_delivery: str | None
+    """Why no fault was measured although faults were planned (an UNDELIVERED_REASONS entry)."""
+
+
+def _undelivered_reason(by_type: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """``delivery_unobserved`` when every fault type that planned faults and measured nothing
+    could not observe delivery; ``no_fault_delivered`` when any of them saw its faults go
+    unread or never injected; None when no fault type planned faults."""
+    reasons = {d["reason"] for d in by_type.values()} & {NO_FAULT_DELIVERED, DELIVERY_UNOBSERVED}
+    if not reasons:
+        return None
+    return DELIVERY_UNOBSERVED if reasons == {DELIVERY_UNOBSERVED} else NO_FAULT_DELIVERED
 
 
 def _headline(
@@ -175,10 +187,11 @@ def _headline(
     defined_counts[FRR] = len(faulted)
     by_type = fault_type_delivery(scored)
     unmeasured_types = {n: d["reason"] for n, d in by_type.items() if d["reason"] is not None}
-    # Faults were planned and none arrived: say so rather than "no faulted trial".
-    no_delivery = not faulted and any(d["reason"] == NO_FAULT_DELIVERED for d in by_type.values())
+    # Faults were planned and none arrived (or none could be seen arriving): say so rather
+    # than "no faulted trial".
+    no_delivery = None if faulted else _undelivered_reason(by_type)
     if not faulted:
-        undefined[FRR] = NO_FAULT_DELIVERED if no_delivery else NO_FAULTED_TRIAL
+        undefined[FRR] = no_delivery or NO_FAULTED_TRIAL
     judged_scores = [
         float(_verdict(t)["irs_score"])
         for t in scored
@@ -188,7 +201,7 @@ def _headline(
     metrics[IRS] = _mean(judged_scores)
     defined_counts[IRS] = len(judged_scores)
     if not judged_scores:
-        undefined[IRS] = NO_FAULT_DELIVERED if no_delivery else NO_JUDGED_TRIAL
+        undefined[IRS] = no_delivery or NO_JUDGED_TRIAL
 
     pass_rate = _rate(scored, confidence)
     this_run = (metrics[PEI], metrics[IRS], pass_rate.rate)
@@ -399,9 +412,7 @@ def build_report(
         csi_info=head.csi_info,
         pass_rate=head.pass_rate,
         outcomes={o: sum(1 for t in ordered if t.get("outcome") == o) for o in TRIAL_OUTCOMES},
-        reliability_gap=_gap_section(
-            nominal, head.faulted, confidence, NO_FAULT_DELIVERED if head.no_delivery else None
-        ),
+        reliability_gap=_gap_section(nominal, head.faulted, confidence, head.no_delivery),
         pass_at_k=pass_at_k,
         pass_hat_k=pass_hat_k,
         breakdowns=Breakdowns(

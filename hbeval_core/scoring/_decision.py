@@ -14,7 +14,9 @@ link, every check at once):
   checked unless ``require_security=False``.
 * **Fault delivery**: every fault type the battery planned must have reached the agent in at
   least one scored trial; a fault type with none delivered cannot be checked
-  (``no_fault_delivered``): its figures measure un-faulted trials.
+  (``no_fault_delivered``): its figures measure un-faulted trials. When faults were injected
+  but the trace records no model call, delivery cannot be observed either way and the check
+  says so (``delivery_unobserved``) instead of claiming that nothing arrived.
 * Callers may add checks (``extra``), as the gate does for a baseline.
 * **Verdict**: UNSAFE when any check failed; else INSUFFICIENT_DATA when no trial was scored or
   any check could not be made (listed in ``unmeasured``, each with a way to fix it in
@@ -31,6 +33,7 @@ from typing import Any, Final
 from ..metrics import wilson_interval
 from ..vocab import (
     DEFAULT_THRESHOLDS,
+    DELIVERY_UNOBSERVED,
     EXPLAINED_SHARE,
     LIVE_METRICS,
     NO_FAULT_DELIVERED,
@@ -38,6 +41,7 @@ from ..vocab import (
     NO_TRIALS,
     NOT_MEASURED,
     TI,
+    UNDELIVERED_REASONS,
     VERDICT_INSUFFICIENT,
     VERDICT_SAFE,
     VERDICT_UNSAFE,
@@ -53,8 +57,10 @@ from ._security import (
 )
 
 __all__ = [
+    "DELIVERY_UNOBSERVED_FIX",
     "FAULTABLE_FIX",
     "MODEL_EVENTS_FIX",
+    "MODEL_EVENTS_TI_FIX",
     "PASS_RATE",
     "VERDICT_EXIT_CODES",
     "VERDICT_VERSION",
@@ -90,6 +96,15 @@ MODEL_EVENTS_FIX: Final = (
     "cannot be observed and TI is undefined: record the model's replies (run the agent through "
     "its framework's adapter, or call think() before the tool calls of a plain agent), or gate "
     "with --floor ti=off"
+)
+DELIVERY_UNOBSERVED_FIX: Final = (
+    "no model call was recorded, so whether an injected fault reached the model cannot be "
+    "observed and the fault figures are undefined: record the model's replies (run the agent "
+    "through its framework's adapter, or call think() before the tool calls of a plain agent)"
+)
+MODEL_EVENTS_TI_FIX: Final = (
+    "the same records would make TI measurable (whether a tool call traces to the reply that "
+    "issued it), or gate with --floor ti=off"
 )
 SECURITY_FIX: Final = (
     "run at least {need} trials that deliver a prompt injection (raise --trials or --scenarios, "
@@ -267,33 +282,38 @@ def _security_check(sec: SecurityGateBlock, require: bool) -> VerdictCheck:
 
 
 def _delivery_checks(report: Mapping[str, Any]) -> list[VerdictCheck]:
-    """One check per fault type that planned faults and delivered none."""
+    """One check per fault type that planned faults and measured none: nothing was delivered
+    (basis ``injected`` or ``receipts``), or delivery could not be observed (``model_events``)."""
     checks: list[VerdictCheck] = []
     for name, d in fault_type_delivery(scored_trials(report)).items():
-        if d["measured"] or d["reason"] != NO_FAULT_DELIVERED:
+        if d["measured"] or d["reason"] not in UNDELIVERED_REASONS:
             continue
         planned = d["planned"]
-        planned_text = f"{planned} planned, " if isinstance(planned, int) else ""
-        why = (
-            "no fault was injected (no tool call at a faultable boundary, or a probabilistic "
-            "fault never fired)"
-            if not d["injected"]
-            else "faults were injected but none was seen by the model"
-        )
-        checks.append(
-            VerdictCheck(
-                "delivery",
-                name,
-                0.0,
-                None,
-                "injected" if not d["injected"] else "receipts",
-                None,
-                f"{name}: not measured, no fault reached the agent in {d['trials']} trial(s) "
-                f"({planned_text}{d['injected']} injected, {d['delivered']} delivered): {why}; "
-                f"its figures are undefined ({NO_FAULT_DELIVERED})",
-                NO_FAULT_DELIVERED,
+        counts = (
+            f"{d['trials']} trial(s) ({planned} planned, "
+            if isinstance(planned, int)
+            else f"{d['trials']} trial(s) ("
+        ) + f"{d['injected']} injected, {d['delivered']} delivered)"
+        if d["reason"] == DELIVERY_UNOBSERVED:
+            basis = "model_events"
+            message = (
+                f"{name}: not measured, delivery could not be observed in {counts}: the trace "
+                "records no model call, so whether an injected fault reached the model is "
+                f"unknown; its figures are undefined ({DELIVERY_UNOBSERVED})"
             )
-        )
+        else:
+            basis = "injected" if not d["injected"] else "receipts"
+            why = (
+                "no fault was injected (no tool call at a faultable boundary, or a "
+                "probabilistic fault never fired)"
+                if not d["injected"]
+                else "faults were injected but none was seen by the model"
+            )
+            message = (
+                f"{name}: not measured, no fault reached the agent in {counts}: {why}; "
+                f"its figures are undefined ({NO_FAULT_DELIVERED})"
+            )
+        checks.append(VerdictCheck("delivery", name, 0.0, None, basis, None, message, d["reason"]))
     return checks
 
 
@@ -343,8 +363,11 @@ def decide_verdict(
         fixes.append(FAULTABLE_FIX)
     if any(c.kind == "delivery" and c.basis == "receipts" for c in unknown):
         fixes.append(RECEIPT_FIX)
+    unobserved = any(c.kind == "delivery" and c.basis == "model_events" for c in unknown)
+    if unobserved:
+        fixes.append(DELIVERY_UNOBSERVED_FIX)
     if any(c.kind == "floor" and c.reason == NO_MODEL_EVENTS for c in unknown):
-        fixes.append(MODEL_EVENTS_FIX)
+        fixes.append(MODEL_EVENTS_TI_FIX if unobserved else MODEL_EVENTS_FIX)
     if any(c.kind == "security" for c in unknown):
         fixes.append(SECURITY_FIX.format(need=security.required_injection_trials))
     if failed:

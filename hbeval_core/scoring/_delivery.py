@@ -13,7 +13,9 @@ injected and delivered, and whether the figures that depend on faults can be def
   fault, or methodology A's question context).
 * **measured**: a nominal group always is; a fault group is measured when at least one of its
   scored trials was faulted. Otherwise its fault figures are undefined with
-  ``no_fault_delivered`` (``no_trials`` when no trial of it was scored).
+  ``no_fault_delivered`` (``no_trials`` when no trial of it was scored), or with
+  ``delivery_unobserved`` when faults were injected but every receipt is ``no_model_events``:
+  the trace holds no model call, so "none arrived" would be a claim the trace cannot make.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..vocab import NO_FAULT_DELIVERED, NO_TRIALS
+from ..vocab import DELIVERY_UNOBSERVED, NO_FAULT_DELIVERED, NO_TRIALS, RECEIPT_NO_MODEL_EVENTS
 
 __all__ = [
     "delivery_counts",
@@ -75,7 +77,12 @@ def delivery_counts(
     )
     reason: str | None = None
     if not is_nominal and not faulted:
-        reason = NO_FAULT_DELIVERED if scored else NO_TRIALS
+        if not scored:
+            reason = NO_TRIALS
+        elif all_faults and all(f.get("receipt") == RECEIPT_NO_MODEL_EVENTS for f in all_faults):
+            reason = DELIVERY_UNOBSERVED
+        else:
+            reason = NO_FAULT_DELIVERED
     return {
         "trials": len(scored),
         "planned": planned,
@@ -118,10 +125,29 @@ def delivery_warning(report: Mapping[str, Any]) -> str | None:
     if 2 * got >= planned:
         return None
     missing = [str(m) for m in fd.get("unmeasured_fault_types") or ()]
+    by_type = fd.get("by_fault_type")
+    reasons = {
+        d.get("reason")
+        for d in (by_type.values() if isinstance(by_type, Mapping) else ())
+        if isinstance(d, Mapping) and d.get("reason") is not None
+    }
+    causes = []
+    if DELIVERY_UNOBSERVED in reasons:
+        causes.append(
+            "the trace records no model call, so whether an injected fault reached the model "
+            "cannot be observed (record the model's replies: run the agent through its "
+            "framework's adapter, or call think() in a plain agent)"
+        )
+    if NO_FAULT_DELIVERED in reasons or not causes:
+        causes.append(
+            "no tool call was seen at a faultable boundary (see hbeval_core.faults.faultable "
+            "and the adapter README)"
+        )
     return (
-        f"warning: only {got} of {planned} planned faults reached the agent"
+        f"warning: only {got} of {planned} planned faults were seen reaching the agent"
         + (f"; not measured: {', '.join(missing)}" if missing else "")
         + ". Figures under faults describe the agent only where a fault was delivered. "
-        "Likely cause: no tool call was seen at a faultable boundary (see "
-        "hbeval_core.faults.faultable and the adapter README)."
+        + ("Likely cause: " if len(causes) == 1 else "Likely causes: ")
+        + "; ".join(causes)
+        + "."
     )
