@@ -24,6 +24,11 @@ show the cost per trial stays flat (linear in trials). Goal: bookkeeping at most
 trial; this prints, it asserts nothing.
 
     .venv/bin/python benchmarks/bench_runner.py [--rounds 3] [--scenarios 60] [--trials 5]
+        [--calls 10]
+
+``--calls 0`` runs the same battery on an agent with one model turn and no tool call: the
+stages shrink to a fraction of the bookkeeping, so what remains after subtracting them depends
+far less on how steady the machine is.
 """
 
 from __future__ import annotations
@@ -243,11 +248,18 @@ def report_size(size: dict[str, tuple[float, float]], n: int) -> float:
 
 
 def main() -> None:
+    global CALLS
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--scenarios", type=int, default=60)
     parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument(
+        "--calls", type=int, default=CALLS,
+        help="tool calls per trial; 0 leaves one model turn, so the stages are small and the "
+        "bookkeeping is most of what the runner adds",
+    )  # fmt: skip
     args = parser.parse_args()
+    CALLS = args.calls
     tmp = Path(tempfile.mkdtemp(prefix="hbeval-bench-"))
     load = os.getloadavg()[0]
     rests = []
