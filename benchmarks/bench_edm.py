@@ -9,6 +9,9 @@ contexts, 384-dim hashed embeddings), reopens it, and times retrieval for one ag
 * ``search, dense query`` — the same scan for dense unit queries (what a sentence-embedding
   model such as MiniLM produces), which must read the whole matrix;
 * ``retrieve`` — the public call: embed the query, scan, fetch the k records from SQLite;
+* ``snapshot`` — ``EDM.snapshot`` (what a battery's trials recall from, on every executor): the
+  time to take it, its pickled size (what travels to Ray workers), and ``retrieve`` on an
+  unpickled copy next to the EDM's own, on the same queries;
 * ``python loop`` (10k only) — the same exact scan as a plain Python loop over lists;
 * ``approximate`` (with faiss, ``pip install 'hbeval[fast]'``) — ``EDM.build_index`` once, then
   a reopened EDM: the first retrieve after opening, the approximate search (IVF candidates
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import random
 import statistics
 import tempfile
@@ -273,6 +277,35 @@ def approximate(path: Path, query_texts: list[str], k: int) -> None:
     print(f"  retrieve (embed + approximate search + fetch): {both(ret_w, ret_c)}")
 
 
+def snapshot(
+    edm: EDM, query_texts: list[str], k: int, ret_w: list[float], ret_c: list[float]
+) -> None:
+    """What a battery's recall costs from a snapshot: taking it, its pickle, its retrieve."""
+    t, c = time.perf_counter(), time.process_time()
+    snap = edm.snapshot([AGENT])
+    took_w, took_c = time.perf_counter() - t, time.process_time() - c
+    t = time.perf_counter()
+    blob = pickle.dumps(snap)
+    dumped = time.perf_counter() - t
+    t = time.perf_counter()
+    copy = pickle.loads(blob)
+    loaded = time.perf_counter() - t
+    snap_w, snap_c, _ = timed(lambda text: copy.retrieve(text, AGENT, k), query_texts)
+    same = all(
+        copy.retrieve_ids(q, AGENT, k) == edm.retrieve_ids(q, AGENT, k) for q in query_texts[:50]
+    )
+    print(
+        f"  snapshot (a battery's recall): taken in {took_w * 1e3:,.0f} ms wall "
+        f"({took_c * 1e3:,.0f} ms CPU), pickled {len(blob) / 1e6:.1f} MB in {dumped * 1e3:,.0f} ms,"
+        f" unpickled in {loaded * 1e3:,.0f} ms"
+    )
+    ratio = statistics.median(snap_c) / statistics.median(ret_c)
+    print(
+        f"  snapshot retrieve (unpickled copy; same ids as the EDM: {same}): {both(snap_w, snap_c)}"
+        f"; median CPU {ratio:.2f}x the EDM's retrieve"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", default="10000,100000")
@@ -330,6 +363,7 @@ def main() -> None:
                 ret_w, ret_c, found = timed(retrieve_fn(edm, k), query_texts)
                 print(f"  retrieve (embed + search + fetch; {found}/{len(query_texts)} found one):")
                 print(f"      {both(ret_w, ret_c)}")
+                snapshot(edm, query_texts, k, ret_w, ret_c)
                 search_t = search_w
                 if n <= 10_000 and args.python_queries > 0:
                     ids, matrix = index.export()

@@ -40,6 +40,7 @@ from hbeval_core.contract import (
     current_trial,
     describe_error,
     is_infra_error,
+    note_rate_limit,
 )
 from hbeval_core.events import EventBase
 from hbeval_core.faults.boundary import reporting_to
@@ -313,6 +314,7 @@ class AutoGenAdapter(TrialTemplate):
         if rec.abort_status is not None:
             ended = Ended(rec.abort_status, rec.abort_reason, rec.abort_type or "RunAborted")
         elif exc is not None:
+            note_rate_limit(trial.ctx, exc)  # a 429: the runner pauses the run and retries
             ended = Ended("error", describe_error(exc), type(exc).__name__, is_infra_error(exc))
         elif outcome.cancelled:
             ended = Ended("cancelled", "the run was cancelled", "CancelledError")

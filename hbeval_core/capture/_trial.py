@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ..contract import Ended, describe_error, ended_by
+from ..contract._ratelimit import note_rate_limit
 
 if TYPE_CHECKING:
     from ..contract import TrialResult
@@ -158,6 +159,7 @@ class TrialTemplate:
         try:
             self.execute_trial(prepared, trial)
         except Exception as exc:
+            note_rate_limit(trial.ctx, exc)  # a 429: the runner pauses the run and retries
             ended = self.ended_by(exc)
         return self.trial_result(prepared, trial, self.settle(prepared, trial, ended))
 

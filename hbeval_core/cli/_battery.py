@@ -3,7 +3,10 @@
 Conventions (DESIGN.md, "The command
 line"): JSON to stdout with ``--json``, progress and logs to stderr; exit 0 once the report is
 written whatever it says, 2 for bad usage or input (the message names the flag or field), 130
-when interrupted (completed trials are kept; rerun with the printed ``--run-id`` to resume).
+when interrupted (completed trials are kept; rerun with the printed ``--run-id`` to resume),
+1 when the model's rate limit asked for a pause over the cap on one pause (completed trials are
+kept; rerun to resume). A run stopped by ``--max-cost`` writes its report (exit 0) and says so
+on stderr.
 """
 
 from __future__ import annotations
@@ -310,6 +313,22 @@ def run_command(
             "a local Ray on this machine).",
         ),
     ] = None,
+    rate_limit: Annotated[
+        float | None,
+        typer.Option(
+            "--rate-limit",
+            help="Model calls per minute for the whole run (all trials and workers together). "
+            "HTTP 429s pause the run for their Retry-After with or without it.",
+        ),
+    ] = None,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost",
+            help="USD the run may spend (priced by the manifest's price_table); once spent no "
+            "new trial starts and the run can be resumed with a larger budget.",
+        ),
+    ] = None,
     ray_cpus: Annotated[
         float,
         typer.Option(
@@ -386,6 +405,8 @@ def run_command(
         judge=judge,
         target_kind=target_kind,
         redact=redact,
+        rate_limit=rate_limit,
+        max_cost=max_cost,
     )
     plan = _plan_run(flags, out)
     report, admitted = _execute(plan, flags, db, run_id, ray_cpus, memory)
@@ -397,6 +418,7 @@ def _execute(
 ) -> tuple[dict[str, Any], str | None]:
     """Open the store (and EDM with ``--memory``) and run; returns the report and, with memory,
     the admissions line. Exits 2 naming the flag at fault, 130 when interrupted."""
+    from ..contract import RateLimitTooLong
     from ..runner.manifest import ManifestMismatchError
     from ..runner.registry import TargetKindError
     from ..runner.run import run_battery
@@ -428,6 +450,8 @@ def _execute(
             executor=f.executor,
             ray_address=f.ray_address,
             ray_cpus_per_trial=ray_cpus,
+            rate_limit=f.rate_limit,
+            max_cost=f.max_cost,
             manifest=plan.manifest,
             judge=plan.judge,
             methodology=plan.methodology,
@@ -445,6 +469,10 @@ def _execute(
         _fail(f"--run-id/--db: {exc}")
     except ValueError as exc:
         _fail(str(exc))
+    except RateLimitTooLong as exc:
+        progress.close()
+        again = f" with --run-id {progress.run_id}" if progress.run_id else ""
+        _fail(f"{exc} (resume{again})", 1)
     except KeyboardInterrupt:
         progress.close()
         again = f" --run-id {progress.run_id}" if progress.run_id else ""
@@ -481,6 +509,8 @@ class _Flags:
     judge: str | None
     target_kind: str | None
     redact: list[str] | None
+    rate_limit: float | None = None
+    max_cost: float | None = None
 
 
 @dataclass(frozen=True)
@@ -562,6 +592,7 @@ def _plan_run(f: _Flags, out: Path | None) -> _Plan:
         m = RunManifest(target=target_ref, tasks=tasks_ref)
     if f.redact:
         m = m.with_updates(redact=(*m.redact, *_checked_redact(f.redact)))
+    _check_limits(f, m)
     return _Plan(
         target=target_obj,
         tasks=task_list,
@@ -577,6 +608,19 @@ def _plan_run(f: _Flags, out: Path | None) -> _Plan:
         methodology="C" if judge_obj is not None else pick(None, "methodology", "B"),
         target_kind=kind,
     )
+
+
+def _check_limits(f: _Flags, m: Any) -> None:
+    """``--rate-limit`` and ``--max-cost`` (priced by the manifest), before the store opens."""
+    from ..runner._budget import CostBudget
+
+    rpm = f.rate_limit
+    if rpm is not None and not 0 < rpm < float("inf"):
+        _fail(f"--rate-limit must be model calls per minute > 0 (got {rpm})")
+    try:
+        CostBudget.for_run(f.max_cost, m.to_dict())
+    except ValueError as exc:
+        _fail(str(exc))
 
 
 def _checked_redact(rules: list[str]) -> list[str]:
@@ -653,6 +697,14 @@ def _finish_run(
     warning = delivery_warning(report)
     if warning is not None:
         typer.echo(warning, err=True)
+    budget = (report.get("run") or {}).get("budget") or {}
+    if budget.get("stopped"):
+        typer.echo(
+            f"stopped ({budget['stopped']}): spent ${budget['spent']:.4f} of "
+            f"${budget['max_cost']:g}; trials not run are left out of every figure. Rerun with "
+            f"a larger --max-cost (and --run-id {report.get('run_id')}) to resume.",
+            err=True,
+        )
     still = abandoned_threads()
     if still:
         typer.echo(

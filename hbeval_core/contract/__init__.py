@@ -12,6 +12,9 @@ imports only this package to take part in a battery run:
 - ``AdapterInfo``, what an adapter's ``hbeval.adapters`` entry point names;
 - ``Memory``, the recall/admit protocol every memory implements;
 - clocks: ``Clock``, ``AsyncClock``, ``SystemClock``, ``FakeClock`` and ``VirtualClock``;
+- rate limits: ``rate_limit_delay`` (is this exception an HTTP 429, and how long does it ask to
+  wait), ``note_rate_limit`` (tell the runner), ``RateLimiter`` (the run's shared limiter) and
+  ``RateLimitTooLong``;
 - how a run ended, decided once from the exception that stopped it: ``run_status_of``,
   ``ended_by`` / ``Ended``, ``describe_error``, ``is_infra_error``.
 
@@ -33,6 +36,13 @@ from ._outcome import (
     tool_calls_of,
     verifier_input,
     wants_outcome,
+)
+from ._ratelimit import (
+    MAX_PAUSE,
+    RateLimiter,
+    RateLimitTooLong,
+    note_rate_limit,
+    rate_limit_delay,
 )
 from ._status import (
     RUN_STATUS_FOR_EXCEPTION,
@@ -59,6 +69,7 @@ from ._trial import (
 __all__ = [
     "BUDGET_FIELDS",
     "ENTRY_POINT_GROUP",
+    "MAX_PAUSE",
     "RUN_STATUS_FOR_EXCEPTION",
     "Adapter",
     "AdapterInfo",
@@ -73,6 +84,8 @@ __all__ = [
     "Memory",
     "Message",
     "Outcome",
+    "RateLimitTooLong",
+    "RateLimiter",
     "SystemClock",
     "Task",
     "ToolCall",
@@ -86,7 +99,9 @@ __all__ = [
     "describe_error",
     "ended_by",
     "is_infra_error",
+    "note_rate_limit",
     "outcome_of",
+    "rate_limit_delay",
     "run_status_of",
     "token_usage",
     "tool_calls_of",

@@ -163,6 +163,14 @@ class TrialContext:
     stop: BudgetExceeded | None = None
     events: list[Any] = field(default_factory=list)
     """The attempt's trace so far. Adapters append through ``record`` so a timeout can cut it."""
+    limiter: Any = None
+    """The run's rate limiter (``RunLimiter``): model calls wait on it; None: no limits."""
+    paused: float = 0.0
+    """Seconds this attempt spent waiting on the run's rate limit (not the trial's time)."""
+    rate_limited: float | None = None
+    """Set when the agent stopped on an HTTP 429: the seconds its provider asked to wait."""
+    _pause_began: float | None = field(default=None, repr=False)
+    _slot_held: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     cut_off: bool = field(default=False, init=False)
@@ -184,16 +192,44 @@ class TrialContext:
             return list(self.events)
 
     def elapsed(self) -> float:
-        """Seconds since the attempt began, including time a virtual clock skipped."""
+        """Seconds since the attempt began, including time a virtual clock skipped and leaving
+        out time spent waiting on the run's rate limit."""
         skipped = getattr(self.clock, "slept", 0.0)
-        return (
-            time.perf_counter()
-            - self.started
-            + (skipped if isinstance(skipped, (int, float)) else 0.0)
-        )
+        return self.active_seconds() + (skipped if isinstance(skipped, (int, float)) else 0.0)
+
+    def active_seconds(self) -> float:
+        """Real seconds since the attempt began, minus waits on the rate limit (one in progress
+        included): what the trial's timeout and latency count."""
+        now = time.perf_counter()
+        began = self._pause_began
+        waiting = now - began if began is not None else 0.0
+        return now - self.started - self.paused - waiting
+
+    def wait_for_model(self) -> None:
+        """Before a model call: wait while the run is paused by a 429 and for a slot of the
+        run's rate limit. The wait is not the trial's time; a timeout cut ends it."""
+        limiter = self.limiter
+        if limiter is None:
+            return
+        self._slot_held = True  # the turn's slot: ``count_turn`` does not take another
+        wait = limiter.reserve()
+        if wait <= 0:
+            return
+        began = self._pause_began = time.perf_counter()
+        try:
+            while wait > 0 and not self.cancelled.is_set():
+                self.cancelled.wait(wait)
+                wait = limiter.pause_left()
+        finally:
+            self._pause_began = None
+            self.paused += time.perf_counter() - began
 
     def count_turn(self) -> None:
-        """Record one model call (a turn)."""
+        """Record one model call (a turn), once the run's rate limit lets it start (unless the
+        adapter already waited for this turn with ``wait_for_model``)."""
+        if not self._slot_held:
+            self.wait_for_model()
+        self._slot_held = False
         with self._lock:
             self.turns += 1
 

@@ -24,7 +24,7 @@ See docs/memory.md.
 from __future__ import annotations
 
 from ._adapters import episode_from_trial, trajectory_summary
-from ._edm import DEFAULT_TOP_K, EDM, Match, open_edm
+from ._edm import EDM, open_edm
 from ._embed import (
     HASHING_EMBEDDER_NAME,
     HASHING_THRESHOLD,
@@ -56,6 +56,8 @@ from ._episode import (
 from ._explain import CONTEXT_FIELD_ORDER, DEFERRAL_PREFIX, ContextError, render_context
 from ._index import VectorIndex
 from ._mir import MIRQuery, MIRResult, NaiveMemory, mir
+from ._recall import DEFAULT_TOP_K, Match
+from ._snapshot import EDMSnapshot, SnapshotError
 from ._sqlite import DEFAULT_DB_PATH, EDM_SCHEMA_VERSION, DBLocationError, resolve_db
 
 __all__ = [
@@ -80,6 +82,7 @@ __all__ = [
     "ContextError",
     "DBLocationError",
     "EDMSchemaError",
+    "EDMSnapshot",
     "Embedder",
     "Episode",
     "EpisodeError",
@@ -89,6 +92,7 @@ __all__ = [
     "Match",
     "MiniLMEmbedder",
     "NaiveMemory",
+    "SnapshotError",
     "VectorIndex",
     "calibrate",
     "episode_from_trial",

@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ..store.postgres import is_postgres_url, public_url
 from ._ann import ApproxIndex, ann_paths, faiss_available, remove_agent_files
-from ._embed import Embedder, HashingEmbedder, normalise_rows
+from ._embed import Embedder, HashingEmbedder
 from ._episode import (
     DEFAULT_AGENT_ID,
     AdmissionDecision,
@@ -42,11 +42,16 @@ from ._episode import (
 )
 from ._episode import judge as judge_episode
 from ._evidence import computed_episode
-from ._explain import deferral, grounded, render_context
+from ._explain import render_context
 from ._index import VectorIndex
+from ._recall import DEFAULT_TOP_K, Match, Retrieval, embed_texts
+from ._recall import check_agent as _agent
+from ._recall import check_top_k as _top_k
 from ._sqlite import MEMORY_DB, EDMTables, connect, migrate, resolve_db
 
-DEFAULT_TOP_K = 3
+if TYPE_CHECKING:
+    from ._snapshot import EDMSnapshot
+
 APPROX_CANDIDATES = 16
 """How many candidates the approximate index proposes for exact ranking (at least 4 x k). Its
 scores are exact for the vectors it scans, so the margin over k only covers candidates SQLite
@@ -61,42 +66,7 @@ class _Approx:
     delta: tuple[npt.NDArray[np.int64], list[str], npt.NDArray[np.float32]] | None = None
 
 
-@dataclass(frozen=True)
-class Match:
-    """A retrieved episode and its cosine similarity to the query."""
-
-    episode: Episode
-    similarity: float
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready form: the episode's record plus ``similarity``."""
-        return {**self.episode.as_dict(), "similarity": round(self.similarity, 4)}
-
-    def render(self) -> str:
-        """One line for a prompt: the recorded trajectory and its quoted figures."""
-        ep = self.episode
-        run = f"run {ep.run_id}" if ep.run_id else "no run id recorded"
-        trial = f", trial {ep.trial_key}" if ep.trial_key else ""
-        return (
-            f"Precedent {ep.episode_id} ({run}{trial}; similarity {self.similarity:.4f}; "
-            f"route {ep.route}; evidence {ep.evidence_level}): {ep.summary} "
-            f"— recorded {ep.quoted_metrics()}."
-        )
-
-
-def _agent(agent_id: object) -> str:
-    if not isinstance(agent_id, str) or not agent_id.strip():
-        raise ValueError(f"agent_id must be a non-empty string, got {agent_id!r}")
-    return agent_id
-
-
-def _top_k(k: object) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
-    return k
-
-
-class EDM:
+class EDM(Retrieval):
     """Evaluation-driven memory: admission by score routes, exact retrieval per agent.
 
     Args:
@@ -210,15 +180,7 @@ class EDM:
         return fresh
 
     def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        out = np.asarray(self.embedder.embed(list(texts)))
-        if out.shape != (len(texts), self.embedder.dim):
-            raise ValueError(
-                f"embedder {self.embedder.name!r} returned shape {out.shape}, "
-                f"expected ({len(texts)}, {self.embedder.dim})"
-            )
-        if not np.all(np.isfinite(out)):
-            raise ValueError(f"embedder {self.embedder.name!r} returned non-finite values")
-        return normalise_rows(out)
+        return embed_texts(self.embedder, texts)
 
     def _index(self, agent_id: str) -> VectorIndex:
         index = self._indexes.get(agent_id)
@@ -399,6 +361,42 @@ class EDM:
             ]
             return query, matches, best, stored
 
+    def snapshot(self, agent_ids: Iterable[str] | None = None) -> EDMSnapshot:
+        """A read-only, picklable copy of these agents' episodes as they stand now.
+
+        ``agent_ids`` None takes every agent that has episodes. The snapshot holds the episodes,
+        their vectors in the order this EDM searches them, the embedder, threshold and ``top_k``,
+        so its ``retrieve``/``recall``/``explain`` answer exactly as this EDM would have at this
+        moment (always by exact search), in any process. Episodes admitted later are not in it;
+        it admits nothing. A battery takes one before its first trial (``run_battery``).
+        """
+        from ._snapshot import EDMSnapshot
+
+        with self._lock:
+            self._sync()
+            if agent_ids is None:
+                agents = sorted({ep.agent_id for ep in self._tables.episodes(None)})
+            else:
+                agents = list(dict.fromkeys(_agent(a) for a in agent_ids))
+            vectors = {agent: self._index(agent).export() for agent in agents}
+            episodes: dict[str, Episode] = {}
+            for agent in agents:
+                indexed = set(vectors[agent][0])
+                episodes.update(
+                    (ep.episode_id, ep)
+                    for ep in self._tables.episodes(agent)
+                    if ep.episode_id in indexed
+                )
+        return EDMSnapshot(
+            source=str(self.path),
+            embedder=self.embedder,
+            threshold=self.threshold,
+            top_k=self.top_k,
+            vectors=vectors,
+            episodes=episodes,
+            taken_at=iso_utc(self._clock()),
+        )
+
     # ------------------------------------------------------------------ approximate index
     def build_index(self, agent_id: str = DEFAULT_AGENT_ID) -> int:
         """Build and save this agent's approximate index (faiss IVF-Flat); returns its size.
@@ -465,69 +463,6 @@ class EDM:
         ranker.add(d_ids, d_matrix)
         hits, best = ranker.search(vector, k, self.threshold)
         return hits, best, stored
-
-    def retrieve(
-        self, context: str | dict[str, Any], agent_id: str = DEFAULT_AGENT_ID, k: int | None = None
-    ) -> list[Match]:
-        """This agent's qualified episodes at or above the threshold, most similar first."""
-        return self._search(context, agent_id, self.top_k if k is None else k)[1]
-
-    def retrieve_ids(
-        self, context: str | dict[str, Any], agent_id: str = DEFAULT_AGENT_ID, k: int | None = None
-    ) -> list[str]:
-        """Ids of :meth:`retrieve`'s episodes, most similar first."""
-        return [m.episode.episode_id for m in self.retrieve(context, agent_id, k)]
-
-    def recall(
-        self, context: str | dict[str, Any], agent_id: str = DEFAULT_AGENT_ID, k: int | None = None
-    ) -> list[str]:
-        """Rendered precedents for a prompt: each summary with its quoted recorded figures."""
-        return [m.render() for m in self.retrieve(context, agent_id, k)]
-
-    def precedents_for(
-        self, context: str | Callable[[], str], agent_id: str = DEFAULT_AGENT_ID
-    ) -> Callable[[Any], list[dict[str, Any]]]:
-        """A ``Monitor(precedents=...)`` callable: qualified precedents for a directive.
-
-        ``context`` is the task's text, or a callable returning the current one.
-        """
-
-        def lookup(directive: Any) -> list[dict[str, Any]]:
-            """Qualified precedents as JSON records (the directive itself is not used)."""
-            text = context() if callable(context) else context
-            return [m.as_dict() for m in self.retrieve(text, agent_id)]
-
-        return lookup
-
-    def explain(
-        self, context: str | dict[str, Any], agent_id: str = DEFAULT_AGENT_ID
-    ) -> dict[str, Any]:
-        """HCI-EDM: cite the closest qualified episode verbatim, or defer to human review.
-
-        Returns ``{grounded, explanation, cited_episode_id, similarity, cited_metrics, ...}``.
-        With no episode of this agent at or above the threshold: ``grounded: False``,
-        ``deferred_to_human: True`` and an "Uncertain — human review advised" explanation;
-        never a generated rationale.
-        """
-        query, matches, best, stored = self._search(context, agent_id, 1)
-        name = self.embedder.name
-        if matches:
-            return grounded(
-                matches[0].episode,
-                matches[0].similarity,
-                threshold=self.threshold,
-                embedder=name,
-                agent_id=agent_id,
-                query=query,
-            )
-        return deferral(
-            best,
-            threshold=self.threshold,
-            embedder=name,
-            agent_id=agent_id,
-            query=query,
-            stored=stored,
-        )
 
     # ------------------------------------------------------------------ records
     def get(self, episode_id: str, agent_id: str | None = None) -> Episode | None:

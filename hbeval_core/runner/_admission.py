@@ -45,6 +45,40 @@ def _memory_config(memory: Any) -> dict[str, Any]:
     }
 
 
+def _recall_view(memory: Any, agent_id: str) -> Any:
+    """What the run's trials recall from: the memory as it stands before the first trial.
+
+    A memory with ``snapshot(agent_ids)`` (EDM) gives a read-only copy of the run agent's
+    episodes (``EDMSnapshot``): every executor's trials recall from it, in this process or on Ray
+    workers, so none sees an episode admitted after the run began, by this run or anyone else.
+    Any other memory is its own view. A snapshot that cannot be taken is logged, and the trials
+    then record its error as their recall's (memory never breaks the run).
+    """
+    take = getattr(memory, "snapshot", None)
+    if not callable(take):
+        return memory
+    try:
+        return take([agent_id])
+    except Exception as exc:  # memory never breaks the run: the trials record why
+        log.warning("could not take a snapshot of the memory: %r", exc)
+        return _Unavailable(f"the memory's snapshot failed: {type(exc).__name__}: {exc}")
+
+
+class _Unavailable:
+    """The recall view of a memory whose snapshot failed: every call raises the failure."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def recall(self, context: str, agent_id: str) -> list[str]:
+        """Raises: the trial records the reason as its recall's error."""
+        raise RuntimeError(self.reason)
+
+    def admit(self, episode: Any) -> Any:
+        """Raises: nothing can be admitted through a view."""
+        raise RuntimeError(self.reason)
+
+
 def _set_memory_hook(adapter: Any, memory: Any) -> None:
     """``adapter.memory_hook(memory)``; an adapter without one (or one that fails) only loses recall."""
     hook = getattr(adapter, "memory_hook", None)

@@ -3,6 +3,13 @@
 ``_Runner.run_trial(job) -> _Done`` is the per-trial function every executor calls (threads in
 ``runner.run``, Ray tasks in ``runner._ray``): it needs only the runner's settings and the job,
 touches no store, and returns everything the caller records.
+
+**Rate limits.** Every attempt's model calls wait on the run's limiter (``TrialContext.limiter``,
+a ``RateLimiter`` here or a Ray actor's proxy). An attempt the agent ended on an HTTP 429 is kept
+as an infra attempt; the run pauses for the wait the provider asked (every trial's next model
+call waits too), then the attempt runs again, up to ``MAX_RATE_LIMITED_ATTEMPTS`` times, not
+counted against ``max_infra_retries``. Time spent waiting is neither the trial's latency nor
+its timeout.
 """
 
 from __future__ import annotations
@@ -55,6 +62,11 @@ from .registry import ResolvedTarget
 
 log = logging.getLogger("hbeval.runner")
 
+
+MAX_RATE_LIMITED_ATTEMPTS: Final = 10
+"""Attempts of one trial that may end on a 429 before the trial is an infra error."""
+_PAUSE_POLL: Final = 0.05
+"""Seconds between looks at a run's pause while waiting it out between attempts."""
 
 _NOT_OFFERED: Final = (OUTCOME_INFRA_ERROR, OUTCOME_SKIPPED)
 """Outcomes whose trials are never offered to memory: the harness failed, not the agent."""
@@ -109,6 +121,8 @@ class _Attempt:
     started_at: float
     ended_at: float
     latency_ms: float
+    rate_limited: float | None = None
+    """The wait an HTTP 429 that ended this attempt asked for (None: no 429)."""
 
 
 @dataclass
@@ -202,8 +216,11 @@ class _Runner:
         memory_run: Mapping[str, Any] | None = None,
         redactor: Redactor | None = None,
         native_async: bool = False,
+        limiter: Any = None,
     ) -> None:
         self.resolved = resolved
+        self.limiter = limiter
+        """The run's rate limiter (``RunLimiter``), shared by every trial; None: no limits."""
         self.native_async = native_async
         """Trials are awaited (``arun_battery``): adapters use their native async entry points."""
         self.adapter: Adapter = resolved.adapter
@@ -272,6 +289,7 @@ class _Runner:
             budgets=self.budgets,
             forbidden_tool=forbidden,
             native_async=self.native_async,
+            limiter=self.limiter,
         )
 
     def _call_adapter(self, agent: Any, job: _Job, ctx: TrialContext) -> tuple[TrialResult, bool]:
@@ -295,7 +313,18 @@ class _Runner:
                 return _agent_exit_result(ctx, exc), False
         return result, bool(result.infra)
 
+    def _wait_out_pause(self) -> None:
+        """Wait while the run is paused by a 429 (before an attempt starts: not its time)."""
+        limiter = self.limiter
+        if limiter is None:
+            return
+        left = limiter.pause_left()
+        while left > 0:
+            time.sleep(min(left, 1.0) if left > _PAUSE_POLL else left)
+            left = limiter.pause_left()
+
     def _attempt(self, job: _Job, number: int) -> _Attempt:
+        self._wait_out_pause()
         ctx = self._context(job, number)
         started = time.time()
         t0 = time.perf_counter()
@@ -327,8 +356,17 @@ class _Runner:
                     final_state=None, status="skipped", error=message, error_type="AgentBusy"
                 )
                 infra = False
-        latency = (time.perf_counter() - t0) * 1000.0
-        return _Attempt(number, result, infra, started, time.time(), latency)
+        # Waits on the run's rate limit are not the trial's time.
+        latency = (time.perf_counter() - t0 - ctx.paused) * 1000.0
+        limited = ctx.rate_limited if result.status == "error" else None
+        if limited is not None:
+            result = dataclasses.replace(
+                result,
+                infra=True,
+                error=f"rate limited (HTTP 429, asked to wait {limited:g} s): {result.error}",
+            )
+            infra = True
+        return _Attempt(number, result, infra, started, time.time(), latency, limited)
 
     def _with_timeout(
         self, agent: Any, job: _Job, ctx: TrialContext, *, owns_lock: bool
@@ -354,7 +392,7 @@ class _Runner:
         worker = self._worker()
         worker.submit(partial(variables.run, work), f"hbeval-{job.key}-a{ctx.attempt}")
         assert self.timeout is not None
-        if done.acquire(timeout=self.timeout):
+        if _wait_active(done, ctx, self.timeout):
             if "error" in box:
                 exc = box["error"]
                 if isinstance(exc, Exception):
@@ -377,11 +415,18 @@ class _Runner:
     # -- a whole trial ------------------------------------------------------------------------------
     def run_trial(self, job: _Job) -> _Done:
         attempts: list[_Attempt] = []
-        for n in range(self.max_infra_retries + 1):
-            attempt = self._attempt(job, job.first_attempt + n)
+        retries = limited = 0
+        while True:
+            attempt = self._attempt(job, job.first_attempt + len(attempts))
             attempts.append(attempt)
-            if not attempt.infra:
+            if attempt.rate_limited is not None and limited < MAX_RATE_LIMITED_ATTEMPTS - 1:
+                limited += 1
+                if self.limiter is not None:
+                    self.limiter.hit(attempt.rate_limited)  # raises over the cap on one pause
+                continue  # the next attempt waits the pause out before it starts
+            if not attempt.infra or retries >= self.max_infra_retries:
                 break
+            retries += 1
         for att in attempts:
             att.result = _storable_result(att.result, job.key, self.redactor)
         final = attempts[-1]
@@ -485,6 +530,17 @@ class _Runner:
             "isolated": self.resolved.isolated,
             **extra,
         }
+
+
+def _wait_active(done: threading.Lock, ctx: TrialContext, timeout: float) -> bool:
+    """Wait for the worker to release ``done`` until the attempt has been active ``timeout``
+    seconds; waits on the run's rate limit do not count. True when it was released in time."""
+    while True:
+        left = timeout - ctx.active_seconds()
+        if left <= 0:
+            return done.acquire(blocking=False)
+        if done.acquire(timeout=left):
+            return True
 
 
 def _planned_faults(plan: Any) -> int:

@@ -8,6 +8,10 @@ index and first attempt number. Each worker process loads the target by its refe
 the runner once, and per trial rebuilds the trial's fault plan from the run seed, exactly as the
 driver would: so the verdicts are those of a local run with the same seed.
 
+Memory: the run's recall view (an EDM's pre-run snapshot) travels pickled in the plan and is
+hooked into each worker's adapter; workers only recall. Their trials' episodes come back with
+the results and the driver admits them after the last trial, in trial order, as a local run does.
+
 Results: with a PostgreSQL store the worker writes the trial bundle itself (one transaction) and
 returns only the trial's summary; with any other store (SQLite is one file on the driver's
 machine) it returns the bundle and the driver writes it. Either way the driver counts and
@@ -24,6 +28,11 @@ Failures of the system itself:
 - A driver that dies leaves the run ``running`` in the store: running the same command again
   resumes it (the default run id finds the unfinished run), skipping recorded trials.
 - A task that still fails after Ray's retries fails the run (``failed``); rerun to resume.
+
+Shared limits: the run's rate limiter is one named actor on the driver's node
+(``runner._ray_control``), which every worker's trials consult before each model call, so a
+429 seen on one node pauses all of them. A cost budget is checked by the driver: with one,
+trials are submitted only as cluster slots free up, each after the budget allowed it.
 """
 
 from __future__ import annotations
@@ -71,6 +80,13 @@ class RayPlan:
     cwd: str
     address: str | None = None
     cpus: float = 0.25
+    limiter_name: str = ""
+    """The run's limiter actor (``runner._ray_control``)."""
+    rpm: float | None = None
+    max_pause: float = 120.0
+    memory: bytes | None = None
+    """What the trials recall from (the memory's pre-run snapshot, ``_admission._recall_view``),
+    pickled; None without memory. Admission stays with the driver."""
 
     @classmethod
     def for_run(
@@ -82,6 +98,7 @@ class RayPlan:
         *,
         address: str | None,
         cpus: float,
+        memory: Any = None,
     ) -> RayPlan:
         """The plan of a run, checking on the driver that a worker can load the target."""
         _ray()
@@ -105,13 +122,27 @@ class RayPlan:
             "judge": runner.judge,
             "max_infra_retries": runner.max_infra_retries,
             "redactor": runner.redactor,
+            "memory_run": runner.memory_run,
         }
         import ray.cloudpickle
 
+        from ._ray_control import RayLimiter
+
+        key = f"{runner.run_id}/{uuid.uuid4().hex}"
+        limiter_name = f"hbeval-limits-{uuid.uuid4().hex}"
+        settings["limiter"] = RayLimiter(limiter_name)
         dumps: Callable[[Any], bytes] = ray.cloudpickle.dumps
         payload = dumps({"tasks": list(runner.tasks), "battery": runner.battery, **settings})
+        local = runner.limiter
+        try:
+            recall = None if memory is None else dumps(memory)
+        except Exception as exc:
+            raise ValueError(
+                "memory= must pickle to travel to Ray workers (an EDM travels as its snapshot); "
+                f"{type(memory).__name__} does not: {type(exc).__name__}: {exc}"
+            ) from exc
         return cls(
-            key=f"{runner.run_id}/{uuid.uuid4().hex}",
+            key=key,
             target_ref=ref,
             adapter_kind=runner.resolved.adapter_kind,
             payload=payload,
@@ -121,6 +152,10 @@ class RayPlan:
             cwd=os.getcwd(),
             address=address,
             cpus=float(cpus),
+            limiter_name=limiter_name,
+            rpm=getattr(local, "rpm", None),
+            max_pause=float(getattr(local, "max_pause", 120.0)),
+            memory=recall,
         )
 
 
@@ -153,6 +188,7 @@ _WORKER_STATE: dict[str, tuple[Any, Any]] = {}
 
 def _worker_state(plan: RayPlan) -> tuple[Any, Any]:
     """This worker process's runner (and store) for the plan, built on first use."""
+    from ._admission import _set_memory_hook
     from ._attempts import _Runner
 
     with _WORKER_LOCK:
@@ -166,6 +202,8 @@ def _worker_state(plan: RayPlan) -> tuple[Any, Any]:
         resolved = resolve_target(target, target_kind=plan.adapter_kind)
         runner = _Runner(resolved=resolved, **pickle.loads(plan.payload))
         runner.adapter.instrument()  # for the life of this worker process
+        if plan.memory is not None:  # recall only: the driver admits after the last trial
+            _set_memory_hook(runner.adapter, pickle.loads(plan.memory))
         store = open_store(plan.store_url) if plan.store_url is not None else None
         _WORKER_STATE.clear()  # one run at a time per worker process
         _WORKER_STATE[plan.key] = (runner, store)
@@ -221,12 +259,19 @@ def run_on_ray(
     jobs: Sequence[Any],
     store: Any,
     finished: Callable[[str, dict[str, Any] | None, str, Any], None],
+    may_start: Callable[[], bool] | None = None,
+    limits: dict[str, Any] | None = None,
 ) -> list[str]:
     """Run ``jobs`` as Ray tasks, recording each as it finishes; returns the nodes that ran any.
 
     Connects to ``plan.address`` (``auto``, ``host:port``), or starts a local Ray when it is
     None, unless this process is already connected; a Ray started here is shut down at the end.
+    ``may_start`` (a cost budget) is asked before each submission; with it, trials are
+    submitted only as the cluster's slots free up. ``limits`` receives the rate limiter's
+    figures at the end.
     """
+    # Long because: connect, start the limiter, submit within the window, collect, and tear
+    # down in order; the steps share the pending map and the actor, easier to follow together.
     ray = _ray()
     started_here = False
     if not ray.is_initialized():
@@ -239,7 +284,11 @@ def run_on_ray(
         )
         started_here = True
     nodes: set[str] = set()
+    from ._ray_control import start_limiter
+
+    actor: Any = None
     try:
+        actor = start_limiter(ray, plan.limiter_name, plan.rpm, plan.max_pause)
         remote = ray.remote(
             num_cpus=plan.cpus,
             max_retries=MAX_TASK_RETRIES,
@@ -247,26 +296,86 @@ def run_on_ray(
             scheduling_strategy="SPREAD",  # trials wait on models: use every node
         )(run_trial_task)
         plan_ref = ray.put(plan)
-        pending = {
-            remote.remote(
-                plan_ref, (job.key, job.scenario.index, job.trial_index, job.first_attempt)
-            ): job
-            for job in jobs
-        }
+        queue = iter(jobs)
+        window = len(jobs) if may_start is None else _slots(ray, plan.cpus)
+        pending: dict[Any, Any] = {}
+
+        def top_up() -> None:
+            while len(pending) < window and (may_start is None or may_start()):
+                job = next(queue, None)
+                if job is None:
+                    return
+                spec = (job.key, job.scenario.index, job.trial_index, job.first_attempt)
+                pending[remote.remote(plan_ref, spec)] = job
+
         try:
+            top_up()
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 for ref in ready:
                     pending.pop(ref)
-                    _collect(ray.get(ref), store, plan.run_id, finished, nodes)
+                    _collect(_result(ray, ref), store, plan.run_id, finished, nodes)
+                top_up()
         except BaseException:
             for ref in pending:
                 ray.cancel(ref, force=True)
             raise
+        if limits is not None:
+            limits.update(ray.get(actor.stats.remote()))
     finally:
+        if actor is not None:
+            ray.kill(actor)
         if started_here:
             ray.shutdown()
     return sorted(nodes)
+
+
+def _slots(ray: Any, cpus: float) -> int:
+    """Trials the cluster runs at once (its CPUs over each trial's share), at least one."""
+    total = float(ray.cluster_resources().get("CPU", 1.0))
+    return max(1, int(total / cpus + 1e-9))
+
+
+def _result(ray: Any, ref: Any) -> TrialOutput:
+    """A task's output; a worker's ``RateLimitTooLong`` is raised as itself, not Ray's wrapper."""
+    from ..contract import RateLimitTooLong
+
+    try:
+        out: TrialOutput = ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, RateLimitTooLong):
+            raise RateLimitTooLong(cause.asked, cause.cap) from None
+        raise
+    return out
+
+
+def ray_finished(
+    runner: Any,
+    jobs: Sequence[Any],
+    store: Any,
+    finished: Callable[[str, dict[str, Any] | None, str, Any], None],
+    with_memory: bool,
+) -> Callable[[str, dict[str, Any] | None, str, Any], None]:
+    """``finished``, except that with memory a trial recorded by another delivery (a retried
+    task) is read back from the store with its episode, so it is offered for admission as the
+    local executor would offer it."""
+    if not with_memory:
+        return finished
+    from ..store.protocol import final_attempts
+    from ._resume import _resumed_trial
+
+    by_key = {job.key: job for job in jobs}
+
+    def on_trial(key: str, trial: dict[str, Any] | None, outcome: str, episode: Any) -> None:
+        if trial is None:
+            record = next(t for t in store.list_trials(runner.run_id) if t.trial_key == key)
+            final = final_attempts(store, runner.run_id).get(key)
+            trial, episode = _resumed_trial(runner, by_key[key], store, record, final)
+            outcome = record.outcome
+        finished(key, trial, outcome, episode)
+
+    return on_trial
 
 
 def _collect(

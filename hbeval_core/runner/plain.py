@@ -420,7 +420,14 @@ class TrialScope(BaseRecorder):
 
     # ------------------------------------------------------------------ model turns
     def model_input(self, messages: Iterable[Any]) -> str:
-        """Open a model turn whose input is ``messages``; returns the turn's call id."""
+        """Open a model turn whose input is ``messages``; returns the turn's call id.
+
+        In a battery run the turn first waits for the run's rate limit (a 429 pause, a slot of
+        ``--rate-limit``): an agent that calls ``model_input`` before its model call is held
+        there; one that only calls ``think`` is held at ``think``, after its call.
+        """
+        if self.trial is not None:
+            self.trial.wait_for_model()
         converted = [_message(m) for m in messages or ()]
         with self._lock:
             call_id = f"model-{self.next_number('model')}"

@@ -49,10 +49,23 @@ trial that was already recorded.
 a virtual clock unless ``clock`` is given: the agent sees the same timeout error without the
 runner sleeping for it (the manifest records ``clock: virtual``).
 
+**Rate limits and cost.** Every trial's model calls wait on one limiter per run
+(``contract.RateLimiter``; a Ray actor across a cluster): an HTTP 429 seen by any trial pauses
+the whole run for the ``Retry-After`` its provider asked (at most ``MAX_PAUSE`` per pause, else
+``RateLimitTooLong`` stops the run, ``interrupted``), and the attempt runs again; ``rate_limit``
+(model calls per minute) also spaces the run's model calls. Waits are not the trials' latency
+nor their timeout. ``max_cost`` (USD, priced by the manifest's price table) stops new trials
+once the run has spent it (``runner._budget``): the run ends ``interrupted``, its report covers
+the trials that ran (the others are in no metric) and says why in ``run.budget``; running it
+again with a larger budget resumes it.
+
 **Memory.** With ``memory`` (an ``hbeval_core.memory.EDM``, or anything with ``admit(episode)``
-and ``recall(context, agent_id)``) the adapter gets ``memory_hook(memory)`` before the first
+and ``recall(context, agent_id)``) the adapter gets ``memory_hook(view)`` before the first
 trial and ``memory_hook(None)`` after the last, so it can put the agent's qualified precedents
-in front of the model. Once every trial is recorded, each scored trial becomes an episode
+in front of the model. ``view`` is an EDM's snapshot of the run agent's episodes taken before
+the first trial (``EDM.snapshot``: read-only, picklable; other memories are their own view), so
+trials recall the same precedents on every executor: threads here, or Ray workers, which get
+the snapshot with the run's plan. Once every trial is recorded, each scored trial becomes an episode
 (``hbeval_core.memory.episode_from_trial``) and is offered to ``memory.admit``, in trial order.
 Admission waits for the end of the run on purpose: trials of one run stay independent (none
 recalls another trial of the same run, whatever the concurrency), so a run's verdicts depend
@@ -66,18 +79,16 @@ stored config records which memory was attached.
 from __future__ import annotations
 
 import logging
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from ..contract import (
     Adapter,
     Budgets,
+    RateLimiter,
+    RateLimitTooLong,
     Task,
     VirtualClock,
 )
@@ -130,8 +141,16 @@ __all__ = [
 ]
 
 from ..store.protocol import final_attempts
-from ._admission import _admit_run, _check_memory, _memory_config, _set_memory_hook
+from ._admission import (
+    _admit_run,
+    _check_memory,
+    _memory_config,
+    _recall_view,
+    _set_memory_hook,
+)
 from ._attempts import _Done, _Job, _Runner, abandoned_threads, trial_run_id
+from ._budget import CostBudget
+from ._execute import _interrupt_watch, always, run_parallel, run_serial
 from ._resume import (
     _record,
     _reload_trials,
@@ -172,38 +191,6 @@ class ProgressUpdate:
     """Trials taken from the store instead of being run."""
     last: Mapping[str, Any] | None = None
     """The trial just recorded (None for the first update, sent before any trial runs)."""
-
-
-@contextmanager
-def _interrupt_watch() -> Iterator[None]:
-    """Tell Ctrl-C on hbeval apart from a ``KeyboardInterrupt`` the agent raises itself."""
-    from ..contract._trial import _note_user_interrupt, _reset_user_interrupt
-
-    _reset_user_interrupt()
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.getsignal(signal.SIGINT)
-
-    def on_sigint(signum: int, frame: Any) -> None:
-        if previous is signal.SIG_IGN:
-            return
-        _note_user_interrupt()
-        if callable(previous):
-            previous(signum, frame)
-        else:
-            raise KeyboardInterrupt
-
-    try:
-        signal.signal(signal.SIGINT, on_sigint)
-    except (ValueError, OSError):  # not settable here: agents' own interrupts stop the run
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        _reset_user_interrupt()
 
 
 # ---------------------------------------------------------------------- the public entry point
@@ -294,6 +281,8 @@ def run_battery(
     executor: str = EXECUTOR_LOCAL,
     ray_address: str | None = None,
     ray_cpus_per_trial: float = DEFAULT_RAY_CPUS,
+    rate_limit: float | None = None,
+    max_cost: float | None = None,
 ) -> dict[str, Any]:
     """Run ``battery`` against ``target`` on ``tasks`` and return the ``hbeval-report/1`` dict.
 
@@ -314,6 +303,10 @@ def run_battery(
     the cluster at ``ray_address`` (``auto``, ``host:port``; None starts a local Ray), taking
     ``ray_cpus_per_trial`` CPUs (``runner._ray``). ``async`` is what ``arun_battery`` passes:
     trials run as with ``local``, and the report names the executor.
+
+    ``rate_limit`` caps the run's model calls per minute (every trial, every worker, together);
+    HTTP 429s pause the run whether or not it is given. ``max_cost`` (USD) stops new trials once
+    the run has spent it, priced by the manifest's ``price_table`` (refused without one).
     """
     # Long because: the body is the run's phases in order (check, identify, open or reuse the run,
     # resume, execute, admit, report), each in a helper; what stays here is the state they hand each
@@ -338,7 +331,7 @@ def run_battery(
     budgets = manifest.budgets if manifest is not None else Budgets()
     if redactor is None:
         redactor = _redactor_for(manifest)
-    resolved = _resolve(target, target_kind, adapter, executor, memory, concurrency)
+    resolved = _resolve(target, target_kind, adapter, executor, concurrency)
     workers = concurrency if resolved.isolated else 1
     manifest = _run_manifest(
         manifest,
@@ -358,6 +351,8 @@ def run_battery(
         clock=clock,
     )
     manifest_hash = manifest.manifest_hash()
+    budget = CostBudget.for_run(max_cost, manifest.to_dict())
+    limiter = RateLimiter(rate_limit)
 
     if store is None:
         store = MemoryStore()
@@ -398,6 +393,7 @@ def run_battery(
         max_infra_retries=max_infra_retries,
         redactor=redactor,
         native_async=executor == EXECUTOR_ASYNC,
+        limiter=limiter,
         memory_run=(
             None
             if memory is None
@@ -411,35 +407,54 @@ def run_battery(
     jobs = _jobs(battery, tasks, trials, seed)
     tally = _Tally(run_id, len(jobs), progress)
     pending = tally.resume(runner, jobs, store)
+    may_start: Callable[[], bool] = always
+    if budget is not None:
+        for resumed in tally.trials.values():
+            budget.add(resumed)
+        may_start = budget.allows
     # A finished trial is in the store: with a store that is not in memory anyway, its dict is
     # read back for the report at the end instead of held, so memory does not grow with trials.
     tally.slim = memory is None and not isinstance(store, MemoryStore)
 
+    def counted(key: str, trial: Any, outcome: str, episode: Any) -> None:
+        if budget is not None:
+            budget.add(trial if trial is not None else _stored_trial(store, run_id, key))
+        tally.finished(key, trial, outcome, episode)
+
     def finish(done: _Done) -> None:
         _record(store, run_id, done)
-        tally.finished(done.job.key, done.trial, done.outcome, done.episode)
+        counted(done.job.key, done.trial, done.outcome, done.episode)
 
     nodes: list[str] = []
+    limits: dict[str, Any] = {}
+    view = None if memory is None else _recall_view(memory, agent_id)
     runner.adapter.instrument()
     if memory is not None:
-        _set_memory_hook(runner.adapter, memory)
+        _set_memory_hook(runner.adapter, view)
     try:
         with _interrupt_watch():
             if executor == EXECUTOR_RAY:
-                from ._ray import RayPlan, run_on_ray
+                from ._ray import RayPlan, ray_finished, run_on_ray
 
                 plan = RayPlan.for_run(
-                    runner, target, manifest, store, address=ray_address, cpus=ray_cpus_per_trial
+                    runner,
+                    target,
+                    manifest,
+                    store,
+                    address=ray_address,
+                    cpus=ray_cpus_per_trial,
+                    memory=view,
                 )
-                nodes = run_on_ray(plan, pending, store, tally.finished)
+                on_trial = ray_finished(runner, jobs, store, counted, memory is not None)
+                nodes = run_on_ray(plan, pending, store, on_trial, may_start, limits)
             elif workers == 1:
-                for job in pending:
-                    finish(runner.run_trial(job))
+                run_serial(runner, pending, finish, may_start)
             else:
-                _run_parallel(runner, pending, workers, finish)
-        if memory is not None:
+                run_parallel(runner, pending, workers, finish, may_start)
+        left = [j for j in jobs if j.key not in tally.trials]
+        if memory is not None and not left:
             _admit_run(memory, jobs, tally.trials, tally.episodes, on_admission)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, RateLimitTooLong):
         store.finish_run(run_id, RUN_INTERRUPTED)
         raise
     except BaseException:
@@ -452,8 +467,9 @@ def run_battery(
         runner.close()
         _warn_abandoned()
 
+    ran = [j for j in jobs if j.key in tally.trials]  # all of them unless the budget stopped it
     if tally.slim:
-        _reload_trials(runner, jobs, store, tally.trials, tally.counts)
+        _reload_trials(runner, ran, store, tally.trials, tally.counts)
     run_info = {
         "run_id": run_id,
         "agent_id": agent_id,
@@ -474,7 +490,25 @@ def run_battery(
         "executor": executor,
         "nodes": nodes,
     }
-    return _finish_report(store, run_info, [tally.trials[j.key] for j in jobs])
+    stats = limits or limiter.stats()
+    if stats.get("rpm") is not None or stats.get("hits"):
+        run_info["rate_limit"] = stats
+    if budget is not None:
+        run_info["budget"] = budget.record(left_trials=bool(left))
+    records = [tally.trials[j.key] for j in ran]
+    if left:  # stopped by the budget: the run stays open to be resumed
+        report = build_report(run=run_info, trials=records, history=[]).to_dict()
+        store.finish_run(run_id, RUN_INTERRUPTED)
+        return report
+    return _finish_report(store, run_info, records)
+
+
+def _stored_trial(store: Any, run_id: str, key: str) -> dict[str, Any] | None:
+    """The verdict's usage of a trial another Ray delivery recorded (for the cost budget)."""
+    for record in store.list_trials(run_id):
+        if record.trial_key == key and isinstance(record.verdict, Mapping):
+            return {"usage": record.verdict.get("usage")}
+    return None
 
 
 def _battery_for(battery: Any, seed: int) -> Any:
@@ -522,14 +556,11 @@ def _resolve(
     target_kind: str | None,
     adapter: Adapter | None,
     executor: str,
-    memory: Any,
     concurrency: int,
 ) -> ResolvedTarget:
     """The target's adapter and kind, checked against the executor."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; got {executor!r}")
-    if executor == EXECUTOR_RAY and memory is not None:
-        raise ValueError("memory is not supported with executor='ray'; run with the local executor")
     resolved = resolve_target(target, target_kind=target_kind, adapter=adapter)
     if executor == EXECUTOR_RAY and not resolved.isolated:
         raise ValueError(
@@ -741,31 +772,3 @@ def _finish_report(store: Any, run_info: dict[str, Any], records: list[Any]) -> 
         )
     store.finish_run(run_id, RUN_COMPLETED, report)
     return report
-
-
-def _run_parallel(
-    runner: _Runner, jobs: list[_Job], workers: int, finish: Callable[[_Done], None]
-) -> None:
-    """Run ``jobs`` on ``workers`` threads; results are recorded from this thread as they finish."""
-    executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hbeval-trial")
-    futures = [executor.submit(runner.run_trial, job) for job in jobs]
-    recorded: set[Future[_Done]] = set()
-    try:
-        remaining = set(futures)
-        while remaining:
-            done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
-            for fut in done:
-                finish(fut.result())
-                recorded.add(fut)
-    except KeyboardInterrupt:
-        # Record what already finished, so an interruption loses no completed trial.
-        for fut in futures:
-            if fut not in recorded and fut.done() and not fut.cancelled():
-                if fut.exception() is None:
-                    finish(fut.result())
-        executor.shutdown(wait=False, cancel_futures=True)
-        raise
-    except BaseException:
-        executor.shutdown(wait=False, cancel_futures=True)
-        raise
-    executor.shutdown(wait=True)

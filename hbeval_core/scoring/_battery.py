@@ -257,6 +257,8 @@ def _run_block(
             if run.get("executor") not in (None, "local")
             else {}
         ),
+        # Likewise the rate limit and the budget, only when the run used them.
+        **{k: run[k] for k in ("rate_limit", "budget") if run.get(k) is not None},
     }
     try:
         return RunInfo.model_validate(block)

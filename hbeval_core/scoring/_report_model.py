@@ -56,6 +56,33 @@ class ReportFormatError(ValueError):
 
 
 # --------------------------------------------------------------------------- battery
+class RateLimitInfo(_Block):
+    """The run's shared rate limit: present only when an rpm was set or a 429 was seen."""
+
+    rpm: float | None = Field(
+        gt=0, description="Model calls per minute the run was limited to; null: no limit set."
+    )
+    hits: int = Field(ge=0, description="HTTP 429 responses the trials' model calls received.")
+    paused_seconds: float = Field(
+        ge=0,
+        description="Seconds the whole run paused for 429s (overlapping pauses counted once); "
+        "time-dependent, like latency.",
+    )
+
+
+class BudgetInfo(_Block):
+    """The run's cost budget (``--max-cost``): present only when one was given."""
+
+    max_cost: float = Field(gt=0, description="USD the run may spend.")
+    spent: float = Field(
+        ge=0, description="USD the run's recorded trials cost at the manifest's prices."
+    )
+    stopped: Literal["budget_exhausted", "cost_unmeasured"] | None = Field(
+        description="Why trials were left unstarted (the run is then interrupted; resume it "
+        "with a larger budget); null: every trial ran."
+    )
+
+
 class RunInfo(_Block):
     """Which run this is."""
 
@@ -78,6 +105,13 @@ class RunInfo(_Block):
     nodes: list[str] | None = Field(
         default=None,
         description="The cluster nodes that ran trials (host/node id); absent when local.",
+    )
+    rate_limit: RateLimitInfo | None = Field(
+        default=None,
+        description="The shared rate limit; absent when no rpm was set and no 429 was seen.",
+    )
+    budget: BudgetInfo | None = Field(
+        default=None, description="The cost budget; absent when the run had none."
     )
 
 

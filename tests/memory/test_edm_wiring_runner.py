@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from hbeval_core.events import RunStart
 from hbeval_core.examples.plain_agent import careful, tasks
 from hbeval_core.faults import Battery
-from hbeval_core.memory import EDM, open_edm
+from hbeval_core.memory import EDM, EDMSnapshot, open_edm
 from hbeval_core.memory._adapters import ATTR_MEMORY_RECALL, episode_from_trial
 from hbeval_core.report.model import validate_report
 from hbeval_core.runner.cli_battery import battery_app
@@ -159,7 +159,10 @@ class _SpyAdapter(PlainAdapter):
 def test_memory_is_hooked_before_the_trials_and_detached_after() -> None:
     adapter, edm = _SpyAdapter(), EDM()
     run_battery(adapter, careful, tasks, battery(), trials=1, agent_id="a", memory=edm)
-    assert adapter.hooked == [edm, None]
+    # The trials recall from the run agent's snapshot, taken before the first trial.
+    view, detached = adapter.hooked
+    assert isinstance(view, EDMSnapshot) and view.source == edm.path
+    assert view.agent_ids == ("a",) and detached is None
     plain = _SpyAdapter()
     run_battery(plain, careful, tasks, battery(), trials=1, agent_id="a")
     assert plain.hooked == []  # no memory: the hook is never touched
