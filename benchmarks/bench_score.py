@@ -15,7 +15,16 @@ and prints the median seconds of wall clock and of this thread's CPU time (other
 load does not count) and the ratios to each anchor (goals: at most 1.3x the json.loads loop,
 at most 1.5x the orjson loop), then the peak RSS of a scoring subprocess.
 
-    .venv/bin/python benchmarks/bench_score.py [--events N] [--repeats R]
+With ``--stages`` it prints instead where the time of ``hbeval score`` goes, per event (CPU,
+interleaved, medians), each stage adding one part of the path to the one before:
+  orjson loop          : the anchor
+  msgspec parse        : for line in file: decode(line) into the validated struct twins
+  + derive             : the scoring loop (live._scoreloop.fold_structs), steps dropped
+  + fold               : the same, steps folded into a Monitor (fold_trace)
+  + summary            : hbeval score's whole path (cli.score_trace)
+and the same for the reader without msgspec (pydantic-core into dicts, fold_dicts).
+
+    .venv/bin/python benchmarks/bench_score.py [--events N] [--repeats R] [--stages]
 """
 
 from __future__ import annotations
@@ -183,6 +192,75 @@ def model_path(path: Path) -> None:
     m.summary()
 
 
+def stage_runs() -> dict[str, Callable[[Path], object]]:
+    """The cumulative stages of ``--stages`` (module docstring), for both readers."""
+    from hbeval_core.events._fast import twin_adapter
+    from hbeval_core.events._structs import struct_decoder, struct_types
+    from hbeval_core.live._scoreloop import fold_dicts, fold_structs
+    from hbeval_core.live._trace import fold_trace
+    from hbeval_core.live.derive import Deriver
+    from hbeval_core.monitor import Monitor
+
+    runs: dict[str, Callable[[Path], object]] = {"orjson loop": orjson_loop}
+    validate = twin_adapter().validator.validate_json
+
+    def parse(decode: Callable[[bytes], object]) -> Callable[[Path], object]:
+        def run(path: Path) -> None:
+            with path.open("rb") as fh:
+                for line in fh:
+                    try:
+                        decode(line)
+                    except ValueError:
+                        pass
+
+        return run
+
+    def derive(structs: bool) -> Callable[[Path], object]:
+        def run(path: Path) -> None:
+            deriver = Deriver()
+            deriver._as_tuples = True
+            with path.open("rb") as fh:
+                if structs:
+                    decode = struct_decoder().decode
+                    types = struct_types()
+                    assert types is not None
+                    fold_structs(iter(fh), 0, deriver, decode, types, lambda b: None, [], 512)
+                else:
+                    fold_dicts(iter(fh), 0, deriver, validate, lambda b: None, [], 512)
+
+        return run
+
+    def fold(structs: bool) -> Callable[[Path], object]:
+        return lambda path: fold_trace(path, Monitor(), structs=structs)
+
+    decoder = struct_decoder()
+    if decoder is not None:
+        runs["msgspec parse"] = parse(decoder.decode)
+        runs["+ derive"] = derive(True)
+        runs["+ fold"] = fold(True)
+        runs["+ summary"] = ours
+    runs["json.loads loop"] = bare
+    runs["pydantic parse"] = parse(validate)
+    runs["+ derive (dicts)"] = derive(False)
+    runs["+ fold (dicts)"] = fold(False)
+    runs["+ summary (dicts)"] = ours_pydantic
+    return runs
+
+
+def stages(path: Path, n_events: int, repeats: int) -> None:
+    runs = stage_runs()
+    cpu: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, fn in runs.items():
+            cpu[name].append(timed(fn, path)[1])
+    mc = {name: statistics.median(v) for name, v in cpu.items()}
+    print(f"{'stage':20}{'us/event':>10}{'/orjson':>9}{'/json.loads':>12}")
+    for name in runs:
+        us = mc[name] / n_events * 1e6
+        rel = f"{mc[name] / mc['orjson loop']:8.2f}x{mc[name] / mc['json.loads loop']:11.2f}x"
+        print(f"{name:20}{us:10.3f}{rel}")
+
+
 RSS_CODE = """
 import resource, sys
 from hbeval_core.cli import score_trace
@@ -195,12 +273,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--stages", action="store_true", help="where the time goes, per stage")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "trace.jsonl"
         write_trace(path, args.events)
         size = os.path.getsize(path)
         print(f"trace: {args.events:,} events, {size / 1e6:.1f} MB")
+        if args.stages:
+            stages(path, args.events, args.repeats)
+            return
         runs: dict[str, Callable[[Path], object]] = {"json.loads loop": bare}
         try:
             import orjson  # noqa: F401

@@ -29,7 +29,15 @@ from pydantic import BaseModel
 from ._base import EventBase
 from ._fast import FAST_KINDS, slow_event
 
-__all__ = ["fast_structs", "struct_decoder"]
+__all__ = ["fast_structs", "struct_decoder", "struct_types"]
+
+
+_READ_COLLECTIONS = frozenset({"args", "tool_calls"})
+"""Defaulted collections the deriver reads (``Deriver.feed``): an absent one is made empty,
+as the model makes it. Any other absent collection (``attrs`` on every event, a model call's
+``messages``, ...) is left ``msgspec.UNSET`` instead of a new empty dict or list per event:
+nothing reads it from a struct, and ``msgspec.to_builtins`` leaves it out, so the model built
+from such a struct takes its own default."""
 
 
 def _struct(model: type[BaseModel], done: dict[Any, Any], tag: str | None) -> Any:
@@ -55,6 +63,8 @@ def _struct(model: type[BaseModel], done: dict[Any, Any], tag: str | None) -> An
             ann = _bounded(ann, msgspec.Meta(**bounds))
         if info.is_required():
             fields.append((name, ann))
+        elif info.default_factory is not None and name not in _READ_COLLECTIONS:
+            fields.append((name, ann, msgspec.UNSET))  # absent: see _READ_COLLECTIONS
         elif info.default_factory is not None:
             factory = cast(Callable[[], Any], info.default_factory)  # the models take no data
             fields.append((name, ann, msgspec.field(default_factory=factory)))
@@ -105,21 +115,32 @@ def _struct_type(ann: Any, done: dict[Any, Any]) -> Any:
 
 
 @lru_cache(maxsize=1)
-def struct_decoder() -> Any:
-    """The msgspec decoder of the fast kinds' struct twins (None without msgspec)."""
+def struct_types() -> dict[str, Any] | None:
+    """The fast kinds' struct twins by kind (None without msgspec)."""
     try:
-        import msgspec
+        import msgspec  # noqa: F401
     except ImportError:
         return None
     from . import Event
 
     done: dict[Any, Any] = {}
-    structs = []
+    structs: dict[str, Any] = {}
     for model in get_args(get_args(Event)[0]):
         kind = model.model_fields["kind"].default
         if isinstance(model, type) and issubclass(model, EventBase) and kind in FAST_KINDS:
-            structs.append(_struct(model, done, kind))
-    return msgspec.json.Decoder(Union[tuple(structs)])  # noqa: UP007
+            structs[kind] = _struct(model, done, kind)
+    return structs
+
+
+@lru_cache(maxsize=1)
+def struct_decoder() -> Any:
+    """The msgspec decoder of the fast kinds' struct twins (None without msgspec)."""
+    structs = struct_types()
+    if structs is None:
+        return None
+    import msgspec
+
+    return msgspec.json.Decoder(Union[tuple(structs.values())])  # noqa: UP007
 
 
 def fast_structs(

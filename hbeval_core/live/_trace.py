@@ -2,9 +2,11 @@
 
 ``fold_trace(source, monitor)`` gives the monitor exactly what feeding it every event of
 ``read_events(source)`` through ``observe`` gives, at the parser's floor: events the fast
-reader proves valid arrive as msgspec structs when msgspec is installed (``events._structs``,
-derived by ``Deriver.feed`` like models), else as dicts (``events._fast``, ``Deriver.feed_raw``);
-steps are folded in batches as tuples when nothing observes them one by one.
+reader proves valid arrive as msgspec structs when msgspec is installed (``events._structs``),
+else as dicts (``events._fast``). While ``on_step`` reads each step, they are derived by
+``Deriver.feed`` / ``feed_raw`` and folded one at a time; from then on (or from the start,
+without ``on_step``) the scoring loop (``_scoreloop``) derives them inline, by the same rules on
+the same deriver state, and folds the steps in batches as tuples.
 
 The cyclic garbage collector is paused while a file is folded: parsed events and derivation
 state hold no reference cycles (reference counting frees them), and without the pause the
@@ -15,12 +17,13 @@ collector walks the growing derivation state again and again (on a 1M-event trac
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from ..events._fast import fast_lines, slow_event, twin_adapter
-from ..events._structs import struct_decoder
+from ..events._structs import struct_decoder, struct_types
+from ._scoreloop import fold_dicts, fold_structs
 from ._steps import StepTuple
 from .derive import StepRecord
 from .monitor import _QUEUE_MAX, Monitor
@@ -61,7 +64,6 @@ def fold_trace(
     deriver = monitor._deriver
     feed = deriver.feed
     fold, lock = monitor._fold, monitor._lock
-    size = _QUEUE_MAX if monitor._defer and on_step is None else 1
     batch: list[StepTuple] = []
     decode: Callable[[bytes], Any]
     feed_fast: Callable[[Any], Any]
@@ -73,17 +75,21 @@ def fold_trace(
             deriver.feed_raw,
             True,
         )
+
+    def flush(steps: list[StepTuple]) -> None:
+        with lock:
+            fold(steps)
+
     fh = open(source, "rb") if isinstance(source, (str, Path)) else None
     collecting = gc.isenabled()
     try:
-        lines: Iterable[Any] = fh if fh is not None else source  # type: ignore[assignment]
+        lines: Iterator[Any] = iter(fh if fh is not None else source)  # type: ignore[arg-type]
         lineno = 0
         gc.disable()
         with monitor._derive_lock:
-            deriver._as_tuples = on_step is None
-            # fast_structs' / fast_lines' loop, inlined: at a microsecond per event a generator
-            # costs.
-            for raw in lines:
+            # While on_step reads each step: fast_structs' / fast_lines' loop, inlined (at a
+            # microsecond per event a generator costs), one step folded at a time.
+            for raw in lines if on_step is not None else ():
                 lineno += 1
                 if raw.__class__ is not bytes:
                     raw = raw.encode("utf-8")
@@ -104,18 +110,22 @@ def fold_trace(
                     got = feed(model)
                     if got is None:
                         continue
-                batch.append(got if got.__class__ is tuple else got.as_tuple())
-                if len(batch) >= size:
-                    with lock:
-                        fold(batch)
-                    batch = []
-                    if on_step is not None and on_step(got) is False:
-                        on_step = None  # no more per-step reads: fold in batches from here
-                        size = _QUEUE_MAX if monitor._defer else 1
-                        deriver._as_tuples = True
-            if batch:
-                with lock:
-                    fold(batch)
+                flush([got.as_tuple()])
+                if on_step(got) is False:  # type: ignore[misc]  # not None inside this loop
+                    on_step = None  # no more per-step reads: fold in batches from here
+                    break
+            if on_step is None:
+                # Nothing reads steps one by one: the scoring loop folds the rest in batches.
+                if fh is None:  # the scoring loop reads bytes
+                    lines = _as_bytes(lines)
+                deriver._as_tuples = True
+                size = _QUEUE_MAX if monitor._defer else 1
+                if decoder is not None:
+                    types = struct_types()
+                    assert types is not None  # as the decoder: msgspec is installed
+                    fold_structs(lines, lineno, deriver, decode, types, flush, batch, size)
+                else:
+                    fold_dicts(lines, lineno, deriver, decode, flush, batch, size)
     finally:
         deriver._as_tuples = False
         if collecting:
@@ -123,3 +133,8 @@ def fold_trace(
         if fh is not None:
             fh.close()
     return monitor
+
+
+def _as_bytes(lines: Iterator[Any]) -> Iterator[bytes]:
+    for raw in lines:
+        yield raw if raw.__class__ is bytes else raw.encode("utf-8")

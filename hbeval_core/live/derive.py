@@ -284,42 +284,102 @@ class CallLinker:
         return LINK_NONE, None
 
 
+# The deriver's own record of an issued call: a list, cheaper to make than ``Issued`` (one per
+# tool call a model output issues), linked by exactly ``CallLinker``'s rules (``_link``).
+_CLAIMED, _EXPLAINED, _NAME, _ARGS, _CANON = range(5)
+# What a retired record (``_RunState.ended``) is linked as: claimed, explained or not.
+_ENDED: tuple[list[Any], list[Any]] = ([True, False, "", None, ""], [True, True, "", None, ""])
+
+
 def _issue(st: _RunState, calls: list[tuple[str, str, Any]], explained: bool) -> None:
     """``CallLinker.issue_triples`` for a model output's calls, and their arguments remembered.
 
     The deriver's own copy, in one loop: it runs once per model output of a scored trace.
     """
-    linker = st.linker
-    by_id = linker._by_id
+    by_id, ended = st.by_id, st.ended
     args = st.args
-    pending: list[Issued] = []
+    pending: list[list[Any]] = []
     for call_id, name, call_args in calls:
-        issued = Issued(call_id, name, call_args, explained)
-        if call_id not in by_id:
+        issued = [False, explained, name, call_args, None]
+        if call_id not in by_id and call_id not in ended:
             by_id[call_id] = issued
         if call_id not in args:
             args[call_id] = call_args
         pending.append(issued)
     if pending:
-        linker._pending = pending
+        st.pending = pending
+
+
+def _link(st: _RunState, call_id: str, tool: str, args: Any) -> tuple[str, list[Any] | None]:
+    """``CallLinker.link`` on a run's own records: (link kind, the issued call's record)."""
+    issued = st.by_id.get(call_id)
+    if issued is not None:
+        issued[_CLAIMED] = True
+        return LINK_ID, issued
+    if len(st.ended) > 1:
+        explained = st.ended.get(call_id)
+        if explained is not None:
+            return LINK_ID, _ENDED[explained]
+    open_calls = [c for c in st.pending if not c[_CLAIMED] and c[_NAME] == tool]
+    if not open_calls:
+        return LINK_NONE, None
+    if args is not None:
+        wanted = canonical_args(args)
+        for c in open_calls:
+            canonical = c[_CANON]
+            if canonical is None:
+                call_args = c[_ARGS]
+                canonical = c[_CANON] = canonical_args(call_args if call_args is not None else {})
+            if canonical == wanted:
+                c[_CLAIMED] = True
+                return LINK_MATCH, c
+    if len(open_calls) == 1:
+        open_calls[0][_CLAIMED] = True
+        return LINK_MATCH, open_calls[0]
+    return LINK_NONE, None
+
+
+def _start_link(st: _RunState, call_id: str, tool: str, args: Any) -> None:
+    """Link a call as it starts; cached unless by id (``_RunState``)."""
+    link = _link(st, call_id, tool, args)
+    if link[0] != LINK_ID:
+        st.links[call_id] = link
 
 
 class _RunState:
-    """Derivation state of one run; per-call entries are dropped once the call ends."""
+    """Derivation state of one run; per-call entries are dropped once the call ends.
+
+    ``by_id`` and ``pending`` are ``CallLinker``'s two tables, holding records
+    ``[claimed, explained, name, args, canonical args]``. ``links`` caches a call's link from
+    its start when it was not by id (a link by id is found again, the same, when it ends).
+
+    A call that ends linked by id is retired from ``by_id`` to ``ended`` (its id and whether
+    its output was explained): all a later event can still ask of it is a link by id (a call
+    id used again), which a claimed record answers with ``explained`` alone, while its record
+    may stay in ``pending``, claimed, as ``CallLinker`` keeps it. So ``by_id`` stays as small as
+    the calls in flight, and a long run keeps one small entry per ended call instead of its
+    record and arguments (cheaper to keep, and the lookups of the calls in flight stay fast).
+    """
 
     __slots__ = (
         "args",
+        "by_id",
+        "ended",
         "faults",
         "last_failed_action",
-        "linker",
         "links",
         "model_since_failure",
+        "pending",
         "pending_replan",
     )
 
     def __init__(self) -> None:
-        self.linker = CallLinker()
-        self.links: dict[str, tuple[str, Issued | None]] = {}
+        self.by_id: dict[str, list[Any]] = {}
+        # The None key is never looked up: a dict with a key that is not a str keeps each
+        # key's hash in its table, so a lookup that misses (most, here) reads no key strings.
+        self.ended: dict[str | None, bool] = {None: False}
+        self.pending: list[list[Any]] = []
+        self.links: dict[str, tuple[str, list[Any] | None]] = {}
         self.faults: dict[str, list[tuple[str, str]]] = {}
         self.args: dict[str, Any] = {}
         self.pending_replan = False
@@ -333,8 +393,9 @@ _KNOWN_VERSIONS = (DERIVE_VERSION, DERIVE_V2, DERIVE_V1)
 class Deriver:
     """Streaming hb-derive/3: feed events one at a time, get at most one step back per event.
 
-    Events of several runs may interleave; state is kept per run id and per open call, so
-    memory stays bounded by the number of calls in flight, not by the length of the trace.
+    Events of several runs may interleave; state is kept per run id and per open call, plus
+    the id of each call that ended linked by id (a later call may use the id again, and links
+    to the same output), until its run ends (``_RunState``).
     ``version=DERIVE_V2`` or ``DERIVE_V1`` applies an earlier rule (see the module docstring).
     """
 
@@ -381,7 +442,7 @@ class Deriver:
             call_id = ev.call_id
             st.args[call_id] = ev.args
             if call_id not in st.links:
-                st.links[call_id] = st.linker.link(call_id, ev.tool, ev.args)
+                _start_link(st, call_id, ev.tool, ev.args)
             return None
         if kind == TOOL_END or kind == TOOL_ERROR:
             return self._tool_step(
@@ -448,7 +509,7 @@ class Deriver:
                 args = {}
             st.args[call_id] = args
             if call_id not in st.links:
-                st.links[call_id] = st.linker.link(call_id, d["tool"], args)
+                _start_link(st, call_id, d["tool"], args)
             return None
         if kind == TOOL_END:
             return self._tool_step(d["run_id"], d["call_id"], d["tool"], d.get("status") == "error")
@@ -495,10 +556,14 @@ class Deriver:
         args = st.args.pop(call_id, None)
         cached = st.links.pop(call_id, None)
         if cached is None or cached[0] == LINK_NONE:
-            # Not linked when it started: the issuing output may have been recorded since.
-            cached = st.linker.link(call_id, tool, args)
+            # Linked by id when it started (found again, the same), or not linked then: the
+            # issuing output may have been recorded since.
+            cached = _link(st, call_id, tool, args)
         link_kind, issued = cached
-        explained = issued is not None and issued.explained
+        explained = issued is not None and issued[_EXPLAINED]
+        if link_kind == LINK_ID and st.by_id.get(call_id) is issued:
+            del st.by_id[call_id]  # retired (_RunState)
+            st.ended[call_id] = explained
         if self._v1:
             traceable = link_kind == LINK_ID and explained
         else:

@@ -55,7 +55,7 @@ from ._policy import (
     update_tool_states,
 )
 from ._steps import StepTuple, action_fingerprint, fold_steps, loop_constants
-from .derive import Deriver, StepRecord
+from .derive import UNOBSERVED, Deriver, StepRecord
 
 if TYPE_CHECKING:
     from ..events import EventBase
@@ -220,7 +220,10 @@ class Monitor:
                 with self._lock:
                     self._fold((step.as_tuple(),))
             else:  # a subclass that overrides record_step sees every step, as it always did
-                self.record_step(**step.fields())
+                fields = step.fields()
+                if not step.observed:  # falsy, as False was; the tally knows it (no_model_events)
+                    fields["traceable"] = UNOBSERVED
+                self.record_step(**fields)
         return step
 
     def _observe_folded(self, event: EventBase) -> StepRecord | None:
@@ -265,6 +268,9 @@ class Monitor:
         spec §2.1. With no callback and no policy configured, nothing can observe a step until
         the monitor is read, so steps are queued (a bounded queue: memory stays flat) and
         folded in order by the next read; otherwise each step is folded at once.
+        ``traceable`` is ``derive.UNOBSERVED`` (falsy) for a tool step derived before any
+        model event: ``observe`` passes that to a subclass that overrides this method, so its
+        TI stays undefined (``no_model_events``) as the base class's does.
         """
         step = (
             action,

@@ -168,3 +168,36 @@ def test_score_cli_shows_undefined_ti_with_its_reason(tmp_path: Any) -> None:
     assert [row["metrics"]["ti"] for row in doc["steps"]] == [None, None, None]
     assert [row["undefined"].get("ti") for row in doc["steps"]] == ["no_model_events"] * 3
     assert all(b["metric"] != "ti" for b in doc["breaches"])
+
+
+class _Counting(Monitor):
+    """A user's monitor that overrides record_step (and so sees every step as keywords)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[Any] = []
+
+    def record_step(self, **fields: Any) -> None:
+        self.seen.append(fields["traceable"])
+        super().record_step(**fields)
+
+
+def test_a_monitor_overriding_record_step_leaves_ti_undefined_too(tmp_path: Any) -> None:
+    from hbeval_core.events import write_events
+    from hbeval_core.live._trace import fold_trace
+
+    observed = _Counting()
+    for ev in PLAIN:
+        observed.observe(ev)
+    path = tmp_path / "plain.jsonl"
+    write_events(path, PLAIN)
+    folded = fold_trace(path, _Counting())
+    for m in (observed, folded):
+        assert len(m.seen) == 3 and not any(m.seen)  # each step reached the override, falsy
+        assert m.metrics["ti"] is None and m.undefined["ti"] == "no_model_events"
+    # Once a model event is seen, the same subclass scores TI over every step (1 of 4 traced).
+    events = [*PLAIN, *reply("m1", ("c4", "lookup", {"order": 4})), *call("c4", order=4)]
+    m = _Counting()
+    for ev in events:
+        m.observe(ev)
+    assert m.metrics["ti"] == 1.25 and "ti" not in m.undefined

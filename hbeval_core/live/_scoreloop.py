@@ -1,0 +1,465 @@
+"""The scoring loop of ``fold_trace`` once nothing reads steps one by one: read, derive, fold.
+
+``fold_structs`` (msgspec structs) and ``fold_dicts`` (pydantic-validated dicts) each read the
+rest of a JSONL source, derive its steps by exactly ``Deriver.feed``'s rules on the deriver's
+own state (``_RunState``, ``CallLinker``, ``Issued``: the same objects, so the loop may start
+after ``feed`` has run and ``feed`` may go on after it) and fold them into the monitor in
+batches. Only the step tuple the monitor folds is built (``StepRecord`` is not), and the kinds
+that make up nearly every trace (model and tool events) are derived inline, dispatched by the
+struct's class or the dict's kind; every other kind, and every line the fast reader refuses
+(taken exactly as ``read_events`` takes it), goes through ``Deriver.feed``.
+
+What is cheaper than ``feed`` here, and why it gives the same step:
+
+* no call per event or per step (the loop is one function);
+* an action label is remembered for a tool and a single string or integer argument (the
+  commonest shape), so a repeated call reuses the same string instead of encoding its arguments
+  again (``canonical_args``' own fast shapes, so the string is the same; the monitor then finds
+  it with its hash already computed);
+* a model output with one tool call (the commonest) skips the list of triples.
+
+``tests/live/test_scoreloop.py`` proves the steps and the monitor's summary equal the model
+path's over generated traces, the malformed-input corpus and the traces the importers make of
+the public corpora.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ..events._fast import slow_event
+from ..vocab import (
+    FAULT_INJECTED,
+    LINK_ID,
+    LINK_NONE,
+    MODEL_END,
+    MODEL_START,
+    RESULT_SPOILING_EFFECTS,
+    TOOL_END,
+    TOOL_ERROR,
+    TOOL_START,
+)
+from .derive import UNOBSERVED, Deriver, _link, _RunState, _start_link, canonical_args
+
+__all__ = ["fold_dicts", "fold_structs"]
+
+_MEMO_MAX = 4096
+"""Action labels remembered per loop (cleared when full, so memory stays flat)."""
+
+
+def fold_structs(
+    lines: Iterator[bytes],
+    lineno: int,
+    deriver: Deriver,
+    decode: Callable[[bytes], Any],
+    types: dict[str, Any],
+    flush: Callable[[list[Any]], None],
+    batch: list[Any],
+    size: int,
+) -> None:
+    """Read, derive and fold the rest of ``lines`` (after line ``lineno``) as msgspec structs.
+
+    ``flush(batch)`` folds a full batch; the last, partial batch is flushed too.
+    """
+    # Long because: the hot loop of scoring a file, inlined on purpose (a call per event or
+    # per step costs a measurable share of a microsecond-per-event path; module docstring).
+    tool_start_t, tool_end_t, tool_error_t = types[TOOL_START], types[TOOL_END], types[TOOL_ERROR]
+    model_start_t, model_end_t = types[MODEL_START], types[MODEL_END]
+    fault_t = types[FAULT_INJECTED]
+    feed = deriver.feed
+    link, start_link, run_state = _link, _start_link, _RunState
+    runs = deriver._runs
+    v1 = deriver._v1
+    observing = deriver._observing
+    unobserved = UNOBSERVED
+    spoiling = RESULT_SPOILING_EFFECTS
+    memo: dict[tuple[str, str, Any], str] = {}
+    # The run of the event before, and its state (most traces are one run at a time).
+    cur_run: str | None = None
+    st: Any = None
+    steps = 0
+    try:
+        for line_no, raw in enumerate(lines, lineno + 1):
+            try:
+                ev = decode(raw)
+            except (ValueError, RecursionError):  # refused: exactly read_events' path
+                ev = slow_event(raw, line_no)
+                if ev is None:
+                    continue
+            cls = ev.__class__
+            if cls is tool_start_t:
+                run_id = ev.run_id
+                if run_id != cur_run:
+                    st = runs.get(run_id)
+                    if st is None:
+                        st = runs[run_id] = run_state()
+                    cur_run = run_id
+                call_id = ev.call_id
+                args = ev.args
+                st.args[call_id] = args
+                if call_id not in st.links:  # derive._start_link, inline for a link by id
+                    issued = st.by_id.get(call_id)
+                    if issued is not None:
+                        issued[0] = True
+                    else:
+                        start_link(st, call_id, ev.tool, args)
+                continue
+            if cls is tool_end_t or cls is tool_error_t:
+                run_id = ev.run_id
+                if run_id != cur_run:
+                    st = runs.get(run_id)
+                    if st is None:
+                        st = runs[run_id] = run_state()
+                    cur_run = run_id
+                call_id = ev.call_id
+                tool = ev.tool
+                # Deriver._tool_step's rules, in its order.
+                args = st.args.pop(call_id, None)
+                cached = st.links.pop(call_id, None) if st.links else None
+                if cached is None or cached[0] == LINK_NONE:
+                    issued = st.by_id.pop(call_id, None)
+                    if issued is not None:  # derive._link, inline for a link by id
+                        issued[0] = True
+                        link_kind = LINK_ID
+                        st.ended[call_id] = issued[1]  # retired (derive._RunState)
+                    else:
+                        link_kind, issued = link(st, call_id, tool, args)
+                else:
+                    link_kind, issued = cached
+                if v1:
+                    traceable = link_kind == LINK_ID and issued is not None and issued[1]
+                else:
+                    traceable = link_kind != LINK_NONE
+                success = cls is tool_end_t and ev.status != "error"
+                had_fault = not success
+                if st.faults:
+                    faults = st.faults.pop(call_id, None)
+                    if faults is not None:
+                        had_fault = True
+                        for _, effect in faults:
+                            if effect in spoiling:
+                                success = False
+                if args is None:
+                    args = {}
+                if args.__class__ is dict and len(args) == 1:
+                    for name in args:
+                        value = args[name]
+                    value_cls = value.__class__
+                    if value_cls is int or value_cls is str:
+                        key = (tool, name, value)
+                        action = memo.get(key)
+                        if action is None:
+                            if len(memo) >= _MEMO_MAX:
+                                memo.clear()
+                            action = memo[key] = f"{tool}({canonical_args(args)})"
+                    else:
+                        action = f"{tool}({canonical_args(args)})"
+                else:
+                    action = f"{tool}({canonical_args(args)})"
+                last_failed = st.last_failed_action
+                if last_failed is None:
+                    replanned = st.pending_replan
+                else:
+                    replanned = st.pending_replan or (
+                        st.model_since_failure and action != last_failed
+                    )
+                    st.last_failed_action = None
+                if not success:
+                    st.last_failed_action = action
+                st.pending_replan = st.model_since_failure = False
+                steps += 1
+                batch.append(
+                    (
+                        action,
+                        success,
+                        had_fault,
+                        None,
+                        traceable if observing else unobserved,
+                        replanned,
+                        None,
+                    )
+                )
+                if len(batch) >= size:
+                    flush(batch)
+                    batch = []
+                continue
+            if cls is model_start_t:
+                run_id = ev.run_id
+                if run_id != cur_run:
+                    st = runs.get(run_id)
+                    if st is None:
+                        st = runs[run_id] = run_state()
+                    cur_run = run_id
+                st.model_since_failure = True
+                if not observing:
+                    observing = deriver._observing = True
+                continue
+            if cls is model_end_t:
+                run_id = ev.run_id
+                if run_id != cur_run:
+                    st = runs.get(run_id)
+                    if st is None:
+                        st = runs[run_id] = run_state()
+                    cur_run = run_id
+                st.model_since_failure = True
+                if not observing:
+                    observing = deriver._observing = True
+                calls = ev.tool_calls
+                if calls:
+                    # derive._issue, inline.
+                    text, reasoning = ev.text, ev.reasoning
+                    explained = bool((text and text.strip()) or (reasoning and reasoning.strip()))
+                    by_id, ended, st_args = st.by_id, st.ended, st.args
+                    pending = []
+                    for c in calls:
+                        call_id = c.id
+                        args = c.args
+                        issued = [False, explained, c.name, args, None]
+                        if call_id not in by_id and call_id not in ended:
+                            by_id[call_id] = issued
+                        if call_id not in st_args:
+                            st_args[call_id] = args
+                        pending.append(issued)
+                    st.pending = pending
+                continue
+            if cls is fault_t:
+                call_id = ev.call_id
+                if call_id is not None:
+                    run_id = ev.run_id
+                    if run_id != cur_run:
+                        st = runs.get(run_id)
+                        if st is None:
+                            st = runs[run_id] = run_state()
+                        cur_run = run_id
+                    faults = st.faults.get(call_id)
+                    if faults is None:
+                        st.faults[call_id] = [(ev.mode, ev.effect)]
+                    else:
+                        faults.append((ev.mode, ev.effect))
+                continue
+            # Any other kind, or a model of a refused line: Deriver.feed, on the same state.
+            deriver._index += steps
+            steps = 0
+            got: Any = feed(ev)
+            observing = deriver._observing
+            cur_run = None  # feed may have ended the run
+            if got is not None:
+                batch.append(got if got.__class__ is tuple else got.as_tuple())
+                if len(batch) >= size:
+                    flush(batch)
+                    batch = []
+        if batch:
+            flush(batch)
+    finally:
+        deriver._index += steps
+
+
+def fold_dicts(
+    lines: Iterator[bytes],
+    lineno: int,
+    deriver: Deriver,
+    decode: Callable[[bytes], Any],
+    flush: Callable[[list[Any]], None],
+    batch: list[Any],
+    size: int,
+) -> None:
+    """``fold_structs`` for events validated into dicts (``events._fast``; ``Deriver.feed_raw``).
+
+    A line that may hold NaN or an infinity is read the validated way (``events._fast``).
+    """
+    # Long because: as fold_structs (module docstring); the same steps, read from dicts.
+    feed, feed_raw = deriver.feed, deriver.feed_raw
+    link, start_link, run_state = _link, _start_link, _RunState
+    runs = deriver._runs
+    v1 = deriver._v1
+    observing = deriver._observing
+    unobserved = UNOBSERVED
+    spoiling = RESULT_SPOILING_EFFECTS
+    memo: dict[tuple[str, str, Any], str] = {}
+    cur_run: str | None = None
+    st: Any = None
+    steps = 0
+    try:
+        for line_no, raw in enumerate(lines, lineno + 1):
+            ev: Any = None
+            if raw.find(b"NaN") < 0 and raw.find(b"Infinity") < 0:
+                try:
+                    ev = decode(raw)
+                except ValueError:
+                    pass
+            if ev is None:  # refused: exactly read_events' path
+                ev = slow_event(raw, line_no)
+                if ev is None:
+                    continue
+            elif ev.__class__ is dict:
+                kind = ev["kind"]
+                if kind == TOOL_START:
+                    run_id = ev["run_id"]
+                    if run_id != cur_run:
+                        st = runs.get(run_id)
+                        if st is None:
+                            st = runs[run_id] = run_state()
+                        cur_run = run_id
+                    call_id = ev["call_id"]
+                    args = ev.get("args")
+                    if args is None:  # absent: the model's default (null is refused)
+                        args = {}
+                    st.args[call_id] = args
+                    if call_id not in st.links:  # derive._start_link, inline for a link by id
+                        issued = st.by_id.get(call_id)
+                        if issued is not None:
+                            issued[0] = True
+                        else:
+                            start_link(st, call_id, ev["tool"], args)
+                    continue
+                if kind == TOOL_END or kind == TOOL_ERROR:
+                    run_id = ev["run_id"]
+                    if run_id != cur_run:
+                        st = runs.get(run_id)
+                        if st is None:
+                            st = runs[run_id] = run_state()
+                        cur_run = run_id
+                    call_id = ev["call_id"]
+                    tool = ev["tool"]
+                    # Deriver._tool_step's rules, in its order (as in fold_structs).
+                    args = st.args.pop(call_id, None)
+                    cached = st.links.pop(call_id, None) if st.links else None
+                    if cached is None or cached[0] == LINK_NONE:
+                        issued = st.by_id.pop(call_id, None)
+                        if issued is not None:  # derive._link, inline for a link by id
+                            issued[0] = True
+                            link_kind = LINK_ID
+                            st.ended[call_id] = issued[1]  # retired (derive._RunState)
+                        else:
+                            link_kind, issued = link(st, call_id, tool, args)
+                    else:
+                        link_kind, issued = cached
+                    if v1:
+                        traceable = link_kind == LINK_ID and issued is not None and issued[1]
+                    else:
+                        traceable = link_kind != LINK_NONE
+                    success = kind == TOOL_END and ev.get("status") != "error"
+                    had_fault = not success
+                    if st.faults:
+                        faults = st.faults.pop(call_id, None)
+                        if faults is not None:
+                            had_fault = True
+                            for _, effect in faults:
+                                if effect in spoiling:
+                                    success = False
+                    if args is None:
+                        args = {}
+                    if args.__class__ is dict and len(args) == 1:
+                        for name in args:
+                            value = args[name]
+                        value_cls = value.__class__
+                        if value_cls is int or value_cls is str:
+                            key = (tool, name, value)
+                            action = memo.get(key)
+                            if action is None:
+                                if len(memo) >= _MEMO_MAX:
+                                    memo.clear()
+                                action = memo[key] = f"{tool}({canonical_args(args)})"
+                        else:
+                            action = f"{tool}({canonical_args(args)})"
+                    else:
+                        action = f"{tool}({canonical_args(args)})"
+                    last_failed = st.last_failed_action
+                    if last_failed is None:
+                        replanned = st.pending_replan
+                    else:
+                        replanned = st.pending_replan or (
+                            st.model_since_failure and action != last_failed
+                        )
+                        st.last_failed_action = None
+                    if not success:
+                        st.last_failed_action = action
+                    st.pending_replan = st.model_since_failure = False
+                    steps += 1
+                    batch.append(
+                        (
+                            action,
+                            success,
+                            had_fault,
+                            None,
+                            traceable if observing else unobserved,
+                            replanned,
+                            None,
+                        )
+                    )
+                    if len(batch) >= size:
+                        flush(batch)
+                        batch = []
+                    continue
+                if kind == MODEL_START or kind == MODEL_END:
+                    run_id = ev["run_id"]
+                    if run_id != cur_run:
+                        st = runs.get(run_id)
+                        if st is None:
+                            st = runs[run_id] = run_state()
+                        cur_run = run_id
+                    st.model_since_failure = True
+                    if not observing:
+                        observing = deriver._observing = True
+                    calls = ev.get("tool_calls") if kind == MODEL_END else None
+                    if calls:
+                        # derive._issue, inline.
+                        text, reasoning = ev.get("text"), ev.get("reasoning")
+                        explained = bool(
+                            (text and text.strip()) or (reasoning and reasoning.strip())
+                        )
+                        by_id, ended, st_args = st.by_id, st.ended, st.args
+                        pending = []
+                        for c in calls:
+                            call_id = c["id"]
+                            args = c.get("args", {})
+                            issued = [False, explained, c["name"], args, None]
+                            if call_id not in by_id and call_id not in ended:
+                                by_id[call_id] = issued
+                            if call_id not in st_args:
+                                st_args[call_id] = args
+                            pending.append(issued)
+                        st.pending = pending
+                    continue
+                if kind == FAULT_INJECTED:
+                    call_id = ev.get("call_id")
+                    if call_id is not None:
+                        run_id = ev["run_id"]
+                        if run_id != cur_run:
+                            st = runs.get(run_id)
+                            if st is None:
+                                st = runs[run_id] = run_state()
+                            cur_run = run_id
+                        faults = st.faults.get(call_id)
+                        if faults is None:
+                            st.faults[call_id] = [(ev["mode"], ev["effect"])]
+                        else:
+                            faults.append((ev["mode"], ev["effect"]))
+                    continue
+                # Any other kind: Deriver.feed_raw, on the same state.
+                deriver._index += steps
+                steps = 0
+                got: Any = feed_raw(ev)
+                cur_run = None  # feed_raw may have ended the run
+                if got is not None:
+                    batch.append(got if got.__class__ is tuple else got.as_tuple())
+                    if len(batch) >= size:
+                        flush(batch)
+                        batch = []
+                continue
+            # A model (a refused line's, or a kind the fast reader leaves to the model).
+            deriver._index += steps
+            steps = 0
+            got = feed(ev)
+            observing = deriver._observing
+            cur_run = None  # feed may have ended the run
+            if got is not None:
+                batch.append(got if got.__class__ is tuple else got.as_tuple())
+                if len(batch) >= size:
+                    flush(batch)
+                    batch = []
+        if batch:
+            flush(batch)
+    finally:
+        deriver._index += steps
