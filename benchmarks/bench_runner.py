@@ -2,8 +2,8 @@
 
 Workload: a scripted plain agent making 10 tool calls per trial, each announced by a ``think``
 turn (what a traced agent does: ~45 events per trial), on an hbeval battery of ``--scenarios``
-scenarios x ``--trials`` trials (every fault type). Side by side, interleaved over ``--rounds``
-rounds, in this process:
+scenarios (at most 60) x ``--trials`` trials (every fault type). Side by side, interleaved over
+``--rounds`` rounds, in this process:
 
 * **the agent alone** (the anchor) -- the same agent called bare in a loop (no trial scope:
   ``@tool`` is the plain function and ``think`` a no-op);
@@ -15,15 +15,20 @@ rounds, in this process:
   events once, and the store writes those rows), ``score_trial``, the SQLite trial bundle, and
   the report (``build_report(...).to_dict()``). "Runner bookkeeping" is what remains of the
   total: plans, contexts, ids, attempt threads, trial dicts, the verdict's storability check,
-  progress, the run's records.
+  progress, the run's records (its median over the rounds of what remains in each round).
 
 Runner overhead per trial = (runner total - agent alone) / trials. Medians over the rounds, in
 CPU seconds of this process (``time.process_time``: what the runner costs, steady on a shared
-machine; the wall figure is printed too). Then the same at twice the trials, to show the cost
-per trial stays flat (linear in trials). Goal: bookkeeping at most 0.3 ms per trial; this
-prints, it asserts nothing.
+machine; the wall figure is printed too). Then the same scenarios at twice the trials each, to
+show the cost per trial stays flat (linear in trials). Goal: bookkeeping at most 0.3 ms per
+trial; this prints, it asserts nothing.
 
     .venv/bin/python benchmarks/bench_runner.py [--rounds 3] [--scenarios 60] [--trials 5]
+        [--calls 10]
+
+``--calls 0`` runs the same battery on an agent with one model turn and no tool call: the
+stages shrink to a fraction of the bookkeeping, so what remains after subtracting them depends
+far less on how steady the machine is.
 """
 
 from __future__ import annotations
@@ -95,8 +100,16 @@ def timed(fn: Callable[[], Any]) -> tuple[float, float]:
     return time.process_time() - c0, time.perf_counter() - w0
 
 
+STAGES = ("capture", "storable", "scoring", "record_sqlite", "report")
+
+
 def measure(scenarios: int, trials: int, rounds: int, tmp: Path) -> dict[str, tuple[float, float]]:
-    """Median CPU and wall seconds of every case, interleaved over ``rounds``."""
+    """Median CPU and wall seconds of every case, interleaved over ``rounds``.
+
+    Also ``"rest"``: the median over the rounds of each round's own bookkeeping (the SQLite
+    run minus the agent alone and the stages, all timed in that round), which a load that
+    changes from one round to the next disturbs less than a difference of medians.
+    """
     battery = Battery.hbeval(n_scenarios=scenarios, seed=42)
     n = scenarios * trials
     dbs = iter(range(1_000_000))
@@ -112,7 +125,7 @@ def measure(scenarios: int, trials: int, rounds: int, tmp: Path) -> dict[str, tu
                 None, scripted_factory, [TASK], battery, trials=trials, store=MemoryStore(),
                 run_id="bench",
             )  # fmt: skip
-        with SQLiteStore(str(tmp / f"run-{scenarios}-{next(dbs)}.db")) as store:
+        with SQLiteStore(str(tmp / f"run-{scenarios}x{trials}-{next(dbs)}.db")) as store:
             return run_battery(
                 None, scripted_factory, [TASK], battery, trials=trials, store=store,
                 run_id="bench",
@@ -151,7 +164,7 @@ def measure(scenarios: int, trials: int, rounds: int, tmp: Path) -> dict[str, tu
     verdicts = scoring()
 
     def recording() -> None:
-        store = SQLiteStore(str(tmp / f"rec-{scenarios}-{next(dbs)}.db"))
+        store = SQLiteStore(str(tmp / f"rec-{scenarios}x{trials}-{next(dbs)}.db"))
         store.start_run(
             RunRecord(run_id="r", agent_id="a", battery="hbeval", measurement_fingerprint="f")
         )
@@ -191,10 +204,16 @@ def measure(scenarios: int, trials: int, rounds: int, tmp: Path) -> dict[str, tu
     for _ in range(rounds):
         for name, fn in cases.items():
             got[name].append(timed(fn))
-    return {
+    out = {
         name: (statistics.median(c for c, _ in v), statistics.median(w for _, w in v))
         for name, v in got.items()
     }
+    rests = [
+        got["runner_sqlite"][i][0] - got["bare"][i][0] - sum(got[k][i][0] for k in STAGES)
+        for i in range(rounds)
+    ]
+    out["rest"] = (statistics.median(rests), float("nan"))
+    return out
 
 
 def report_size(size: dict[str, tuple[float, float]], n: int) -> float:
@@ -213,7 +232,7 @@ def report_size(size: dict[str, tuple[float, float]], n: int) -> float:
     ):
         c, w = ms(cpu[key] - cpu["bare"]), ms(wall[key] - wall["bare"])
         print(f"  {label:<44}{c:>13.3f}{w:>15.3f}{c / ms(cpu['bare']):>14.0f}x")
-    labels = {
+    labels = {  # STAGES, in order
         "capture": "plain adapter capture + faults",
         "storable": "storability check + encoding (redactor)",
         "scoring": "score_trial",
@@ -223,25 +242,34 @@ def report_size(size: dict[str, tuple[float, float]], n: int) -> float:
     print("  stages, each alone:")
     for key, label in labels.items():
         print(f"    {label:<42}{ms(cpu[key]):>13.3f}{ms(wall[key]):>15.3f}")
-    rest = ms(cpu["runner_sqlite"] - cpu["bare"] - sum(cpu[k] for k in labels))
-    print(f"    {'runner bookkeeping (the rest)':<42}{rest:>13.3f}")
+    rest = ms(cpu["rest"])
+    print(f"    {'runner bookkeeping (the rest, per round)':<42}{rest:>13.3f}")
     return rest
 
 
 def main() -> None:
+    global CALLS
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--scenarios", type=int, default=60)
     parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument(
+        "--calls", type=int, default=CALLS,
+        help="tool calls per trial; 0 leaves one model turn, so the stages are small and the "
+        "bookkeeping is most of what the runner adds",
+    )  # fmt: skip
     args = parser.parse_args()
+    CALLS = args.calls
     tmp = Path(tempfile.mkdtemp(prefix="hbeval-bench-"))
     load = os.getloadavg()[0]
     rests = []
-    for scenarios in (args.scenarios, 2 * args.scenarios):
-        n = scenarios * args.trials
-        size = measure(scenarios, args.trials, args.rounds, tmp)
+    # Linearity is shown by doubling the trials per scenario: a battery holds at most
+    # MAX_SCENARIOS scenarios, so doubling the scenarios would be refused at the default.
+    for trials in (args.trials, 2 * args.trials):
+        n = args.scenarios * trials
+        size = measure(args.scenarios, trials, args.rounds, tmp)
         print(
-            f"{scenarios} scenarios x {args.trials} trials = {n} trials, {CALLS} scripted tool "
+            f"{args.scenarios} scenarios x {trials} trials = {n} trials, {CALLS} scripted tool "
             f"calls each; medians of {args.rounds} interleaved rounds"
         )
         rests.append(report_size(size, n))

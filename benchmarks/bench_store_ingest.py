@@ -29,6 +29,9 @@ the runner passes them, against a plain transaction writing the same rows with `
 and the separate calls (four transactions) for context. Goals: ours/bare at least 1.0 and
 bundles at least 0.9 of the plain transaction, by CPU time.
 
+Last, where encoding a plain event goes (with orjson): the per-class builder with and without
+its walk of the free-form values, orjson on the built dicts, and the whole ``encode_events``.
+
     .venv/bin/python benchmarks/bench_store_ingest.py [--events N] [--batch B] [--repeats R]
 """
 
@@ -36,18 +39,27 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import os
 import sqlite3
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from hbeval_core.events import EventBase, ModelEnd, ToolCall, ToolEnd, ToolStart, Usage, dump_event
 from hbeval_core.store import AttemptRecord, RunRecord, SQLiteStore, TrialRecord, make_trial_key
-from hbeval_core.store._codec import encode_events, encoded_events
+from hbeval_core.store._codec import (
+    _EVENT_INFO,
+    _ORJSON_OPTIONS,
+    _is_plain,
+    _nested,
+    encode_events,
+    encoded_events,
+)
 from hbeval_core.store._validate import check_trial
 from hbeval_core.store.sqlite import _insert_rows
 
@@ -329,6 +341,53 @@ def pre_encoded(trials: list[tuple[str, list[EventBase]]]) -> list[tuple[str, li
     return [(key, encoded_events(evs, *encode_events(evs))) for key, evs in trials]
 
 
+def encode_breakdown(events: list[EventBase], repeats: int) -> dict[str, float]:
+    """CPU us per event of each part of ``encode_events`` on plain events, interleaved.
+
+    The per-class builder (attribute reads, the default tests of ``exclude_defaults``, the
+    NaN tests, nested models) with and without its walk of the free-form values (``args``,
+    ``result``, ``attrs``: every value must be exact JSON data with finite floats), orjson on
+    the built dicts, and the whole loop (decoding to text and the lists included).
+    """
+    builders = [(_EVENT_INFO[type(ev)][0], ev) for ev in events]
+    built = [b(ev) for b, ev in builders]  # type: ignore[misc]
+    free = [
+        v
+        for ev in events
+        for name in ("args", "result", "attrs")
+        if (v := ev.__dict__.get(name)) is not None and v.__class__ not in (str, int)
+    ]
+    import orjson  # the breakdown is of the orjson path (hbeval[all])
+
+    to_json = partial(orjson.dumps, default=_nested, option=_ORJSON_OPTIONS)
+
+    def builder() -> None:
+        for b, ev in builders:
+            b(ev)  # type: ignore[misc]
+
+    def walk() -> None:
+        for v in free:
+            _is_plain(v)
+
+    def orjson_decode() -> None:
+        for d in built:
+            to_json(d).decode()
+
+    parts: dict[str, Callable[[], object]] = {
+        "builder, walk included": builder,
+        "walk of free-form values alone": walk,
+        "orjson + decode": orjson_decode,
+        "encode_events (all)": lambda: encode_events(events),
+    }
+    got: dict[str, list[float]] = {k: [] for k in parts}
+    for _ in range(repeats):
+        for name, fn in parts.items():
+            with Timed() as timed:
+                fn()
+            got[name].append(timed.cpu / len(events) * 1e6)
+    return {name: statistics.median(v) for name, v in got.items()}
+
+
 def rate(fn: Callable[[], object], n: int) -> float:
     with Timed() as timed:
         fn()
@@ -431,6 +490,11 @@ def main() -> None:
     )
     for name in kinds:
         print(f"  {name:46}{t[name] * 1e6:>8,.0f} us{anchor / t[name]:>8.2f}x")
+    if importlib.util.find_spec("orjson") is not None:
+        parts = encode_breakdown([ev for _, evs in trials for ev in evs][:20_000], args.repeats)
+        print("where encoding a plain event goes, CPU us per event (medians, interleaved):")
+        for name, us in parts.items():
+            print(f"  {name:46}{us:>8.3f}")
     print(f"load average (1 min) before / after: {load_before:.2f} / {os.getloadavg()[0]:.2f}")
     for p in Path(folder).rglob("*"):
         if p.is_file():

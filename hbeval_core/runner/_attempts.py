@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
-import json
 import logging
+import operator
 import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 from ..contract import (
@@ -46,6 +47,7 @@ from ..store import (
     storable_events,
     storable_text,
 )
+from ..store._json import dumps
 from ..vocab import (
     DIRECTIVE,
     HALT,
@@ -147,8 +149,14 @@ class _Done:
 
 def _event_counts(events: Sequence[EventBase]) -> tuple[int, int]:
     """Model calls and interventions (budget halts, directives) in a trial's events."""
-    kinds = [getattr(e, "kind", None) for e in events]
+    try:
+        kinds = list(map(_kind_of, events))
+    except AttributeError:  # not an event: it counts as neither
+        kinds = [getattr(e, "kind", None) for e in events]
     return kinds.count(MODEL_END), kinds.count(HALT) + kinds.count(DIRECTIVE)
+
+
+_kind_of: Final = operator.attrgetter("kind")
 
 
 def _usage(
@@ -364,7 +372,10 @@ class _Runner:
         self, agent: Any, job: _Job, ctx: TrialContext, *, owns_lock: bool
     ) -> tuple[TrialResult, bool]:
         box: dict[str, Any] = {}
-        done = threading.Event()
+        # Held until the attempt ends: a bare lock is the cheapest wake-up (an Event's
+        # condition allocates a lock and a waiter list per wait).
+        done = threading.Lock()
+        done.acquire()
 
         def work() -> None:
             try:
@@ -374,12 +385,12 @@ class _Runner:
             finally:
                 if owns_lock:
                     self._agent_lock.release()
-                done.set()
+                done.release()
 
         # The caller's context variables reach the agent, as they do without a timeout.
         variables = contextvars.copy_context()
         worker = self._worker()
-        worker.submit(lambda: variables.run(work), f"hbeval-{job.key}-a{ctx.attempt}")
+        worker.submit(partial(variables.run, work), f"hbeval-{job.key}-a{ctx.attempt}")
         assert self.timeout is not None
         if _wait_active(done, ctx, self.timeout):
             if "error" in box:
@@ -521,14 +532,14 @@ class _Runner:
         }
 
 
-def _wait_active(done: threading.Event, ctx: TrialContext, timeout: float) -> bool:
-    """Wait for ``done`` until the attempt has been active ``timeout`` seconds; waits on the
-    run's rate limit do not count. True when ``done`` was set in time."""
+def _wait_active(done: threading.Lock, ctx: TrialContext, timeout: float) -> bool:
+    """Wait for the worker to release ``done`` until the attempt has been active ``timeout``
+    seconds; waits on the run's rate limit do not count. True when it was released in time."""
     while True:
         left = timeout - ctx.active_seconds()
         if left <= 0:
-            return done.is_set()
-        if done.wait(left):
+            return done.acquire(blocking=False)
+        if done.acquire(timeout=left):
             return True
 
 
@@ -635,7 +646,7 @@ def _storable_verdict(
     """The verdict as it can be stored: redacted, and with unstorable values replaced."""
     if redactor is None:
         try:
-            json.dumps(verdict, allow_nan=False, ensure_ascii=False).encode("utf-8")
+            dumps(verdict, utf8=True)
         except Exception:
             pass
         else:

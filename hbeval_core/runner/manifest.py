@@ -95,16 +95,41 @@ class ManifestMismatchError(ValueError):
 
 
 def package_versions() -> dict[str, str]:
-    """Python, hbeval and the installed framework distributions (read from metadata, not imported)."""
-    from .. import __version__
+    """Python, hbeval and the installed framework distributions (read from metadata, not imported).
 
-    versions = {"python": platform.python_version(), "hbeval": __version__}
-    for dist in FRAMEWORK_PACKAGES:
+    Reading a distribution's metadata parses its whole METADATA file (about 2 ms each, more than
+    a run of a few hundred small trials spends on anything else of its own), so the versions are
+    kept and read again only when a folder on ``sys.path`` changed (installing, upgrading or
+    removing a distribution adds or removes its metadata folder there).
+    """
+    global _VERSIONS
+    state = _path_state()
+    kept = _VERSIONS
+    if kept is None or kept[0] != state:
+        from .. import __version__
+
+        versions = {"python": platform.python_version(), "hbeval": __version__}
+        for dist in FRAMEWORK_PACKAGES:
+            try:
+                versions[dist] = importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        kept = _VERSIONS = (state, versions)
+    return dict(kept[1])
+
+
+_VERSIONS: tuple[tuple[tuple[str, int], ...], dict[str, str]] | None = None
+
+
+def _path_state() -> tuple[tuple[str, int], ...]:
+    """Each ``sys.path`` entry with its modification time (-1 when it does not exist)."""
+    state = []
+    for entry in sys.path:
         try:
-            versions[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return versions
+            state.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except (OSError, ValueError, TypeError):
+            state.append((str(entry), -1))
+    return tuple(state)
 
 
 @functools.lru_cache(maxsize=1)
@@ -134,11 +159,19 @@ def _local_file(module: ModuleType | None) -> Path | None:
     name = getattr(module, "__file__", None)
     if not name or not str(name).endswith(".py"):
         return None
+    path = _user_path(str(name))
+    return path if path is not None and path.is_file() else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _user_path(name: str) -> Path | None:
+    """``name`` resolved, or None under the stdlib or installed packages (kept: each resolve
+    is a system call per folder of the path, and a run looks at dozens of modules)."""
     path = Path(name).resolve()
     text = str(path)
     if any(text.startswith(root) for root in _installed_roots()):
         return None
-    return path if path.is_file() else None
+    return path
 
 
 def _module_of(obj: Any) -> ModuleType | None:

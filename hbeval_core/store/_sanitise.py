@@ -32,6 +32,7 @@ from pydantic import BaseModel
 from ..events import ChatMessage, EventBase, ModelStart, ToolEnd, ToolError
 from ..vocab import ATTR_SANITISED
 from ._codec import encode_events, encoded_events
+from ._json import dumps
 from ._redact import ATTR_RESULT_TRUNCATED, REDACTED, Redactor
 
 __all__ = [
@@ -234,8 +235,7 @@ def sanitise_value(
     notes: list[str] = []
     if redactor is not None:
         try:
-            text = json.dumps(value, allow_nan=False, ensure_ascii=False)
-            text.encode("utf-8")
+            text = dumps(value, utf8=True)  # the compact text the store would write
         except Exception:  # not storable as it is: walk it
             pass
         else:

@@ -17,6 +17,7 @@ import enum
 import json
 import math
 import pickle
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -339,3 +340,34 @@ def test_the_name_check_matches_the_regex_alone() -> None:
         assert redactor._names_a_secret(text) is by_regex(text), text
         if text.isascii():
             assert _has_name_word(text.lower()) is (_NAME_WORD.search(text) is not None), text
+
+
+def test_the_shape_prefilter_finds_every_shape_the_regexes_find() -> None:
+    """The literal and gate look-ups before each shape's regex skip only text it cannot match."""
+    from hbeval_core.store._redact import _SHAPES
+
+    samples = [
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----",
+        "sk-ant-abcdefghijklmnopqrstuvwxyz0123",
+        "sk-proj-abcdefghijklmnopqrstuvwx",
+        "AKIAABCDEFGHIJKLMNOP",
+        "ASIAABCDEFGHIJKLMNOP",
+        *(f"gh{c}_" + "a" * 36 for c in "pousr"),
+        "github_pat_" + "A" * 22,
+        "xoxb-1234567890-abc",
+        "AIza" + "b" * 35,
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlXzEyMw",
+        "authorization: Bearer abc",
+        "AUTHORIZATION: basic abc",
+        "Bearer abcdefghijklmnopqrstuv",
+    ]
+    texts = [*TEXTS, *samples, *(f'{{"note":"see {s} here"}}' for s in samples)]
+    redactor = Redactor(builtin=True)
+    for text in texts:
+        by_regex = any(re.search(pattern, text) for _, pattern in _SHAPES)
+        if by_regex:
+            assert redactor.may_hold_secret(text), text
+            assert redactor.rewrites([TEXTS[0], text]) == [False, True], text
+    for text in samples:  # and the shape itself is replaced
+        kinds = redactor.redact_text(text)[1]
+        assert kinds and "secret_field" not in kinds, text
