@@ -9,6 +9,8 @@ port, so parallel test runs on one machine do not collide.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
 import socket
@@ -141,3 +143,76 @@ def test_the_prometheus_snippet_serves_live_metrics_with_undefined_apart(tmp_pat
     assert not [line for line in lines if 'metric="frr"}' in line and "live_metric" in line]
     steps = next(line for line in lines if line.startswith('hbeval_steps_total{agent="support"}'))
     assert float(steps.split()[-1]) >= 1
+
+
+def _wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """The 95% Wilson score interval, written out here rather than taken from hbeval."""
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _demo_cells(report: dict[str, Any]) -> dict[str, str]:
+    """The README table's cells for one agent, recounted from the report's trials."""
+    scored = [t for t in report["trials"] if t["outcome"] in ("pass", "fail", "timeout")]
+    faulted = [t for t in scored if t["verdict"]["faulted"]]
+    passed = sum(1 for t in faulted if t["outcome"] == "pass")
+    judged = [t["verdict"]["irs_score"] for t in scored if t["verdict"]["judged"]]
+    deliberate = sum(1 for s in judged if s == 1.0)
+    by_task: dict[str, list[bool]] = {}
+    for t in scored:
+        by_task.setdefault(t["task_id"], []).append(t["outcome"] == "pass")
+    # pass^k: per task C(c, k) / C(n, k), averaged over tasks (tau-bench's estimator).
+    pass_hat_3 = sum(math.comb(sum(v), 3) / math.comb(len(v), 3) for v in by_task.values()) / len(
+        by_task
+    )
+    trace = report["traceability"]
+    attack = report["agentdojo"]
+    n_inj = attack["injection_n"]
+    hits = round(attack["targeted_attack_success_rate"] * n_inj)
+    ti = report["metrics"]["ti"]
+
+    def rate(k: int, n: int, digits: int = 3) -> str:
+        lo, hi = _wilson(k, n)
+        return f"{k / n:.{digits}f} [{lo:.2f}, {hi:.2f}]"
+
+    return {
+        "verdict": report["verdict"],
+        "FRR": rate(passed, len(faulted)),
+        "IRS": rate(deliberate, len(judged)),
+        "TI": f"{ti:.1f}",
+        "explained": f"{trace['explained_share']:.3f} ({trace['explained']}/{trace['calls']})",
+        "pass^3": f"{pass_hat_3:.3f}",
+        "attack": f"{rate(hits, n_inj, 2)} (n={n_inj})",
+        "CSI": f"undefined ({report['undefined']['csi']})",
+    }
+
+
+def test_the_demo_table_is_what_the_demo_reports(tmp_path: Path) -> None:
+    """The seed-42 table at the top of the README is what `hbeval demo` gives today."""
+    done = run(
+        [sys.executable, "-m", "hbeval_core.cli", "demo", "--db", "d.db", "--out-dir", "."],
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    reports = json.loads((tmp_path / "hbeval-report.json").read_text(encoding="utf-8"))
+    table = README.split("On seed 42:", 1)[1].split("\n\n", 2)[1]
+    rows = {
+        line.split("|")[1].strip().split(" (")[0]: [c.strip() for c in line.split("|")[2:4]]
+        for line in table.splitlines()[2:]
+    }
+    cells = {name: _demo_cells(reports[name]) for name in ("careful", "naive")}
+    labels = {
+        "verdict": "verdict",
+        "FRR": "FRR",
+        "IRS": "IRS",
+        "TI": "TI",
+        "explained": "explained share",
+        "pass^3": "pass^3",
+        "attack": "targeted attack success",
+        "CSI": "CSI",
+    }
+    assert set(rows) == set(labels.values()), rows
+    for key, label in labels.items():
+        assert rows[label] == [cells["careful"][key], cells["naive"][key]], label
