@@ -23,8 +23,8 @@ from typing import Any, Final
 from ..metrics import PairedComparison, paired_comparison
 from ..metrics._compare import MIN_PAIRED_TASKS
 from ..scoring import fault_type_delivery
+from ..scoring._delivery import undelivered_reason
 from ..vocab import (
-    DELIVERY_UNOBSERVED,
     FRR,
     INSUFFICIENT_TASKS,
     IRS,
@@ -209,8 +209,9 @@ def _grouped_and_metrics(
     for group, entry in list(by["fault_types"].items()):
         sides = [label for label, types in missing.items() if group in types]
         if sides:
-            reasons = sorted({missing[label][group] for label in sides})
-            reason = NO_FAULT_DELIVERED if NO_FAULT_DELIVERED in reasons else reasons[0]
+            reason = undelivered_reason(missing[label][group] for label in sides) or (
+                NO_FAULT_DELIVERED
+            )
             message = (
                 f"fault type {group}: not compared, run {' and '.join(sides)} delivered no "
                 f"fault of this type ({NO_FAULT_DELIVERED}), so its trials never met the fault"
@@ -236,9 +237,9 @@ def _grouped_and_metrics(
         if name in (FRR, IRS) and any_missing and change is not None:
             # Each run's figure covers a different set of fault types: not comparable.
             change = None
-            seen = {r for types in missing.values() for r in types.values()}
             undefined["change"] = (
-                NO_FAULT_DELIVERED if NO_FAULT_DELIVERED in seen else DELIVERY_UNOBSERVED
+                undelivered_reason(r for types in missing.values() for r in types.values())
+                or NO_FAULT_DELIVERED
             )
             refused.append(
                 f"{name.upper()}: not compared, run {' and '.join(any_missing)} measured no "

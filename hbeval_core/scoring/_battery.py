@@ -61,13 +61,11 @@ from ..metrics import (
 from ..vocab import (
     CSI,
     DEFAULT_THRESHOLDS,
-    DELIVERY_UNOBSERVED,
     DERIVE_VERSION,
     FRR,
     IRS,
     LIVE_METRICS,
     METRIC_VERSIONS,
-    NO_FAULT_DELIVERED,
     NO_FAULTED_TRIAL,
     NO_JUDGED_TRIAL,
     NO_TRIALS,
@@ -81,7 +79,7 @@ from ..vocab import (
     VERDICT_INSUFFICIENT,
 )
 from ._decision import decide_verdict
-from ._delivery import delivery_counts, fault_type_delivery
+from ._delivery import delivery_counts, fault_type_delivery, undelivered_reason
 from ._fold import (
     SCORED_OUTCOMES,
     _live_mean,
@@ -156,16 +154,6 @@ class _Headline:
     """Why no fault was measured although faults were planned (an UNDELIVERED_REASONS entry)."""
 
 
-def _undelivered_reason(by_type: Mapping[str, Mapping[str, Any]]) -> str | None:
-    """``delivery_unobserved`` when every fault type that planned faults and measured nothing
-    could not observe delivery; ``no_fault_delivered`` when any of them saw its faults go
-    unread or never injected; None when no fault type planned faults."""
-    reasons = {d["reason"] for d in by_type.values()} & {NO_FAULT_DELIVERED, DELIVERY_UNOBSERVED}
-    if not reasons:
-        return None
-    return DELIVERY_UNOBSERVED if reasons == {DELIVERY_UNOBSERVED} else NO_FAULT_DELIVERED
-
-
 def _headline(
     run: Mapping[str, Any],
     scored: Sequence[Mapping[str, Any]],
@@ -189,7 +177,7 @@ def _headline(
     unmeasured_types = {n: d["reason"] for n, d in by_type.items() if d["reason"] is not None}
     # Faults were planned and none arrived (or none could be seen arriving): say so rather
     # than "no faulted trial".
-    no_delivery = None if faulted else _undelivered_reason(by_type)
+    no_delivery = None if faulted else undelivered_reason(d["reason"] for d in by_type.values())
     if not faulted:
         undefined[FRR] = no_delivery or NO_FAULTED_TRIAL
     judged_scores = [

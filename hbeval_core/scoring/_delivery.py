@@ -20,7 +20,7 @@ injected and delivered, and whether the figures that depend on faults can be def
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..vocab import DELIVERY_UNOBSERVED, NO_FAULT_DELIVERED, NO_TRIALS, RECEIPT_NO_MODEL_EVENTS
@@ -30,6 +30,7 @@ __all__ = [
     "delivery_warning",
     "fault_type_delivery",
     "planned_faults",
+    "undelivered_reason",
 ]
 
 
@@ -49,6 +50,16 @@ def planned_faults(trial: Mapping[str, Any]) -> int | None:
 def _faults(trial: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     faults = _verdict(trial).get("faults")
     return [f for f in faults if isinstance(f, Mapping)] if isinstance(faults, list) else []
+
+
+def undelivered_reason(reasons: Iterable[Any]) -> str | None:
+    """The one reason for several groups that measured no fault: ``no_fault_delivered`` when
+    any of them delivered none (the fix lies at the tool boundary), else ``delivery_unobserved``
+    when any could not observe delivery; None when ``reasons`` holds neither."""
+    seen = set(reasons)
+    if NO_FAULT_DELIVERED in seen:
+        return NO_FAULT_DELIVERED
+    return DELIVERY_UNOBSERVED if DELIVERY_UNOBSERVED in seen else None
 
 
 def delivery_counts(
