@@ -140,6 +140,7 @@ __all__ = [
     "trial_run_id",
 ]
 
+from ..contract._ratelimit import limiter_stats_used
 from ..store.protocol import final_attempts
 from ._admission import (
     _admit_run,
@@ -491,7 +492,7 @@ def run_battery(
         "nodes": nodes,
     }
     stats = limits or limiter.stats()
-    if stats.get("rpm") is not None or stats.get("hits"):
+    if limiter_stats_used(stats):
         run_info["rate_limit"] = stats
     if budget is not None:
         run_info["budget"] = budget.record(left_trials=bool(left))
