@@ -103,43 +103,24 @@ class NoOp(BaseCallbackHandler):
 class NoOpSame(BaseCallbackHandler):
     """An empty handler LangChain dispatches to exactly as it does to ``HBEvalCallbackHandler``.
 
-    Same ``raise_error`` and ``run_inline``, the same ``ignore_*`` answers (properties, as
-    ours), and an empty body for every callback ours defines.
+    Same ``raise_error`` and ``run_inline``, the same ``ignore_*`` answers, and an empty body for
+    every callback ours defines: all read off ``HBEvalCallbackHandler`` below, so the anchor
+    follows the handler when it changes.
     """
-
-    raise_error: bool = True
-    run_inline: bool = True
-
-    @property
-    def ignore_retry(self) -> bool:
-        return True
-
-    @property
-    def ignore_retriever(self) -> bool:
-        return True
-
-    @property
-    def ignore_custom_event(self) -> bool:
-        return True
 
 
 def _empty(self: Any, *args: Any, **kwargs: Any) -> None:
     return None
 
 
-for _name in (
-    "on_chain_start",
-    "on_chain_end",
-    "on_chain_error",
-    "on_chat_model_start",
-    "on_llm_start",
-    "on_llm_end",
-    "on_llm_error",
-    "on_tool_start",
-    "on_tool_end",
-    "on_tool_error",
-):
-    setattr(NoOpSame, _name, _empty)
+for _name in dir(BaseCallbackHandler):
+    _ours = getattr(HBEvalCallbackHandler, _name)
+    if _ours is getattr(BaseCallbackHandler, _name):
+        continue
+    if _name.startswith("on_"):
+        setattr(NoOpSame, _name, _empty)
+    elif _name.startswith("ignore_") or _name in ("raise_error", "run_inline"):
+        setattr(NoOpSame, _name, _ours)  # the class attribute: a property for ignore_*
 
 
 Variant = Callable[[], tuple[dict[str, Any], AbstractContextManager[Any]]]
