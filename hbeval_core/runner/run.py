@@ -115,6 +115,7 @@ from ..vocab import (
     METHODOLOGY_B,
     METHODOLOGY_C,
     OUTCOME_PASS,
+    OUTCOME_SKIPPED,
     SCORING_VERSION,
 )
 from .manifest import (
@@ -154,6 +155,7 @@ from ._budget import CostBudget
 from ._execute import _interrupt_watch, always, run_parallel, run_serial
 from ._gc import collector_paused
 from ._resume import (
+    KeptTrial,
     _record,
     _reload_trials,
     _resumed_trial,
@@ -513,7 +515,7 @@ def _report_run(
     trial_dicts = tally.trials
     if tally.slim:
         trial_dicts = dict(trial_dicts)
-        _reload_trials(runner, ran, store, trial_dicts, tally.counts)
+        _reload_trials(runner, ran, store, trial_dicts, tally.kept)
     run_info["ended_at"] = time.time()
     records = [trial_dicts[j.key] for j in ran]
     if stopped:
@@ -705,8 +707,9 @@ class _Tally:
         self.resumed = 0
         self.slim = False
         """True: trial dicts are read back from the store at the end instead of held."""
-        self.counts: dict[str, tuple[int, int]] = {}
-        """Model calls and interventions of each trial not held (its events stay in the store)."""
+        self.kept: dict[str, KeptTrial] = {}
+        """Model calls, interventions and final error of each trial not held (its attempts and
+        events stay in the store)."""
 
     def resume(self, runner: _Runner, jobs: list[_Job], store: Any) -> list[_Job]:
         """Take the trials the store already holds; returns the jobs still to run."""
@@ -743,9 +746,11 @@ class _Tally:
         """Count a recorded trial; ``trial`` None: read it back from the store at the end."""
         if trial is None:
             self.slim = True
-        elif self.slim:
+        elif self.slim and outcome != OUTCOME_SKIPPED:
+            # (A skipped trial's dict has no error while its stored attempt has one: it is
+            # read back in full.)
             usage = trial["usage"]
-            self.counts[key] = (usage["model_calls"], usage["interventions"])
+            self.kept[key] = (usage["model_calls"], usage["interventions"], trial.get("error"))
         self.trials[key] = None if self.slim else trial  # type: ignore[assignment]
         self.episodes[key] = episode
         if outcome != OUTCOME_PASS:
