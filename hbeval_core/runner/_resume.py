@@ -17,6 +17,7 @@ from ..store import (
     AttemptRecord,
     TrialRecord,
 )
+from ..store._json import Encoded
 from ..store.protocol import final_attempts
 from ..vocab import (
     OUTCOME_INFRA_ERROR,
@@ -125,7 +126,12 @@ def trial_bundle(run_id: str, done: _Done) -> TrialBundle:
         outcome=done.outcome,
         fault_type=job.scenario.fault_type,
         domain=job.scenario.domain,
-        verdict=done.verdict,
+        # The text the verdict's secret check wrote is the text the store writes: once.
+        verdict=(
+            done.verdict
+            if done.verdict is None or done.verdict_json is None
+            else Encoded(done.verdict, done.verdict_json)
+        ),
         started_at=done.attempts[0].started_at,
         ended_at=final.ended_at,
         latency_ms=final.latency_ms,

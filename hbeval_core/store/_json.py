@@ -27,10 +27,10 @@ path. ``tests/store/test_store_json.py`` compares both parsers over malformed an
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-__all__ = ["dumps", "loads"]
+__all__ = ["Encoded", "dumps", "loads"]
 
 _LOW: Final = 1e-4
 _HIGH: Final = 1e16
@@ -77,6 +77,19 @@ def _plain(value: Any) -> bool:
     return True
 
 
+class Encoded(dict[str, Any]):
+    """A JSON object already written: a copy of the dict, with the text ``dumps(value,
+    utf8=True)`` gave for it, which :func:`dumps` returns instead of writing it again (the
+    runner checks a verdict's text for secrets, then hands the store the same text). Made
+    right before it is recorded, from a dict nothing changes in between."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, value: Mapping[str, Any], text: str) -> None:
+        super().__init__(value)
+        self.text = text
+
+
 def _stdlib_dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
@@ -87,6 +100,8 @@ def dumps(value: Any, *, utf8: bool = False) -> str:
     ``utf8``: also refuse text UTF-8 cannot hold (a lone surrogate) with the
     ``UnicodeEncodeError`` that ``text.encode("utf-8")`` raises.
     """
+    if value.__class__ is Encoded:
+        return value.text
     if _orjson_dumps is not None:
         try:
             plain = _plain(value)

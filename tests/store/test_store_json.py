@@ -227,3 +227,21 @@ def test_a_stored_verdict_is_read_back_as_the_stdlib_reads_it() -> None:
         assert_read_alike(text)
         orjson_value = orjson.loads(text)
         assert orjson.dumps(orjson_value).decode() == text  # the fast path is taken
+
+
+def test_an_encoded_verdict_is_written_as_its_text_and_stored_as_the_stdlib_writes_it() -> None:
+    """A run hands the store each verdict with the text its secret check wrote (``Encoded``):
+    what the store keeps is that text, and it is the stdlib's text of the verdict the run
+    reports."""
+    verdict = {"passed": True, "score": 0.5, "note": "façade"}
+    assert _json.dumps(_json.Encoded(verdict, reference(verdict))) == reference(verdict)
+    store = MemoryStore()
+    task = Task(id="t", question="summarise", required=("summary",))
+    report = run_battery(
+        None, agent_factory, [task], Battery.hbeval(n_scenarios=6, seed=3), trials=2,
+        store=store, run_id="r", seed=3,
+    )  # fmt: skip
+    kept = {key: text for key, (_, text) in store._runs["r"].trials.items()}
+    assert len(kept) == 12
+    for trial in report["trials"]:
+        assert kept[trial["trial_key"]] == reference(trial["verdict"])
