@@ -61,6 +61,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import StructuredTool
 
+from hbeval_core.monitor import Monitor
+
 
 class Scripted(FakeMessagesListChatModel):
     """Reply n: a tool call while turns remain, then a final answer (chosen by AI count)."""
@@ -172,12 +174,32 @@ def _hooked(handler: Any) -> Iterator[Any]:
         HANDLER_VAR.reset(token)
 
 
+@contextmanager
+def _then_read(handler: HBEvalCallbackHandler) -> Iterator[Any]:
+    """After the run: read everything the handler made (its events and live metrics)."""
+    yield handler
+    assert handler.events
+    assert handler.monitor.metrics
+
+
+def _read_after() -> tuple[dict[str, Any], AbstractContextManager[Any]]:
+    handler = HBEvalCallbackHandler()
+    return {"callbacks": [handler]}, _then_read(handler)
+
+
+def _live() -> tuple[dict[str, Any], AbstractContextManager[Any]]:
+    handler = HBEvalCallbackHandler(monitor=Monitor())
+    return {"callbacks": [handler]}, _then_read(handler)
+
+
 def variants() -> tuple[dict[str, Variant], _OpenInference | None]:
     out: dict[str, Variant] = {
         "bare": lambda: ({}, nullcontext()),
         "noop": lambda: ({"callbacks": [NoOp()]}, nullcontext()),
         "noop-same": lambda: ({"callbacks": [NoOpSame()]}, nullcontext()),
         "hbeval": lambda: ({"callbacks": [HBEvalCallbackHandler()]}, nullcontext()),
+        "hbeval-read": _read_after,
+        "hbeval-live": _live,
         "hbeval-hook": lambda: ({}, capture()),
         "noop-hook": lambda: ({}, _hooked(NoOpSame())),
     }
@@ -259,6 +281,8 @@ def main() -> None:
     for anchor, ours in (
         ("noop", "hbeval"),
         ("noop-same", "hbeval"),
+        ("noop-same", "hbeval-read"),
+        ("noop-same", "hbeval-live"),
         ("noop-same", "hbeval-hook"),
         ("noop-hook", "hbeval-hook"),
     ):
@@ -269,7 +293,7 @@ def main() -> None:
             f"(nan: the anchor's median was not above bare), run {statistics.median(runs):.3f}x"
         )
     if "openinference" in added:
-        for ours in ("hbeval", "hbeval-hook"):
+        for ours in ("hbeval", "hbeval-read", "hbeval-live", "hbeval-hook"):
             if added[ours] > 0:
                 print(
                     f"openinference / {ours}: {added['openinference'] / added[ours]:.1f}x "
