@@ -99,6 +99,11 @@ class HBEvalCallbackHandler(LoggedCallbacks, DeferredRecorder, BaseCallbackHandl
     (for tests). The only exception it raises on purpose is ``SafeHaltError`` once an enforced
     halt was decided (``Monitor(enforce=True, ...)``), at the next tool boundary.
 
+    Made with its own monitor and no callback of the user's, it logs the callbacks and records
+    them when ``events``, ``errors``, ``first_error`` or ``monitor`` is first read (the agent
+    pays only the log; the events and metrics are the same, stamped when each callback came).
+    Pass a ``monitor`` to have every step folded as it happens.
+
     Args:
         run_id: Run id every event carries. Default: the LangChain id of each outermost run, so
             one handler can watch many runs.
