@@ -10,7 +10,12 @@ model call per turn plus the final answer) runs in interleaved rounds under each
 * ``noop-same``     an empty handler with exactly our handler's dispatch attributes
                     (``raise_error``, ``run_inline``, the ``ignore_*`` answers) and empty
                     bodies for every callback ours defines: the anchor the goal names
-* ``hbeval``        HBEvalCallbackHandler passed in ``config["callbacks"]``
+* ``hbeval``        HBEvalCallbackHandler passed in ``config["callbacks"]`` (nothing watches
+                    it live, so it logs each callback and records the log on first read)
+* ``hbeval-read``   the same, then ``handler.events`` and ``handler.monitor.metrics`` read after
+                    the run, inside the measured region: the whole cost, wherever it is paid
+* ``hbeval-live``   the handler given a ``Monitor()``: it records each callback as it comes (as
+                    battery trials and handlers with a sink do); then the same reads
 * ``hbeval-hook``   the same handler attached by ``capture()`` (the context-variable hook)
 * ``noop-hook``     ``noop-same`` attached through the same context-variable hook (its anchor)
 * ``openinference`` OpenInference's LangChain instrumentor with the OpenTelemetry SDK enabled
