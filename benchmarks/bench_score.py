@@ -195,7 +195,7 @@ def model_path(path: Path) -> None:
 def stage_runs() -> dict[str, Callable[[Path], object]]:
     """The cumulative stages of ``--stages`` (module docstring), for both readers."""
     from hbeval_core.events._fast import twin_adapter
-    from hbeval_core.events._structs import struct_decoder, struct_types
+    from hbeval_core.events._structs import struct_chunks, struct_decoder, struct_types
     from hbeval_core.live._scoreloop import fold_dicts, fold_structs
     from hbeval_core.live._trace import fold_trace
     from hbeval_core.live.derive import Deriver
@@ -221,10 +221,10 @@ def stage_runs() -> dict[str, Callable[[Path], object]]:
             deriver._as_tuples = True
             with path.open("rb") as fh:
                 if structs:
-                    decode = struct_decoder().decode
                     types = struct_types()
                     assert types is not None
-                    fold_structs(iter(fh), 0, deriver, decode, types, lambda b: None, [], 512)
+                    chunks = struct_chunks(iter(fh), 0, fh)
+                    fold_structs(chunks, deriver, types, lambda b: None, [], 512)
                 else:
                     fold_dicts(iter(fh), 0, deriver, validate, lambda b: None, [], 512)
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..events._fast import fast_lines, slow_event, twin_adapter
-from ..events._structs import struct_decoder, struct_types
+from ..events._structs import struct_chunks, struct_decoder, struct_types
 from ._scoreloop import fold_dicts, fold_structs
 from ._steps import StepTuple
 from .derive import StepRecord
@@ -123,7 +123,9 @@ def fold_trace(
                 if decoder is not None:
                     types = struct_types()
                     assert types is not None  # as the decoder: msgspec is installed
-                    fold_structs(lines, lineno, deriver, decode, types, flush, batch, size)
+                    # From a file: blocks of lines decoded in one call each (struct_chunks).
+                    chunks = struct_chunks(lines, lineno, fh)
+                    fold_structs(chunks, deriver, types, flush, batch, size)
                 else:
                     fold_dicts(lines, lineno, deriver, decode, flush, batch, size)
     finally:
