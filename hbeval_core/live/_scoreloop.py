@@ -1,8 +1,9 @@
 """The scoring loop of ``fold_trace`` once nothing reads steps one by one: read, derive, fold.
 
-``fold_structs`` (msgspec structs) and ``fold_dicts`` (pydantic-validated dicts) each read the
-rest of a JSONL source, derive its steps by exactly ``Deriver.feed``'s rules on the deriver's
-own state (``_RunState``, ``CallLinker``, ``Issued``: the same objects, so the loop may start
+``fold_structs`` (msgspec structs, in blocks from ``events._structs.struct_chunks``) and
+``fold_dicts`` (pydantic-validated dicts) each read the rest of a JSONL source, derive its
+steps by exactly ``Deriver.feed``'s rules on the deriver's own state (``_RunState``,
+``CallLinker``, ``Issued``: the same objects, so the loop may start
 after ``feed`` has run and ``feed`` may go on after it) and fold them into the monitor in
 batches. Only the step tuple the monitor folds is built (``StepRecord`` is not), and the kinds
 that make up nearly every trace (model and tool events) are derived inline, dispatched by the
@@ -11,16 +12,18 @@ struct's class or the dict's kind; every other kind, and every line the fast rea
 
 What is cheaper than ``feed`` here, and why it gives the same step:
 
-* no call per event or per step (the loop is one function);
+* no call per event or per step (the loop is one function), and from a file one decode call per
+  block of lines (``struct_chunks``);
+* the run's tables are held in locals while its events follow one another;
 * an action label is remembered for a tool and a single string or integer argument (the
   commonest shape), so a repeated call reuses the same string instead of encoding its arguments
   again (``canonical_args``' own fast shapes, so the string is the same; the monitor then finds
   it with its hash already computed);
-* a model output with one tool call (the commonest) skips the list of triples.
+* a model output with one tool call (the commonest) skips the list of triples and the loop.
 
 ``tests/live/test_scoreloop.py`` proves the steps and the monitor's summary equal the model
 path's over generated traces, the malformed-input corpus and the traces the importers make of
-the public corpora.
+the public corpora; ``tests/live/test_score_blocks.py`` does so for files read in blocks.
 """
 
 from __future__ import annotations
