@@ -10,7 +10,12 @@ model call per turn plus the final answer) runs in interleaved rounds under each
 * ``noop-same``     an empty handler with exactly our handler's dispatch attributes
                     (``raise_error``, ``run_inline``, the ``ignore_*`` answers) and empty
                     bodies for every callback ours defines: the anchor the goal names
-* ``hbeval``        HBEvalCallbackHandler passed in ``config["callbacks"]``
+* ``hbeval``        HBEvalCallbackHandler passed in ``config["callbacks"]`` (nothing watches
+                    it live, so it logs each callback and records the log on first read)
+* ``hbeval-read``   the same, then ``handler.events`` and ``handler.monitor.metrics`` read after
+                    the run, inside the measured region: the whole cost, wherever it is paid
+* ``hbeval-live``   the handler given a ``Monitor()``: it records each callback as it comes (as
+                    battery trials and handlers with a sink do); then the same reads
 * ``hbeval-hook``   the same handler attached by ``capture()`` (the context-variable hook)
 * ``noop-hook``     ``noop-same`` attached through the same context-variable hook (its anchor)
 * ``openinference`` OpenInference's LangChain instrumentor with the OpenTelemetry SDK enabled
@@ -60,6 +65,8 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import StructuredTool
+
+from hbeval_core.monitor import Monitor
 
 
 class Scripted(FakeMessagesListChatModel):
@@ -172,12 +179,32 @@ def _hooked(handler: Any) -> Iterator[Any]:
         HANDLER_VAR.reset(token)
 
 
+@contextmanager
+def _then_read(handler: HBEvalCallbackHandler) -> Iterator[Any]:
+    """After the run: read everything the handler made (its events and live metrics)."""
+    yield handler
+    assert handler.events
+    assert handler.monitor.metrics
+
+
+def _read_after() -> tuple[dict[str, Any], AbstractContextManager[Any]]:
+    handler = HBEvalCallbackHandler()
+    return {"callbacks": [handler]}, _then_read(handler)
+
+
+def _live() -> tuple[dict[str, Any], AbstractContextManager[Any]]:
+    handler = HBEvalCallbackHandler(monitor=Monitor())
+    return {"callbacks": [handler]}, _then_read(handler)
+
+
 def variants() -> tuple[dict[str, Variant], _OpenInference | None]:
     out: dict[str, Variant] = {
         "bare": lambda: ({}, nullcontext()),
         "noop": lambda: ({"callbacks": [NoOp()]}, nullcontext()),
         "noop-same": lambda: ({"callbacks": [NoOpSame()]}, nullcontext()),
         "hbeval": lambda: ({"callbacks": [HBEvalCallbackHandler()]}, nullcontext()),
+        "hbeval-read": _read_after,
+        "hbeval-live": _live,
         "hbeval-hook": lambda: ({}, capture()),
         "noop-hook": lambda: ({}, _hooked(NoOpSame())),
     }
@@ -259,6 +286,8 @@ def main() -> None:
     for anchor, ours in (
         ("noop", "hbeval"),
         ("noop-same", "hbeval"),
+        ("noop-same", "hbeval-read"),
+        ("noop-same", "hbeval-live"),
         ("noop-same", "hbeval-hook"),
         ("noop-hook", "hbeval-hook"),
     ):
@@ -269,7 +298,7 @@ def main() -> None:
             f"(nan: the anchor's median was not above bare), run {statistics.median(runs):.3f}x"
         )
     if "openinference" in added:
-        for ours in ("hbeval", "hbeval-hook"):
+        for ours in ("hbeval", "hbeval-read", "hbeval-live", "hbeval-hook"):
             if added[ours] > 0:
                 print(
                     f"openinference / {ours}: {added['openinference'] / added[ours]:.1f}x "

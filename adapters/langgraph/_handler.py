@@ -21,19 +21,25 @@ How LangChain runs map to events (run ids are LangChain's full UUIDs, never shor
 Every other chain (prompts, sequences) emits nothing but is remembered, so that events inside
 it name the nearest span as their ``parent_id``.
 
-Cost: LangChain calls the handler inline, about ten times per tool call, so it uses the capture
-base's fast path (``hbeval_core.capture.DeferredRecorder``): events the monitor folds are built
-from values the handler checked without a second validation (anything it can't vouch for is
-validated), and span events, run starts and model input messages wait until ``events`` is
-read. Runs are looked up by their UUID's integer, and each run's record keeps its parent's,
-its root's id and its own id text, so no event walks the tree.
-``benchmarks/bench_langgraph_overhead.py`` measures the result.
+Cost: LangChain calls the handler inline, about ten times per tool call. A handler nothing
+watches live (it made its own monitor, and has no ``on_event`` sink, no ``on_directive`` or
+``on_halt`` callback, no ``strict``) only logs each callback (``_logged``): its arguments and
+both clocks. The log is recorded on first read of ``events``, ``errors`` or ``first_error``,
+with the clocks it logged, into exactly the events, metrics and monitor signals recording at
+once makes; reading ``monitor`` records it and stops logging, since whoever holds the monitor
+may read it at any time. Otherwise each callback is recorded as it comes, on the capture base's
+fast path (``hbeval_core.capture.DeferredRecorder``): events the monitor folds are built from
+values the handler checked without a second validation (anything it can't vouch for is
+validated), and span events, run starts and model input messages wait until ``events`` is read.
+Runs are looked up by their UUID's integer, and each run's record keeps its parent's, its root's
+id and its own id text, so no event walks the tree.
+``benchmarks/bench_langgraph_overhead.py`` measures both.
 """
 
 from __future__ import annotations
 
 import logging
-import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
@@ -61,10 +67,12 @@ from hbeval_core.vocab import SCOPE_GRAPH, SCOPE_NODE
 
 from . import _convert
 from ._keys import ATTR_FRAMEWORK_RUN_ID, ATTR_LANGGRAPH_NODE, ATTR_SYNTHETIC, FRAMEWORK
+from ._logged import LoggedCallbacks
 from ._runs import (
     NIL,
     STR_ONLY,
     Run,
+    Said,
     key_of,
     make,
     model_name,
@@ -80,11 +88,9 @@ __all__ = ["HBEvalCallbackHandler"]
 
 _NODE_TAG = "graph:step:"
 _INF = float("inf")
-_now = time.time
-_clock = time.perf_counter
 
 
-class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
+class HBEvalCallbackHandler(LoggedCallbacks, DeferredRecorder, BaseCallbackHandler):
     """Records a LangGraph run as hbeval events and feeds them to a live ``Monitor``.
 
     Thread-safe: parallel tool calls and concurrent runs may share one handler (events are
@@ -92,6 +98,11 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
     are logged and swallowed, so capture never breaks the agent; ``strict=True`` re-raises them
     (for tests). The only exception it raises on purpose is ``SafeHaltError`` once an enforced
     halt was decided (``Monitor(enforce=True, ...)``), at the next tool boundary.
+
+    Made with its own monitor and no callback of the user's, it logs the callbacks and records
+    them when ``events``, ``errors``, ``first_error`` or ``monitor`` is first read (the agent
+    pays only the log; the events and metrics are the same, stamped when each callback came).
+    Pass a ``monitor`` to have every step folded as it happens.
 
     Args:
         run_id: Run id every event carries. Default: the LangChain id of each outermost run, so
@@ -166,6 +177,15 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
         self._root_ids: dict[UUID, str] = {}
         # Per run: the messages its model calls converted so far; see chat_messages.
         self._messages: dict[Any, _convert.MessageCache] = {}  # by key_of(root)
+        if (
+            monitor is None
+            and on_event is None
+            and on_directive is None
+            and on_halt is None
+            and not strict
+        ):
+            # Nothing watches each step as it happens: log the callbacks (see ``_logged``).
+            self._log = deque()
 
     def build(self, cls: type[EventBase], fields: dict[str, Any]) -> EventBase:
         """Monitor signals and wrapper reports are validated (their values are not ours)."""
@@ -178,7 +198,9 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
         remember which run was halted, so a graph that swallows the error is stopped again at
         its next model call.
         """
-        if self.monitor.halted:
+        if self._log is not None:
+            self.stop_logging()
+        if self._monitor.halted:
             rec = self._runs.get(key_of(node_run_id)) if node_run_id is not None else None
             self._halt_now(rec.root if rec is not None else (node_run_id or NIL))
 
@@ -220,13 +242,13 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
         with no parent is its own root.
         """
         if parent_run_id is None:
-            return Run(None, run_id, key, name, _clock(), sid, sid, None)
+            return Run(None, run_id, key, name, self._clock(), sid, sid, None)
         pkey = getattr(parent_run_id, "int", parent_run_id)  # key_of, inline
         prec = self._runs.get(pkey)
         if prec is None:
             rid = uuid_text(parent_run_id)
-            return Run(parent_run_id, parent_run_id, pkey, name, _clock(), sid, rid, None)
-        return Run(parent_run_id, prec.root, prec.rkey, name, _clock(), sid, prec.rid, prec)
+            return Run(parent_run_id, parent_run_id, pkey, name, self._clock(), sid, rid, None)
+        return Run(parent_run_id, prec.root, prec.rkey, name, self._clock(), sid, prec.rid, prec)
 
     def _after(self, event: EventBase | None, run_id: Any, parent_id: str | None) -> None:
         """After recording (outside the lock): the sink gets ``event`` (None: given already, or
@@ -238,30 +260,28 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
             self.call_user(self.on_event, event)
         # drain_monitor asks monitor_pending itself (asking twice would find nothing the second
         # time); only a completed step or a halt can have left something to record.
-        if self._stepped or (self._halt_seen is False and self.monitor.halted):
+        if self._stepped or (self._halt_seen is False and self._monitor.halted):
             self.drain_monitor(run_id, parent_id)
 
     def _halt_now(self, root: UUID) -> None:
         """Raise ``SafeHaltError`` at a tool boundary when an enforced halt is pending."""
-        monitor = self.monitor
+        monitor = self._monitor
         if monitor.halted and monitor.enforce and monitor.halt_record is not None:
             with self._lock:
                 self._halt_raised.add(root)
             raise SafeHaltError(monitor.halt_record)
 
     # ------------------------------------------------------------------ chains: runs and spans
-    def on_chain_start(
+    def _record_chain_start(
         self,
         serialized: dict[str, Any] | None,
         inputs: Any,
-        *,
         run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
+        parent_run_id: UUID | None,
+        tags: list[str] | None,
+        metadata: dict[str, Any] | None,
+        kwargs: dict[str, Any],
     ) -> None:
-        """A chain began: the graph root, a node, or a runnable inside a node."""
         try:
             name = kwargs.get("name") or (serialized or {}).get("name") or ""
             node = metadata.get("langgraph_node") if metadata else None
@@ -283,7 +303,7 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
                 if parent is None:
                     # The outermost run we see roots a run of its own, even when LangChain names
                     # a parent we never saw (a tracing context, or a handler added mid-run).
-                    rec = Run(parent_run_id, run_id, key, str(name), _clock(), sid, sid, None)
+                    rec = Run(parent_run_id, run_id, key, str(name), self._clock(), sid, sid, None)
                     rec.scope = SCOPE_GRAPH
                     rec.top = True
                     runs[key] = rec
@@ -294,7 +314,7 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
                     last = self.record_deferred_locked(span_start, rec, parent_id, rid)
                 elif is_node:
                     rec = Run(
-                        parent_run_id, parent.root, parent.rkey, str(name), _clock(), sid,
+                        parent_run_id, parent.root, parent.rkey, str(name), self._clock(), sid,
                         parent.rid, parent,
                     )  # fmt: skip
                     rid = self.run_id if self.run_id is not None else rec.rid
@@ -312,7 +332,7 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
                     last = self.record_deferred_locked(span_start, rec, parent_id, rid)
                 else:
                     runs[key] = Run(
-                        parent_run_id, parent.root, parent.rkey, str(name), _clock(), sid,
+                        parent_run_id, parent.root, parent.rkey, str(name), self._clock(), sid,
                         parent.rid, parent,
                     )  # fmt: skip
                     return
@@ -322,7 +342,7 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
                 if last is not None:
                     self.call_user(self.on_event, last)
             # ``_after(None, ...)`` inline: a chain callback is a third of all callbacks.
-            if self._stepped or (self._halt_seen is False and self.monitor.halted):
+            if self._stepped or (self._halt_seen is False and self._monitor.halted):
                 self.drain_monitor(rid, parent_id)
         except Exception as exc:
             self.fail("on_chain_start", exc)
@@ -336,7 +356,9 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
             "parent_id": uuid_text(parent_run_id) if parent_run_id else None,
             "framework": FRAMEWORK,
             "input": _convert.jsonable(
-                run_info["input"] if "input" in run_info else _convert.input_text(inputs)
+                run_info["input"]
+                if "input" in run_info
+                else (inputs.text if type(inputs) is Said else _convert.input_text(inputs))
             ),
             "attrs": {ATTR_FRAMEWORK_RUN_ID: sid},
             "run_id": rid,
@@ -356,7 +378,7 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
                 return
             rid = self.run_id if self.run_id is not None else rec.rid
             parent_id = self._parent_span(rec)
-            latency = (_clock() - rec.t0) * 1000.0
+            latency = (self._clock() - rec.t0) * 1000.0
             message = None if error is None else f"{type(error).__name__}: {error}"
             span = self.record_deferred_locked(span_end, rec, parent_id, rid, latency, message)
             end = None
@@ -370,7 +392,9 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
                     fields["status"] = run_status_of(error)
                     fields["error"] = message
                 else:
-                    fields["output"] = _convert.last_ai_text(output)
+                    fields["output"] = (
+                        output.text if type(output) is Said else _convert.last_ai_text(output)
+                    )
                 end = self.record_checked_locked(RunEnd, fields, True)
                 parent_id = fields["parent_id"]
                 self._halt_raised.discard(rec.root)
@@ -383,22 +407,20 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
                 self.call_user(self.on_event, span)
             if end is not None:
                 self.call_user(self.on_event, end)
-        if self._stepped or (self._halt_seen is False and self.monitor.halted):  # _after, inline
+        if self._stepped or (self._halt_seen is False and self._monitor.halted):  # _after, inline
             self.drain_monitor(rid, parent_id)
 
     # The callbacks LangChain calls most catch their own errors inline rather than through
     # ``never_raises``: its wrapper would repack every call's keyword arguments (a tool call
     # makes about five such callbacks).
-    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        """A chain returned; spans and the run close here."""
+    def _record_chain_end(self, outputs: Any, run_id: UUID) -> None:
         try:
             self._chain_done(run_id, None, outputs)
         except Exception as exc:
             self.fail("on_chain_end", exc)
 
     @never_raises("on_chain_error")
-    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        """A chain raised; the span (and, at the top, the run) ends with status error."""
+    def _record_chain_error(self, error: BaseException, run_id: UUID) -> None:
         self._chain_done(run_id, error, None)
 
     # ------------------------------------------------------------------ model calls
@@ -446,24 +468,24 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
                 # Before the monitor sees the event, in case it fails.
                 self.add_finisher_locked("model_start messages", fill)
             event = self.record_checked_locked(ModelStart, fields, checked)
-        if self.on_event is not None or self._stepped or self.monitor.halted:
+        if self.on_event is not None or self._stepped or self._monitor.halted:
             self._after(event, fields["run_id"], fields["parent_id"])
         if halted_before:
             # The graph turned our SafeHaltError into a tool result (handle_tool_errors=True)
             # and went back to the model: stop here instead, so no further tool can run.
             self._halt_now(root)
 
-    def on_chat_model_start(
+    def _record_chat_model_start(
         self,
         serialized: dict[str, Any] | None,
-        messages: list[list[Any]],
-        *,
+        inputs: list[Any],
         run_id: UUID,
-        parent_run_id: UUID | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
+        parent_run_id: UUID | None,
+        metadata: dict[str, Any] | None,
+        kwargs: dict[str, Any],
+        taken: list[Any] | None,
     ) -> None:
-        """A chat model call began: record every message the model is about to read."""
+        """``taken``: each message's content when the call was logged (None: read them now)."""
         try:
             parent = (
                 self._runs.get(getattr(parent_run_id, "int", parent_run_id))
@@ -478,17 +500,16 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
             cache = self._messages.get(rkey)
             if cache is None:
                 cache = self._messages.setdefault(rkey, _convert.MessageCache())
-            inputs = messages[0] if messages else []
             fill: Callable[[], None] | None = None
             # Deferring the conversion is safe when nothing but the stock monitor (which never
             # reads model inputs) sees the event before ``events`` is read: no sink, no trial,
             # no strict mode (whose errors must surface in the callback).
             contents = (
-                _convert.message_contents(inputs)
+                (taken if taken is not None else _convert.message_contents(inputs))
                 if self.trial is None
                 and self.on_event is None
                 and not self.strict
-                and type(self.monitor) is Monitor
+                and type(self._monitor) is Monitor
                 else None
             )
             if contents is not None and plain_messages(inputs, contents):
@@ -498,7 +519,7 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
                 converted: list[Any] = []
                 fill = partial(_fill, converted, list(inputs), contents, cache)
             else:
-                converted = _convert.chat_messages(inputs, cache, contents)
+                converted = _convert.chat_messages(inputs, cache, taken or contents)
             model = model_name(serialized, kwargs)
         except Exception as exc:
             self.fail("on_chat_model_start", exc)
@@ -507,17 +528,15 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
             "on_chat_model_start", run_id, parent_run_id, model, converted, metadata, fill
         )
 
-    def on_llm_start(
+    def _record_llm_start(
         self,
         serialized: dict[str, Any] | None,
         prompts: list[str],
-        *,
         run_id: UUID,
-        parent_run_id: UUID | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
+        parent_run_id: UUID | None,
+        metadata: dict[str, Any] | None,
+        kwargs: dict[str, Any],
     ) -> None:
-        """A completion-style model call began; each prompt counts as a user message."""
         try:
             converted = [ChatMessage(role="user", content=str(p)) for p in prompts]
             model = model_name(serialized, kwargs)
@@ -532,7 +551,7 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
             if rec is None:
                 return
             rec.open = False
-            latency = (_clock() - rec.t0) * 1000.0
+            latency = (self._clock() - rec.t0) * 1000.0
             fields["call_id"] = rec.call_id
             fields["latency_ms"] = latency
             fields["parent_id"] = self._parent_span(rec)
@@ -545,11 +564,10 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
                 self._root_ids.pop(run_id, None)
                 if self.max_events is not None:
                     self._trim_locked(self.max_events)
-        if self.on_event is not None or self._stepped or self.monitor.halted:
+        if self.on_event is not None or self._stepped or self._monitor.halted:
             self._after(event, fields["run_id"], fields["parent_id"])
 
-    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        """A model call returned: its text, reasoning, tool calls and token usage."""
+    def _record_llm_end(self, response: Any, run_id: UUID) -> None:
         try:
             self._llm_end(response, run_id)
         except Exception as exc:
@@ -584,23 +602,21 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
         self._model_end(run_id, fields, checked)
 
     @never_raises("on_llm_error")
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        """A model call raised."""
+    def _record_llm_error(self, error: BaseException, run_id: UUID) -> None:
         self._model_end(run_id, {"error": f"{type(error).__name__}: {error}"}, True)
 
     # ------------------------------------------------------------------ tool calls
-    def on_tool_start(
+    def _record_tool_start(
         self,
         serialized: dict[str, Any] | None,
         input_str: str,
-        *,
         run_id: UUID,
-        parent_run_id: UUID | None = None,
-        metadata: dict[str, Any] | None = None,
-        inputs: dict[str, Any] | None = None,
-        **kwargs: Any,
+        parent_run_id: UUID | None,
+        metadata: dict[str, Any] | None,
+        inputs: dict[str, Any] | None,
+        kwargs: dict[str, Any],
     ) -> None:
-        """A tool began. An enforced halt stops it here, before its body runs."""
+        """An enforced halt stops the tool here, before its body runs."""
         root: UUID | None = None
         try:
             name = (serialized or {}).get("name") or kwargs.get("name") or ""
@@ -634,23 +650,21 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
                     checked = type(args) is dict and set(map(type, args)) <= STR_ONLY
                     event = self.record_checked_locked(ToolStart, fields, checked)
             if fields is not None:
-                if self.on_event is not None or self._stepped or self.monitor.halted:
+                if self.on_event is not None or self._stepped or self._monitor.halted:
                     self._after(event, fields["run_id"], fields["parent_id"])
         except Exception as exc:
             self.fail("on_tool_start", exc)
-        if root is not None and self.monitor.halted:
+        if root is not None and self._monitor.halted:
             self._halt_now(root)
 
-    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        """A tool returned (a ToolMessage with status error still counts as an errored call)."""
+    def _record_tool_end(self, output: Any, run_id: UUID) -> None:
         try:
             self._tool_done(run_id, output, None)
         except Exception as exc:
             self.fail("on_tool_end", exc)
 
     @never_raises("on_tool_error")
-    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        """A tool raised."""
+    def _record_tool_error(self, error: BaseException, run_id: UUID) -> None:
         self._tool_done(run_id, None, error)
 
     def _tool_done(self, run_id: UUID, output: Any, error: BaseException | None) -> None:
@@ -661,7 +675,7 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
             rec.open = False
             if rec.managed:
                 return
-            latency = (_clock() - rec.t0) * 1000.0
+            latency = (self._clock() - rec.t0) * 1000.0
             fields: dict[str, Any] = {
                 "call_id": rec.call_id,
                 "tool": rec.name,
@@ -680,12 +694,14 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
                 fields["error"] = describe_error(error)
                 fields["error_type"] = type(error).__name__
                 event = self.record_checked_locked(ToolError, fields, checked)
-        if self.on_event is not None or self._stepped or self.monitor.halted:
+        if self.on_event is not None or self._stepped or self._monitor.halted:
             self._after(event, fields["run_id"], fields["parent_id"])
 
     # ------------------------------------------------------------------ fault wrappers report here
     def begin_managed_call(self, node_run_id: UUID | None, call_id: str) -> None:
         """A fault wrapper takes over reporting of this tool call (its callbacks stay silent)."""
+        if self._log is not None:
+            self.stop_logging()
         with self._lock:
             self._managed.add((node_run_id, call_id))
 
@@ -696,6 +712,8 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
 
     def begin_managed_run(self, run_id: UUID) -> None:
         """A tool hook reports the tool run ``run_id`` itself (its callbacks stay silent)."""
+        if self._log is not None:
+            self.stop_logging()
         with self._lock:
             self._managed_runs.add(key_of(run_id))
 
@@ -725,6 +743,8 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
         set means the call raised out of the tool node (``tool_error``); otherwise ``tool_end``
         with ``status``. ``synthetic`` marks calls whose real tool never ran.
         """
+        if self._log is not None:
+            self.stop_logging()
         try:
             with self._lock:
                 node_rec = self._runs.get(key_of(node_run_id)) if node_run_id is not None else None
@@ -746,6 +766,8 @@ class HBEvalCallbackHandler(DeferredRecorder, BaseCallbackHandler):
 
     def record_fault(self, *, node_run_id: UUID | None, fault: FaultInjected) -> None:
         """Record a fault that hit something other than a tool call (a node-level fault)."""
+        if self._log is not None:
+            self.stop_logging()
         try:
             with self._lock:
                 node_rec = self._runs.get(key_of(node_run_id)) if node_run_id is not None else None

@@ -25,6 +25,7 @@ __all__ = [
     "STR_ONLY",
     "Deferred",
     "Run",
+    "Said",
     "key_of",
     "make",
     "model_name",
@@ -56,6 +57,15 @@ class Run:
     managed: bool = False  # a fault wrapper reports this tool call itself
     step: Any = None
     top: bool = False  # the outermost run: it opens and closes a hbeval run
+
+
+class Said:
+    """A graph's input or answer text, taken when its callback was logged (see ``_logged``)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: Any) -> None:
+        self.text = text
 
 
 def span_start(rec: Run, parent_id: str | None, run_id: Any, seq: int, ts: float) -> EventBase:

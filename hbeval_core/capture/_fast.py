@@ -13,7 +13,6 @@ checked (validation stays at every trust boundary: files, stores, imports, user 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +25,6 @@ __all__ = ["Deferred", "DeferredRecorder"]
 
 # An event not built yet: (builder, *its arguments, seq, ts).
 Deferred = tuple[Any, ...]
-_now = time.time
 
 
 class DeferredRecorder(BaseRecorder):
@@ -56,6 +54,8 @@ class DeferredRecorder(BaseRecorder):
         first read, and pending finishers run. The list is the same object on every read; it
         grows as the recorder records.
         """
+        if self._log:
+            self.flush_log()
         if self._pending:
             with self._lock:
                 self._flush_locked()
@@ -90,7 +90,7 @@ class DeferredRecorder(BaseRecorder):
         checked here (a fixed run id comes from the user); unchecked fields are validated.
         """
         fields["seq"] = self._seq
-        fields["ts"] = _now()
+        fields["ts"] = self._now()
         self._seq += 1
         event = (
             construct(cls, fields)
@@ -102,7 +102,7 @@ class DeferredRecorder(BaseRecorder):
         self._pending.append(event)
         # Observed under the lock so the live monitor sees events in list order, even when
         # parallel tool calls report from several threads.
-        monitor = self.monitor
+        monitor = self._monitor
         # The stock monitor folds the step at once: monitor_pending reads it right after.
         if (
             monitor._observe_folded(event) if type(monitor) is Monitor else monitor.observe(event)
@@ -116,9 +116,9 @@ class DeferredRecorder(BaseRecorder):
         seq = self._seq
         self._seq = seq + 1
         if self.defer_events():
-            self._pending.append((builder, *args, seq, _now()))
+            self._pending.append((builder, *args, seq, self._now()))
             return None
-        event: EventBase = builder(*args, seq, _now())
+        event: EventBase = builder(*args, seq, self._now())
         if self._keep(event):
             self._pending.append(event)
         return event

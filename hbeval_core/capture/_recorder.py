@@ -12,6 +12,7 @@ import functools
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, TypeVar, cast
@@ -130,6 +131,26 @@ class SpanRecord:
     t0: float = field(default_factory=time.perf_counter)
 
 
+# A logged callback: (the recorder method that records it, its arguments, perf_counter, time).
+Logged = tuple[Callable[..., Any], tuple[Any, ...], float, float]
+
+
+class _At:
+    """The clocks while logged callbacks are recorded: each reads what its callback logged."""
+
+    __slots__ = ("t", "ts")
+
+    def __init__(self) -> None:
+        self.t = 0.0
+        self.ts = 0.0
+
+    def clock(self) -> float:
+        return self.t
+
+    def now(self) -> float:
+        return self.ts
+
+
 class _Unwatched(Monitor):
     """A monitor that folds nothing and so never decides: for capture without live metrics."""
 
@@ -177,21 +198,22 @@ class BaseRecorder:
     ) -> None:
         # Re-entrant: a monitor callback the user registered runs under it and may read us.
         self._lock = threading.RLock()
+        # Callbacks logged to be recorded later (see ``flush_log``); None: recorded as they come.
+        self._log: deque[Logged] | None = None
         self.run_id = run_id
-        self.monitor = monitor if monitor is not None else Monitor(strict=strict)
+        self._monitor = monitor if monitor is not None else Monitor(strict=strict)
         # Without a live monitor nothing is folded or drained: no call per event for it.
-        self._watched = self.monitor is not UNWATCHED
+        self._watched = self._monitor is not UNWATCHED
         self.strict = strict
         self.on_event = on_event
         self.on_directive = on_directive
         self.on_halt = on_halt
         self.trial: Any = trial
         """The battery trial this recorder records (a runner ``TrialContext``), if any."""
-        self.errors: list[str] = []
-        """The recorder's own errors that were swallowed (empty when all is well)."""
-        self.first_error: BaseException | None = None
-        """The first of those errors (strict mode fails the trial with it)."""
+        self._errors: list[str] = []
+        self._first_error: BaseException | None = None
         self._now: Callable[[], float] = getattr(clock, "now", None) or time.time
+        self._clock: Callable[[], float] = time.perf_counter
         self._seq = 0
         self._counters: dict[str, int] = {}
         self._declared: list[tuple[str, str]] = []
@@ -201,6 +223,86 @@ class BaseRecorder:
         # A step completed since the monitor was last asked: only then can it have decided.
         self._stepped = False
         self._init_events()
+
+    # ------------------------------------------------------------------ what users read
+    @property
+    def monitor(self) -> Monitor:
+        """The live monitor this recorder folds its events into.
+
+        A recorder that logs its callbacks (``flush_log``) records them before it hands the
+        monitor out, and records each event as it comes from then on: whoever holds the
+        monitor may read it at any time.
+        """
+        if self._log is not None:
+            self.stop_logging()
+        return self._monitor
+
+    @monitor.setter
+    def monitor(self, value: Monitor) -> None:
+        if self._log is not None:
+            self.stop_logging()
+        self._monitor = value
+        self._watched = value is not UNWATCHED
+
+    @property
+    def errors(self) -> list[str]:
+        """The recorder's own errors that were swallowed (empty when all is well)."""
+        if self._log:
+            self.flush_log()
+        return self._errors
+
+    @property
+    def first_error(self) -> BaseException | None:
+        """The first of those errors (strict mode fails the trial with it)."""
+        if self._log:
+            self.flush_log()
+        return self._first_error
+
+    # ------------------------------------------------------------------ logged callbacks
+    def flush_log(self) -> None:
+        """Record every logged callback, in the order they came, as of when each came.
+
+        A recorder nothing watches live (no sink, no trial, no monitor or callback of the
+        user's) may log its framework's callbacks (``(method, args, perf_counter, time)``)
+        instead of recording each at once: the agent's hot path then pays an append, and the
+        events, the monitor's fold and any monitor signals are made here, with the clocks
+        read back from the log, so they are exactly what recording at once would have made.
+        Reading ``events``, ``errors`` or ``first_error`` flushes; ``monitor`` and anything
+        that records from outside the callbacks (fault wrappers, ``emit``) stop logging.
+        """
+        log = self._log
+        if log:
+            self._replay(log)
+
+    def stop_logging(self) -> None:
+        """Flush the log and record each callback as it comes from now on."""
+        log = self._log
+        if log is not None:
+            self._log = None
+            self._replay(log)
+
+    def _replay(self, log: deque[Logged]) -> None:
+        with self._lock:
+            now, clock = self._now, self._clock
+            at = _At()
+            self._now, self._clock = at.now, at.clock
+            try:
+                while True:
+                    try:
+                        method, args, at.t, at.ts = log.popleft()
+                    except IndexError:
+                        break
+                    try:
+                        method(self, *args)
+                    except Exception as exc:  # each callback keeps its own; this is a bug
+                        self.fail(f"replay of {getattr(method, '__name__', method)}", exc)
+            finally:
+                self._now, self._clock = now, clock
+
+    def logged_late(self, log: deque[Logged]) -> None:
+        """A callback appended to ``log`` after logging stopped: record it now."""
+        if self._log is not log:
+            self._replay(log)
 
     # ------------------------------------------------------------------ storage
     def _init_events(self) -> None:
@@ -228,7 +330,7 @@ class BaseRecorder:
         if not self._keep(event):
             return False
         self._append_locked(event)
-        monitor = self.monitor
+        monitor = self._monitor
         # The stock monitor folds the step at once: monitor_pending reads it right after.
         if (
             self._watched
@@ -272,6 +374,8 @@ class BaseRecorder:
 
     def emit(self, cls: type[EventBase], **fields: Any) -> EventBase:
         """Record one event with the current run id, the next sequence number and a timestamp."""
+        if self._log is not None:
+            self.stop_logging()
         fields.setdefault("run_id", self.current_run_id())
         with self._lock:
             fields["seq"] = self._seq
@@ -292,6 +396,8 @@ class BaseRecorder:
         """
         if fault is None:
             return None
+        if self._log is not None:
+            self.stop_logging()
         update: dict[str, Any] = {"run_id": run_id or self.current_run_id()}
         if parent_id is not ...:
             update["parent_id"] = parent_id
@@ -490,7 +596,7 @@ class BaseRecorder:
         completed one (asking makes a monitor that defers its steps fold them); a halt
         requested from outside shows at once.
         """
-        monitor = self.monitor
+        monitor = self._monitor
         if monitor.halted and not self._halt_seen:
             return True
         if not self._stepped:
@@ -508,7 +614,7 @@ class BaseRecorder:
         """
         if not self.monitor_pending():
             return  # the common case
-        monitor = self.monitor
+        monitor = self._monitor
         new: list[MonitorDirective] = []
         record: dict[str, Any] | None = None
         extra: list[EventBase] = []
@@ -546,9 +652,9 @@ class BaseRecorder:
     # ------------------------------------------------------------------ errors
     def note(self, where: str, exc: BaseException) -> None:
         """Keep one of our own errors without raising (where raising would break the framework)."""
-        self.errors.append(f"{where}: {type(exc).__name__}: {exc}")
-        if self.first_error is None:
-            self.first_error = exc
+        self._errors.append(f"{where}: {type(exc).__name__}: {exc}")
+        if self._first_error is None:
+            self._first_error = exc
         if not self.strict:
             self.log.warning("hbeval capture error in %s: %r", where, exc, exc_info=True)
 
