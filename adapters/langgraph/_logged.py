@@ -6,7 +6,8 @@ arguments and both clocks, which is all the agent's hot path pays. The log is re
 and as of when each callback came (``BaseRecorder.flush_log``), the moment anything reads what
 it would have changed: ``events``, ``errors``, ``first_error``; reading ``monitor``, or anything
 recording from outside the callbacks (a fault wrapper, a tool hook, ``emit``), records the log
-and stops logging for good, since whoever holds the monitor may read it at any time.
+and stops logging for good, since whoever holds the monitor may read it at any time; so does
+setting a sink, a directive or halt callback, a trial or strict mode on the handler later.
 
 What a callback hands over that may change before the log is recorded is copied when it is
 logged: a graph's input and final answer text (the caller owns those dicts), the content object
@@ -33,8 +34,30 @@ LOG_LIMIT = 4096
 """Logged callbacks a handler keeps at most before it records them (bounds its memory)."""
 
 
+class _Watching:
+    """A setting that, once set to a value, means someone watches each event as it comes: a
+    handler that logs its callbacks records them and stops logging (a sink, a directive or halt
+    callback, a battery trial or strict mode set after the handler was made)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    # No __get__: reading the setting is a plain read of the instance's own attribute.
+    def __set__(self, obj: Any, value: Any) -> None:
+        if value is not None and value is not False and obj.__dict__.get("_log") is not None:
+            obj.stop_logging()
+        obj.__dict__[self.name] = value
+
+
 class LoggedCallbacks:
     """The framework-facing half of the handler: each callback logs, or records at once."""
+
+    if not TYPE_CHECKING:
+        on_event = _Watching()
+        on_directive = _Watching()
+        on_halt = _Watching()
+        trial = _Watching()
+        strict = _Watching()
 
     if TYPE_CHECKING:
         _log: deque[Logged] | None

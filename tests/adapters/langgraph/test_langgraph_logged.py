@@ -226,3 +226,19 @@ def test_a_long_log_is_recorded_as_it_grows(monkeypatch: pytest.MonkeyPatch) -> 
     live = HBEvalCallbackHandler(monitor=Monitor())
     run(live)
     _same(handler, live)
+
+
+def test_a_sink_set_after_the_handler_was_made_gets_each_event_as_it_comes() -> None:
+    handler = HBEvalCallbackHandler()
+    scripted_agent().invoke(inputs(), config={"callbacks": [handler]})  # logged
+    seen: list[Any] = []
+    handler.on_event = seen.append  # from now on each event goes to the sink as it comes
+    assert handler.on_event == seen.append
+    scripted_agent().invoke(inputs(), config={"callbacks": [handler]})
+    live = HBEvalCallbackHandler(monitor=Monitor())
+    scripted_agent().invoke(inputs(), config={"callbacks": [live]})
+    first = len(live.events)
+    scripted_agent().invoke(inputs(), config={"callbacks": [live]})
+    # Every event of the second run reached the sink before anything was read.
+    assert _shape(seen) == _shape(live.events[first:])
+    _same(handler, live)
