@@ -18,7 +18,9 @@ at most 1.5x the orjson loop), then the peak RSS of a scoring subprocess.
 With ``--stages`` it prints instead where the time of ``hbeval score`` goes, per event (CPU,
 interleaved, medians), each stage adding one part of the path to the one before:
   orjson loop          : the anchor
-  msgspec parse        : for line in file: decode(line) into the validated struct twins
+  msgspec per line     : for line in file: decode(line) into the validated struct twins
+  msgspec blocks       : the same structs, a block of lines per decode call (struct_chunks, as
+                         hbeval score reads a file)
   + derive             : the scoring loop (live._scoreloop.fold_structs), steps dropped
   + fold               : the same, steps folded into a Monitor (fold_trace)
   + summary            : hbeval score's whole path (cli.score_trace)
@@ -195,7 +197,7 @@ def model_path(path: Path) -> None:
 def stage_runs() -> dict[str, Callable[[Path], object]]:
     """The cumulative stages of ``--stages`` (module docstring), for both readers."""
     from hbeval_core.events._fast import twin_adapter
-    from hbeval_core.events._structs import struct_decoder, struct_types
+    from hbeval_core.events._structs import struct_chunks, struct_decoder, struct_types
     from hbeval_core.live._scoreloop import fold_dicts, fold_structs
     from hbeval_core.live._trace import fold_trace
     from hbeval_core.live.derive import Deriver
@@ -221,10 +223,10 @@ def stage_runs() -> dict[str, Callable[[Path], object]]:
             deriver._as_tuples = True
             with path.open("rb") as fh:
                 if structs:
-                    decode = struct_decoder().decode
                     types = struct_types()
                     assert types is not None
-                    fold_structs(iter(fh), 0, deriver, decode, types, lambda b: None, [], 512)
+                    chunks = struct_chunks(iter(fh), 0, fh)
+                    fold_structs(chunks, deriver, types, lambda b: None, [], 512)
                 else:
                     fold_dicts(iter(fh), 0, deriver, validate, lambda b: None, [], 512)
 
@@ -233,9 +235,15 @@ def stage_runs() -> dict[str, Callable[[Path], object]]:
     def fold(structs: bool) -> Callable[[Path], object]:
         return lambda path: fold_trace(path, Monitor(), structs=structs)
 
+    def blocks(path: Path) -> None:
+        with path.open("rb") as fh:
+            for _ in struct_chunks(iter(fh), 0, fh):
+                pass
+
     decoder = struct_decoder()
     if decoder is not None:
-        runs["msgspec parse"] = parse(decoder.decode)
+        runs["msgspec per line"] = parse(decoder.decode)
+        runs["msgspec blocks"] = blocks
         runs["+ derive"] = derive(True)
         runs["+ fold"] = fold(True)
         runs["+ summary"] = ours

@@ -1,8 +1,9 @@
 """The scoring loop of ``fold_trace`` once nothing reads steps one by one: read, derive, fold.
 
-``fold_structs`` (msgspec structs) and ``fold_dicts`` (pydantic-validated dicts) each read the
-rest of a JSONL source, derive its steps by exactly ``Deriver.feed``'s rules on the deriver's
-own state (``_RunState``, ``CallLinker``, ``Issued``: the same objects, so the loop may start
+``fold_structs`` (msgspec structs, in blocks from ``events._structs.struct_chunks``) and
+``fold_dicts`` (pydantic-validated dicts) each read the rest of a JSONL source, derive its
+steps by exactly ``Deriver.feed``'s rules on the deriver's own state (``_RunState``,
+``CallLinker``, ``Issued``: the same objects, so the loop may start
 after ``feed`` has run and ``feed`` may go on after it) and fold them into the monitor in
 batches. Only the step tuple the monitor folds is built (``StepRecord`` is not), and the kinds
 that make up nearly every trace (model and tool events) are derived inline, dispatched by the
@@ -11,24 +12,27 @@ struct's class or the dict's kind; every other kind, and every line the fast rea
 
 What is cheaper than ``feed`` here, and why it gives the same step:
 
-* no call per event or per step (the loop is one function);
+* no call per event or per step (the loop is one function), and from a file one decode call per
+  block of lines (``struct_chunks``);
+* the run's tables are held in locals while its events follow one another;
 * an action label is remembered for a tool and a single string or integer argument (the
   commonest shape), so a repeated call reuses the same string instead of encoding its arguments
   again (``canonical_args``' own fast shapes, so the string is the same; the monitor then finds
   it with its hash already computed);
-* a model output with one tool call (the commonest) skips the list of triples.
+* a model output with one tool call (the commonest) skips the list of triples and the loop.
 
 ``tests/live/test_scoreloop.py`` proves the steps and the monitor's summary equal the model
 path's over generated traces, the malformed-input corpus and the traces the importers make of
-the public corpora.
+the public corpora; ``tests/live/test_score_blocks.py`` does so for files read in blocks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..events._fast import slow_event
+from ..events._structs import Refused
 from ..vocab import (
     FAULT_INJECTED,
     LINK_ID,
@@ -49,16 +53,14 @@ _MEMO_MAX = 4096
 
 
 def fold_structs(
-    lines: Iterator[bytes],
-    lineno: int,
+    chunks: Iterable[list[tuple[Any]]],
     deriver: Deriver,
-    decode: Callable[[bytes], Any],
     types: dict[str, Any],
     flush: Callable[[list[Any]], None],
     batch: list[Any],
     size: int,
 ) -> None:
-    """Read, derive and fold the rest of ``lines`` (after line ``lineno``) as msgspec structs.
+    """Derive and fold the events of ``chunks`` (``events._structs.struct_chunks``).
 
     ``flush(batch)`` folds a full batch; the last, partial batch is flushed too.
     """
@@ -67,6 +69,7 @@ def fold_structs(
     tool_start_t, tool_end_t, tool_error_t = types[TOOL_START], types[TOOL_END], types[TOOL_ERROR]
     model_start_t, model_end_t = types[MODEL_START], types[MODEL_END]
     fault_t = types[FAULT_INJECTED]
+    refused_t = Refused
     feed = deriver.feed
     link, start_link, run_state = _link, _start_link, _RunState
     runs = deriver._runs
@@ -78,177 +81,204 @@ def fold_structs(
     # The run of the event before, and its state (most traces are one run at a time).
     cur_run: str | None = None
     st: Any = None
+    # Its tables (the same objects for the run's life).
+    st_args: Any = None
+    st_links: Any = None
+    st_by_id: Any = None
+    st_ended: Any = None
+    st_faults: Any = None
     steps = 0
     try:
-        for line_no, raw in enumerate(lines, lineno + 1):
-            try:
-                ev = decode(raw)
-            except (ValueError, RecursionError):  # refused: exactly read_events' path
-                ev = slow_event(raw, line_no)
-                if ev is None:
-                    continue
-            cls = ev.__class__
-            if cls is tool_start_t:
-                run_id = ev.run_id
-                if run_id != cur_run:
-                    st = runs.get(run_id)
-                    if st is None:
-                        st = runs[run_id] = run_state()
-                    cur_run = run_id
-                call_id = ev.call_id
-                args = ev.args
-                st.args[call_id] = args
-                if call_id not in st.links:  # derive._start_link, inline for a link by id
-                    issued = st.by_id.get(call_id)
-                    if issued is not None:
-                        issued[0] = True
-                    else:
-                        start_link(st, call_id, ev.tool, args)
-                continue
-            if cls is tool_end_t or cls is tool_error_t:
-                run_id = ev.run_id
-                if run_id != cur_run:
-                    st = runs.get(run_id)
-                    if st is None:
-                        st = runs[run_id] = run_state()
-                    cur_run = run_id
-                call_id = ev.call_id
-                tool = ev.tool
-                # Deriver._tool_step's rules, in its order.
-                args = st.args.pop(call_id, None)
-                cached = st.links.pop(call_id, None) if st.links else None
-                if cached is None or cached[0] == LINK_NONE:
-                    issued = st.by_id.pop(call_id, None)
-                    if issued is not None:  # derive._link, inline for a link by id
-                        issued[0] = True
-                        link_kind = LINK_ID
-                        st.ended[call_id] = issued[1]  # retired (derive._RunState)
-                    else:
-                        link_kind, issued = link(st, call_id, tool, args)
-                else:
-                    link_kind, issued = cached
-                if v1:
-                    traceable = link_kind == LINK_ID and issued is not None and issued[1]
-                else:
-                    traceable = link_kind != LINK_NONE
-                success = cls is tool_end_t and ev.status != "error"
-                had_fault = not success
-                if st.faults:
-                    faults = st.faults.pop(call_id, None)
-                    if faults is not None:
-                        had_fault = True
-                        for _, effect in faults:
-                            if effect in spoiling:
-                                success = False
-                if args is None:
-                    args = {}
-                if args.__class__ is dict and len(args) == 1:
-                    for name in args:
-                        value = args[name]
-                    value_cls = value.__class__
-                    if value_cls is int or value_cls is str:
-                        key = (tool, name, value)
-                        action = memo.get(key)
-                        if action is None:
-                            if len(memo) >= _MEMO_MAX:
-                                memo.clear()
-                            action = memo[key] = f"{tool}({canonical_args(args)})"
-                    else:
-                        action = f"{tool}({canonical_args(args)})"
-                else:
-                    action = f"{tool}({canonical_args(args)})"
-                last_failed = st.last_failed_action
-                if last_failed is None:
-                    replanned = st.pending_replan
-                else:
-                    replanned = st.pending_replan or (
-                        st.model_since_failure and action != last_failed
-                    )
-                    st.last_failed_action = None
-                if not success:
-                    st.last_failed_action = action
-                st.pending_replan = st.model_since_failure = False
-                steps += 1
-                batch.append(
-                    (
-                        action,
-                        success,
-                        had_fault,
-                        None,
-                        traceable if observing else unobserved,
-                        replanned,
-                        None,
-                    )
-                )
-                if len(batch) >= size:
-                    flush(batch)
-                    batch = []
-                continue
-            if cls is model_start_t:
-                run_id = ev.run_id
-                if run_id != cur_run:
-                    st = runs.get(run_id)
-                    if st is None:
-                        st = runs[run_id] = run_state()
-                    cur_run = run_id
-                st.model_since_failure = True
-                if not observing:
-                    observing = deriver._observing = True
-                continue
-            if cls is model_end_t:
-                run_id = ev.run_id
-                if run_id != cur_run:
-                    st = runs.get(run_id)
-                    if st is None:
-                        st = runs[run_id] = run_state()
-                    cur_run = run_id
-                st.model_since_failure = True
-                if not observing:
-                    observing = deriver._observing = True
-                calls = ev.tool_calls
-                if calls:
-                    # derive._issue, inline.
-                    text, reasoning = ev.text, ev.reasoning
-                    explained = bool((text and text.strip()) or (reasoning and reasoning.strip()))
-                    by_id, ended, st_args = st.by_id, st.ended, st.args
-                    pending = []
-                    for c in calls:
-                        call_id = c.id
-                        args = c.args
-                        issued = [False, explained, c.name, args, None]
-                        if call_id not in by_id and call_id not in ended:
-                            by_id[call_id] = issued
-                        if call_id not in st_args:
-                            st_args[call_id] = args
-                        pending.append(issued)
-                    st.pending = pending
-                continue
-            if cls is fault_t:
-                call_id = ev.call_id
-                if call_id is not None:
+        for chunk in chunks:
+            for (ev,) in chunk:
+                cls = ev.__class__
+                if cls is tool_start_t:
                     run_id = ev.run_id
                     if run_id != cur_run:
                         st = runs.get(run_id)
                         if st is None:
                             st = runs[run_id] = run_state()
                         cur_run = run_id
-                    faults = st.faults.get(call_id)
-                    if faults is None:
-                        st.faults[call_id] = [(ev.mode, ev.effect)]
+                        st_args, st_links, st_by_id = st.args, st.links, st.by_id
+                        st_ended, st_faults = st.ended, st.faults
+                    call_id = ev.call_id
+                    args = ev.args
+                    st_args[call_id] = args
+                    if call_id not in st_links:  # derive._start_link, inline for a link by id
+                        issued = st_by_id.get(call_id)
+                        if issued is not None:
+                            issued[0] = True
+                        else:
+                            start_link(st, call_id, ev.tool, args)
+                    continue
+                if cls is tool_end_t or cls is tool_error_t:
+                    run_id = ev.run_id
+                    if run_id != cur_run:
+                        st = runs.get(run_id)
+                        if st is None:
+                            st = runs[run_id] = run_state()
+                        cur_run = run_id
+                        st_args, st_links, st_by_id = st.args, st.links, st.by_id
+                        st_ended, st_faults = st.ended, st.faults
+                    call_id = ev.call_id
+                    tool = ev.tool
+                    # Deriver._tool_step's rules, in its order.
+                    args = st_args.pop(call_id, None)
+                    cached = st_links.pop(call_id, None) if st_links else None
+                    if cached is None or cached[0] == LINK_NONE:
+                        issued = st_by_id.pop(call_id, None)
+                        if issued is not None:  # derive._link, inline for a link by id
+                            issued[0] = True
+                            link_kind = LINK_ID
+                            st_ended[call_id] = issued[1]  # retired (derive._RunState)
+                        else:
+                            link_kind, issued = link(st, call_id, tool, args)
                     else:
-                        faults.append((ev.mode, ev.effect))
-                continue
-            # Any other kind, or a model of a refused line: Deriver.feed, on the same state.
-            deriver._index += steps
-            steps = 0
-            got: Any = feed(ev)
-            observing = deriver._observing
-            cur_run = None  # feed may have ended the run
-            if got is not None:
-                batch.append(got if got.__class__ is tuple else got.as_tuple())
-                if len(batch) >= size:
-                    flush(batch)
-                    batch = []
+                        link_kind, issued = cached
+                    if v1:
+                        traceable = link_kind == LINK_ID and issued is not None and issued[1]
+                    else:
+                        traceable = link_kind != LINK_NONE
+                    success = cls is tool_end_t and ev.status != "error"
+                    had_fault = not success
+                    if st_faults:
+                        faults = st_faults.pop(call_id, None)
+                        if faults is not None:
+                            had_fault = True
+                            for _, effect in faults:
+                                if effect in spoiling:
+                                    success = False
+                    if args is None:
+                        args = {}
+                    if args.__class__ is dict and len(args) == 1:
+                        for name in args:
+                            value = args[name]
+                        value_cls = value.__class__
+                        if value_cls is int or value_cls is str:
+                            key = (tool, name, value)
+                            action = memo.get(key)
+                            if action is None:
+                                if len(memo) >= _MEMO_MAX:
+                                    memo.clear()
+                                action = memo[key] = f"{tool}({canonical_args(args)})"
+                        else:
+                            action = f"{tool}({canonical_args(args)})"
+                    else:
+                        action = f"{tool}({canonical_args(args)})"
+                    last_failed = st.last_failed_action
+                    if last_failed is None:
+                        replanned = st.pending_replan
+                    else:
+                        replanned = st.pending_replan or (
+                            st.model_since_failure and action != last_failed
+                        )
+                        st.last_failed_action = None
+                    if not success:
+                        st.last_failed_action = action
+                    st.pending_replan = st.model_since_failure = False
+                    steps += 1
+                    batch.append(
+                        (
+                            action,
+                            success,
+                            had_fault,
+                            None,
+                            traceable if observing else unobserved,
+                            replanned,
+                            None,
+                        )
+                    )
+                    if len(batch) >= size:
+                        flush(batch)
+                        batch = []
+                    continue
+                if cls is model_start_t:
+                    run_id = ev.run_id
+                    if run_id != cur_run:
+                        st = runs.get(run_id)
+                        if st is None:
+                            st = runs[run_id] = run_state()
+                        cur_run = run_id
+                        st_args, st_links, st_by_id = st.args, st.links, st.by_id
+                        st_ended, st_faults = st.ended, st.faults
+                    st.model_since_failure = True
+                    if not observing:
+                        observing = deriver._observing = True
+                    continue
+                if cls is model_end_t:
+                    run_id = ev.run_id
+                    if run_id != cur_run:
+                        st = runs.get(run_id)
+                        if st is None:
+                            st = runs[run_id] = run_state()
+                        cur_run = run_id
+                        st_args, st_links, st_by_id = st.args, st.links, st.by_id
+                        st_ended, st_faults = st.ended, st.faults
+                    st.model_since_failure = True
+                    if not observing:
+                        observing = deriver._observing = True
+                    calls = ev.tool_calls
+                    if calls:
+                        # derive._issue, inline.
+                        text, reasoning = ev.text, ev.reasoning
+                        explained = bool(
+                            (text and text.strip()) or (reasoning and reasoning.strip())
+                        )
+                        if len(calls) == 1:  # the commonest: the same, without the loop
+                            c = calls[0]
+                            call_id = c.id
+                            args = c.args
+                            issued = [False, explained, c.name, args, None]
+                            if call_id not in st_by_id and call_id not in st_ended:
+                                st_by_id[call_id] = issued
+                            if call_id not in st_args:
+                                st_args[call_id] = args
+                            st.pending = [issued]
+                            continue
+                        pending = []
+                        for c in calls:
+                            call_id = c.id
+                            args = c.args
+                            issued = [False, explained, c.name, args, None]
+                            if call_id not in st_by_id and call_id not in st_ended:
+                                st_by_id[call_id] = issued
+                            if call_id not in st_args:
+                                st_args[call_id] = args
+                            pending.append(issued)
+                        st.pending = pending
+                    continue
+                if cls is fault_t:
+                    call_id = ev.call_id
+                    if call_id is not None:
+                        run_id = ev.run_id
+                        if run_id != cur_run:
+                            st = runs.get(run_id)
+                            if st is None:
+                                st = runs[run_id] = run_state()
+                            cur_run = run_id
+                            st_args, st_links, st_by_id = st.args, st.links, st.by_id
+                            st_ended, st_faults = st.ended, st.faults
+                        faults = st_faults.get(call_id)
+                        if faults is None:
+                            st_faults[call_id] = [(ev.mode, ev.effect)]
+                        else:
+                            faults.append((ev.mode, ev.effect))
+                    continue
+                if cls is refused_t:  # exactly read_events' path for it
+                    ev = slow_event(ev.raw, ev.line)
+                    if ev is None:
+                        continue
+                # Any other kind, or a refused line's model: Deriver.feed, on the same state.
+                deriver._index += steps
+                steps = 0
+                got: Any = feed(ev)
+                observing = deriver._observing
+                cur_run = None  # feed may have ended the run
+                if got is not None:
+                    batch.append(got if got.__class__ is tuple else got.as_tuple())
+                    if len(batch) >= size:
+                        flush(batch)
+                        batch = []
         if batch:
             flush(batch)
     finally:

@@ -6,7 +6,8 @@ reader proves valid arrive as msgspec structs when msgspec is installed (``event
 else as dicts (``events._fast``). While ``on_step`` reads each step, they are derived by
 ``Deriver.feed`` / ``feed_raw`` and folded one at a time; from then on (or from the start,
 without ``on_step``) the scoring loop (``_scoreloop``) derives them inline, by the same rules on
-the same deriver state, and folds the steps in batches as tuples.
+the same deriver state, and folds the steps in batches as tuples; with msgspec, a file is then
+decoded a block of lines per call (``events._structs.struct_chunks``).
 
 The cyclic garbage collector is paused while a file is folded: parsed events and derivation
 state hold no reference cycles (reference counting frees them), and without the pause the
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..events._fast import fast_lines, slow_event, twin_adapter
-from ..events._structs import struct_decoder, struct_types
+from ..events._structs import struct_chunks, struct_decoder, struct_types
 from ._scoreloop import fold_dicts, fold_structs
 from ._steps import StepTuple
 from .derive import StepRecord
@@ -123,7 +124,9 @@ def fold_trace(
                 if decoder is not None:
                     types = struct_types()
                     assert types is not None  # as the decoder: msgspec is installed
-                    fold_structs(lines, lineno, deriver, decode, types, flush, batch, size)
+                    # From a file: blocks of lines decoded in one call each (struct_chunks).
+                    chunks = struct_chunks(lines, lineno, fh)
+                    fold_structs(chunks, deriver, types, flush, batch, size)
                 else:
                     fold_dicts(lines, lineno, deriver, decode, flush, batch, size)
     finally:

@@ -48,6 +48,7 @@ from ..store import (
     storable_text,
 )
 from ..store._json import dumps
+from ..store._sanitise import sanitised_json
 from ..vocab import (
     DIRECTIVE,
     HALT,
@@ -145,6 +146,8 @@ class _Done:
     scoring_error: str | None = None
     episode: dict[str, Any] | str | None = None
     """The episode offered to memory once the run ends (see ``_Runner.episode``)."""
+    verdict_json: str | None = None
+    """The JSON text of ``verdict`` as the store writes it, when known (written once)."""
 
 
 def _event_counts(events: Sequence[EventBase]) -> tuple[int, int]:
@@ -453,8 +456,9 @@ class _Runner:
         except Exception as exc:  # a scoring bug is the harness's failure, not the agent's
             scoring_error = storable_text(f"scoring failed: {type(exc).__name__}: {exc}")
             log.error("scoring %s failed: %r", job.key, exc)
+        verdict_json: str | None = None
         if verdict is not None:
-            verdict = _storable_verdict(verdict, job.key, self.redactor)
+            verdict, verdict_json = _storable_verdict(verdict, job.key, self.redactor)
         outcome = _outcome(final.result, final.infra, verdict)
         trial = self.trial_dict(
             job,
@@ -467,7 +471,7 @@ class _Runner:
             error=scoring_error if scoring_error is not None else final.result.error,
         )
         episode = self.episode(job, trial, final.result.events, final.result.response_text)
-        return _Done(job, attempts, outcome, verdict, trial, scoring_error, episode)
+        return _Done(job, attempts, outcome, verdict, trial, scoring_error, episode, verdict_json)
 
     def episode(
         self,
@@ -642,16 +646,19 @@ def _storable_result(
 
 def _storable_verdict(
     verdict: dict[str, Any], key: str, redactor: Redactor | None = None
-) -> dict[str, Any]:
-    """The verdict as it can be stored: redacted, and with unstorable values replaced."""
+) -> tuple[dict[str, Any], str | None]:
+    """The verdict as it can be stored (redacted, and with unstorable values replaced), and the
+    JSON text the store writes for it when that was written on the way (None otherwise)."""
     if redactor is None:
         try:
-            dumps(verdict, utf8=True)
+            text = dumps(verdict, utf8=True)
         except Exception:
             pass
         else:
-            return verdict
-    clean, notes = sanitise_value(verdict, "verdict", redactor=redactor)
-    if notes and redactor is None:
-        log.warning("trial %s: verdict values replaced to be stored: %s", key, notes[0])
-    return dict(clean)
+            return verdict, text
+        clean, notes = sanitise_value(verdict, "verdict")
+        if notes:
+            log.warning("trial %s: verdict values replaced to be stored: %s", key, notes[0])
+        return dict(clean), None
+    clean, _, known = sanitised_json(verdict, "verdict", redactor)
+    return dict(clean), known

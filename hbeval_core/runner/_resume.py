@@ -17,6 +17,7 @@ from ..store import (
     AttemptRecord,
     TrialRecord,
 )
+from ..store._json import Encoded
 from ..store.protocol import final_attempts
 from ..vocab import (
     OUTCOME_INFRA_ERROR,
@@ -125,7 +126,12 @@ def trial_bundle(run_id: str, done: _Done) -> TrialBundle:
         outcome=done.outcome,
         fault_type=job.scenario.fault_type,
         domain=job.scenario.domain,
-        verdict=done.verdict,
+        # The text the verdict's secret check wrote is the text the store writes: once.
+        verdict=(
+            done.verdict
+            if done.verdict is None or done.verdict_json is None
+            else Encoded(done.verdict, done.verdict_json)
+        ),
         started_at=done.attempts[0].started_at,
         ended_at=final.ended_at,
         latency_ms=final.latency_ms,
@@ -156,32 +162,42 @@ def _record_trial_metrics(store: Any, run_id: str, key: str, verdict: Mapping[st
         store.record_metrics(run_id, key, metrics, undefined)
 
 
+KeptTrial = tuple[int, int, str | None]
+"""What a run keeps of a trial it recorded and does not hold: its model calls, interventions
+and final error (the trial dict's ``usage`` counts and ``error``)."""
+
+
 def _resumed_trial(
     runner: _Runner,
     job: _Job,
     store: Any,
     record: Any,
     final: AttemptRecord | None,
-    counts: tuple[int, int] | None = None,
+    kept: KeptTrial | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any] | str | None]:
     """Rebuild a stored trial's dict (and its episode for memory) from its record, its final
     attempt and that attempt's events.
 
-    ``counts`` (model calls and interventions of the final attempt) is given for a trial this
-    run recorded itself, in one bundle with its metrics: its events are then not read back.
+    ``kept`` (model calls and interventions of the final attempt, and its error as stored) is
+    given for a trial this run recorded itself, in one bundle with its metrics: its attempts and
+    events are then not read back (``final`` is not needed).
     """
-    if counts is not None or final is None:
+    if kept is not None or final is None:
         events: list[EventBase] = []
     else:
         events = list(store.iter_events(runner.run_id, job.key, attempt=final.attempt))
     verdict = record.verdict
     if (
-        counts is None
+        kept is None
         and verdict is not None
         and not store.get_metrics(runner.run_id, job.key).values
     ):
         # The run stopped between the trial record and its metrics: write them now.
         _record_trial_metrics(store, runner.run_id, job.key, verdict)
+    if kept is not None:
+        error: str | None = kept[2]
+    else:
+        error = final.error if final is not None else None
     trial = runner.trial_dict(
         job,
         outcome=record.outcome,
@@ -189,8 +205,8 @@ def _resumed_trial(
         attempts=record.attempts,
         latency_ms=record.latency_ms,
         events=events,
-        error=final.error if final is not None else None,
-        counts=counts,
+        error=error,
+        counts=None if kept is None else kept[:2],
     )
     return trial, runner.episode(job, trial, events)
 
@@ -200,18 +216,21 @@ def _reload_trials(
     jobs: Sequence[_Job],
     store: Any,
     trial_dicts: dict[str, dict[str, Any]],
-    counts: Mapping[str, tuple[int, int]] | None = None,
+    kept: Mapping[str, KeptTrial] | None = None,
 ) -> None:
     """Fill in the trial dicts not held in memory, from the store (as a resumed run does).
 
-    ``counts`` holds the model calls and interventions of the trials this run recorded, so
-    their events need not be read back.
+    ``kept`` holds what the run kept of the trials it recorded (``KeptTrial``), so their
+    attempts and events need not be read back.
     """
     missing = [job for job in jobs if trial_dicts.get(job.key) is None]
     if not missing:
         return
+    kept = kept or {}
     records = {r.trial_key: r for r in store.list_trials(runner.run_id)}
-    finals = final_attempts(store, runner.run_id)
+    finals = (
+        final_attempts(store, runner.run_id) if any(job.key not in kept for job in missing) else {}
+    )
     for job in missing:
         trial_dicts[job.key], _ = _resumed_trial(
             runner,
@@ -219,5 +238,5 @@ def _reload_trials(
             store,
             records[job.key],
             finals.get(job.key),
-            None if counts is None else counts.get(job.key),
+            kept.get(job.key),
         )

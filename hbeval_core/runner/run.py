@@ -115,6 +115,7 @@ from ..vocab import (
     METHODOLOGY_B,
     METHODOLOGY_C,
     OUTCOME_PASS,
+    OUTCOME_SKIPPED,
     SCORING_VERSION,
 )
 from .manifest import (
@@ -152,7 +153,9 @@ from ._admission import (
 from ._attempts import _Done, _Job, _Runner, abandoned_threads, trial_run_id
 from ._budget import CostBudget
 from ._execute import _interrupt_watch, always, run_parallel, run_serial
+from ._gc import collector_paused
 from ._resume import (
+    KeptTrial,
     _record,
     _reload_trials,
     _resumed_trial,
@@ -468,9 +471,6 @@ def run_battery(
         runner.close()
         _warn_abandoned()
 
-    ran = [j for j in jobs if j.key in tally.trials]  # all of them unless the budget stopped it
-    if tally.slim:
-        _reload_trials(runner, ran, store, tally.trials, tally.counts)
     run_info = {
         "run_id": run_id,
         "agent_id": agent_id,
@@ -487,7 +487,7 @@ def run_battery(
         "manifest_hash": manifest_hash,
         "manifest": manifest.to_dict(),
         "started_at": started_at,
-        "ended_at": time.time(),
+        "ended_at": None,
         "executor": executor,
         "nodes": nodes,
     }
@@ -496,10 +496,31 @@ def run_battery(
         run_info["rate_limit"] = stats
     if budget is not None:
         run_info["budget"] = budget.record(left_trials=bool(left))
-    records = [tally.trials[j.key] for j in ran]
-    if left:  # stopped by the budget: the run stays open to be resumed
+    with collector_paused():  # many objects, no cycles (runner._gc)
+        return _report_run(store, runner, jobs, tally, run_info, stopped=bool(left))
+
+
+def _report_run(
+    store: Any,
+    runner: _Runner,
+    jobs: list[_Job],
+    tally: _Tally,
+    run_info: dict[str, Any],
+    *,
+    stopped: bool,
+) -> dict[str, Any]:
+    """The run's report over the trials that ran, stored; ``stopped``: the budget stopped the
+    run, which stays open to be resumed. Trial dicts read back from the store live only here."""
+    ran = [j for j in jobs if j.key in tally.trials]  # all of them unless the budget stopped it
+    trial_dicts = tally.trials
+    if tally.slim:
+        trial_dicts = dict(trial_dicts)
+        _reload_trials(runner, ran, store, trial_dicts, tally.kept)
+    run_info["ended_at"] = time.time()
+    records = [trial_dicts[j.key] for j in ran]
+    if stopped:
         report = build_report(run=run_info, trials=records, history=[]).to_dict()
-        store.finish_run(run_id, RUN_INTERRUPTED)
+        store.finish_run(run_info["run_id"], RUN_INTERRUPTED)
         return report
     return _finish_report(store, run_info, records)
 
@@ -686,8 +707,9 @@ class _Tally:
         self.resumed = 0
         self.slim = False
         """True: trial dicts are read back from the store at the end instead of held."""
-        self.counts: dict[str, tuple[int, int]] = {}
-        """Model calls and interventions of each trial not held (its events stay in the store)."""
+        self.kept: dict[str, KeptTrial] = {}
+        """Model calls, interventions and final error of each trial not held (its attempts and
+        events stay in the store)."""
 
     def resume(self, runner: _Runner, jobs: list[_Job], store: Any) -> list[_Job]:
         """Take the trials the store already holds; returns the jobs still to run."""
@@ -724,9 +746,11 @@ class _Tally:
         """Count a recorded trial; ``trial`` None: read it back from the store at the end."""
         if trial is None:
             self.slim = True
-        elif self.slim:
+        elif self.slim and outcome != OUTCOME_SKIPPED:
+            # (A skipped trial's dict has no error while its stored attempt has one: it is
+            # read back in full.)
             usage = trial["usage"]
-            self.counts[key] = (usage["model_calls"], usage["interventions"])
+            self.kept[key] = (usage["model_calls"], usage["interventions"], trial.get("error"))
         self.trials[key] = None if self.slim else trial  # type: ignore[assignment]
         self.episodes[key] = episode
         if outcome != OUTCOME_PASS:

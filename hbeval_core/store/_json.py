@@ -12,26 +12,38 @@ member is its value to orjson and an error to ``json.dumps``; subclasses, tuples
 types are written differently or refused differently. orjson's own refusals (a lone surrogate,
 an integer beyond 64 bits, nesting deeper than it goes) also send the value to ``json.dumps``.
 ``tests/store/test_store_json.py`` compares both encoders over the cases at the borders.
+
+:func:`loads` returns the value ``json.loads(text)`` returns, faster: orjson parses ``text``, and
+its value is kept only when orjson writes it back as exactly ``text``; anything else (text orjson
+refuses or would spell differently) goes to ``json.loads``. The round trip makes the two parsers
+agree: an integer token beyond 64 bits, which orjson reads as a float, is written back as a
+float; a float token reproduced byte for byte is the shortest spelling of orjson's value, which
+``json.loads`` (correctly rounded) reads as that same value; duplicate keys, whitespace, escapes
+spelled otherwise, ``NaN`` and lone surrogates never reproduce. Stored documents were written by
+:func:`dumps` (compact, the spelling orjson gives plain data), so they nearly all take the fast
+path. ``tests/store/test_store_json.py`` compares both parsers over malformed and border texts.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-__all__ = ["dumps"]
+__all__ = ["Encoded", "dumps", "loads"]
 
 _LOW: Final = 1e-4
 _HIGH: Final = 1e16
 _SCALARS: Final = frozenset({str, int, bool, type(None)})
 
 _orjson_dumps: Callable[[Any], bytes] | None = None
+_orjson_loads: Callable[[str], Any] | None = None
 _orjson_error: type[Exception] = ValueError
 try:  # optional: the stdlib gives the same text, more slowly
     import orjson
 
     _orjson_dumps = orjson.dumps
+    _orjson_loads = orjson.loads
     _orjson_error = orjson.JSONEncodeError
 except ImportError:  # pragma: no cover - exercised only where orjson is missing
     pass
@@ -65,6 +77,19 @@ def _plain(value: Any) -> bool:
     return True
 
 
+class Encoded(dict[str, Any]):
+    """A JSON object already written: a copy of the dict, with the text ``dumps(value,
+    utf8=True)`` gave for it, which :func:`dumps` returns instead of writing it again (the
+    runner checks a verdict's text for secrets, then hands the store the same text). Made
+    right before it is recorded, from a dict nothing changes in between."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, value: Mapping[str, Any], text: str) -> None:
+        super().__init__(value)
+        self.text = text
+
+
 def _stdlib_dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
@@ -75,6 +100,8 @@ def dumps(value: Any, *, utf8: bool = False) -> str:
     ``utf8``: also refuse text UTF-8 cannot hold (a lone surrogate) with the
     ``UnicodeEncodeError`` that ``text.encode("utf-8")`` raises.
     """
+    if value.__class__ is Encoded:
+        return value.text
     if _orjson_dumps is not None:
         try:
             plain = _plain(value)
@@ -89,3 +116,15 @@ def dumps(value: Any, *, utf8: bool = False) -> str:
     if utf8:
         text.encode("utf-8")
     return text
+
+
+def loads(text: Any) -> Any:
+    """``json.loads(text)``: the same value (types included), or the same error."""
+    if _orjson_loads is not None and _orjson_dumps is not None and text.__class__ is str:
+        try:
+            value = _orjson_loads(text)
+            if _orjson_dumps(value).decode() == text:
+                return value
+        except (ValueError, TypeError):  # refused by orjson (its errors are ValueErrors)
+            pass
+    return json.loads(text)

@@ -232,20 +232,28 @@ def sanitise_value(
 ) -> tuple[Any, list[str]]:
     """A storable (and, with ``redactor``, redacted) copy of ``value`` and the list of changes
     (``value`` itself when none)."""
-    notes: list[str] = []
     if redactor is not None:
-        try:
-            text = dumps(value, utf8=True)  # the compact text the store would write
-        except Exception:  # not storable as it is: walk it
-            pass
-        else:
-            if not redactor.may_hold_secret(text):
-                return value, notes
-        walk = _Walk(notes, redactor.text_hook, redactor.secret_name)
+        clean, changes, _ = sanitised_json(value, path, redactor)
+        return clean, changes
+    notes: list[str] = []
+    return _Walk(notes, text_hook).value(value, path, 0), notes
+
+
+def sanitised_json(value: Any, path: str, redactor: Redactor) -> tuple[Any, list[str], str | None]:
+    """``sanitise_value(value, path, redactor=redactor)``, and the JSON text the store writes for
+    ``value`` (``store._json.dumps(value, utf8=True)``) when ``value`` is returned as it was
+    (None otherwise)."""
+    notes: list[str] = []
+    text: str | None = None
+    try:
+        text = dumps(value, utf8=True)  # the compact text the store would write
+    except Exception:  # not storable as it is: walk it
+        pass
     else:
-        walk = _Walk(notes, text_hook)
-    clean = walk.value(value, path, 0)
-    return clean, notes
+        if not redactor.may_hold_secret(text):
+            return value, notes, text
+    clean = _Walk(notes, redactor.text_hook, redactor.secret_name).value(value, path, 0)
+    return clean, notes, text if clean is value and not notes else None
 
 
 def _row(ev: EventBase) -> tuple[str, str] | None:

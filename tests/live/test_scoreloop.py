@@ -25,7 +25,7 @@ import pytest
 from hbeval_core.derive import CallLinker
 from hbeval_core.events import EventFormatError, read_events
 from hbeval_core.events._fast import twin_adapter
-from hbeval_core.events._structs import struct_decoder, struct_types
+from hbeval_core.events._structs import struct_chunks, struct_decoder, struct_types
 from hbeval_core.live._scoreloop import fold_dicts, fold_structs
 from hbeval_core.live._trace import fold_trace
 from hbeval_core.live.derive import DERIVE_V1, DERIVE_V2, DERIVE_VERSION, Deriver, derive_steps
@@ -160,8 +160,7 @@ def loop_tuples(lines: list[str], structs: bool, version: str = DERIVE_VERSION) 
     got: list[Any] = []
     raw = iter([line.encode() for line in lines])
     if structs:
-        decoder = struct_decoder()
-        fold_structs(raw, 0, deriver, decoder.decode, struct_types(), got.extend, [], 7)
+        fold_structs(struct_chunks(raw, 0), deriver, struct_types(), got.extend, [], 7)
     else:
         validate = twin_adapter().validator.validate_json
         fold_dicts(raw, 0, deriver, validate, got.extend, [], 7)

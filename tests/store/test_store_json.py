@@ -157,3 +157,91 @@ def test_a_real_report_and_its_verdicts_are_stored_as_the_stdlib_writes_them() -
     assert len(verdicts) == 24
     for verdict in verdicts:
         assert encode_json("verdict", verdict) == reference(verdict)
+
+
+# ---------------------------------------------------------------------- reading: store._json.loads
+def typed(value: Any) -> Any:
+    """``value`` with every number tagged with its type (``1 == 1.0`` and ``-0.0 == 0.0``)."""
+    if isinstance(value, dict):
+        return {k: typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [typed(v) for v in value]
+    if isinstance(value, float):
+        return ("float", struct.pack("<d", value))
+    return (type(value).__name__, value)
+
+
+def parsed(fn: Any, text: Any) -> tuple[str, Any]:
+    try:
+        return "ok", typed(fn(text))
+    except (ValueError, TypeError, RecursionError) as exc:
+        return "error", type(exc)
+
+
+def assert_read_alike(text: Any) -> None:
+    assert parsed(_json.loads, text) == parsed(json.loads, text), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # integers at and beyond 64 bits (orjson reads some of these as floats)
+        "9223372036854775807", "9223372036854775808", "-9223372036854775808",
+        "-9223372036854775809", "18446744073709551615", "18446744073709551616",
+        '{"n":123456789012345678901234567890}', "[1e400,-1e400,1e-400]", "-0", "-0.0", "0.0",
+        "1E5", "1e+5", "1.0e-5", "[1.5,2.50]", "100000000000000000000.0",
+        # what orjson refuses or the stdlib reads its own way
+        "NaN", "[Infinity,-Infinity]", '"\\ud800"', '"\\udc00x"', '"\\ud83d\\ude00"',
+        '{"a":1,"a":2}', ' {"a":1}', '{"a": 1}', "[1,]", "", "nul", '"a\x01b"', '"\\u00e9"',
+        '"é✓"', '"\\/"', "\ufeff[1]", "[1]\n", '{"k":[true,false,null]}', "{}", "[]",
+        "[" * 200 + "]" * 200, "[" * 2000 + "]" * 2000,
+    ],
+)  # fmt: skip
+def test_stored_text_is_read_as_the_stdlib_reads_it(text: str) -> None:
+    assert_read_alike(text)
+
+
+def test_floats_and_integers_written_either_way_are_read_alike() -> None:
+    rng = random.Random(11)
+    numbers: list[Any] = [1e-4, 1e16, 5e-324, 1.7976931348623157e308, 0.1, 1 / 3]
+    for _ in range(3000):
+        x = struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0]
+        if math.isfinite(x):
+            numbers.append(x)
+        numbers.append(rng.getrandbits(rng.choice((8, 62, 63, 64, 65, 100))) * rng.choice((1, -1)))
+    for n in numbers:
+        for text in (json.dumps(n), f"[{n!r}]", f"{n:.17g}", f"{n:.20g}", f"{n:.3e}"):
+            assert_read_alike(text)
+    assert_read_alike(reference(numbers))
+
+
+def test_a_stored_verdict_is_read_back_as_the_stdlib_reads_it() -> None:
+    store = MemoryStore()
+    task = Task(id="t", question="summarise", required=("summary",))
+    report = run_battery(
+        None, agent_factory, [task], Battery.hbeval(n_scenarios=6, seed=3), trials=2,
+        store=store, run_id="r", seed=3,
+    )  # fmt: skip
+    for doc in [report, *(t.verdict for t in store.list_trials("r"))]:
+        text = reference(doc)
+        assert_read_alike(text)
+        orjson_value = orjson.loads(text)
+        assert orjson.dumps(orjson_value).decode() == text  # the fast path is taken
+
+
+def test_an_encoded_verdict_is_written_as_its_text_and_stored_as_the_stdlib_writes_it() -> None:
+    """A run hands the store each verdict with the text its secret check wrote (``Encoded``):
+    what the store keeps is that text, and it is the stdlib's text of the verdict the run
+    reports."""
+    verdict = {"passed": True, "score": 0.5, "note": "façade"}
+    assert _json.dumps(_json.Encoded(verdict, reference(verdict))) == reference(verdict)
+    store = MemoryStore()
+    task = Task(id="t", question="summarise", required=("summary",))
+    report = run_battery(
+        None, agent_factory, [task], Battery.hbeval(n_scenarios=6, seed=3), trials=2,
+        store=store, run_id="r", seed=3,
+    )  # fmt: skip
+    kept = {key: text for key, (_, text) in store._runs["r"].trials.items()}
+    assert len(kept) == 12
+    for trial in report["trials"]:
+        assert kept[trial["trial_key"]] == reference(trial["verdict"])
