@@ -30,8 +30,10 @@ if TYPE_CHECKING:
 
 __all__ = ["LOG_LIMIT", "LoggedCallbacks"]
 
-LOG_LIMIT = 4096
-"""Logged callbacks a handler keeps at most before it records them (bounds its memory)."""
+LOG_LIMIT = 1024
+"""Logged callbacks a handler keeps at most before it records them: bounds its memory, and the
+pause of the callback that records them (about 100 tool calls' worth, some 15 ms) in a handler
+nobody reads for a long time (``instrument()`` in a server)."""
 
 
 class _Watching:
