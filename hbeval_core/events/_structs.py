@@ -207,7 +207,7 @@ def struct_chunks(
     newline inside a string is no JSON; so every ``]\n[`` stands between top-level values,
     each line yields at least one, and a line that yields more than one (``{...}] [{...}``)
     shows as more values than lines. A block that fails, or gives more values than lines, is
-    read again line by line (``tests/live/test_scoreloop.py`` checks both ways on the
+    read again line by line (``tests/live/test_score_blocks.py`` checks both ways on the
     malformed-input corpus).
     """
     decode = struct_decoder().decode
