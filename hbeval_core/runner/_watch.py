@@ -15,7 +15,7 @@ caller's thread only wakes when an attempt could have run out of time:
   abandoned with the agent still in it (listed by ``abandoned_threads``), and a new trial
   thread concludes that trial and goes on with the next job;
 * Ctrl-C (or any error on the caller's thread) stops the loop: a trial being recorded is
-  recorded in full first, an attempt in flight is cut and abandoned, nothing else starts.
+  recorded in full first, an attempt in flight is cut (not recorded), nothing else starts.
 
 Everything the trial thread does runs in a copy of the caller's context variables, and each
 attempt in a fresh copy of them, as each attempt did on a worker thread. An error raised on the
@@ -84,10 +84,8 @@ class _Watch:
             with self.lock:  # waits for a trial being recorded
                 self.generation += 1
                 flight, self.flight = self.flight, None
-            if flight is not None:
+            if flight is not None:  # told to stop at its next tool call; it ends with the run
                 flight.ctx.cut()
-                if flight.thread is not None:
-                    _abandon(flight.thread)
             raise
         if self.error is not None:
             raise self.error
