@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from ..events._fast import fast_lines, slow_event, twin_adapter
+from ..events._fast import fast_lines, line_blocks, slow_event, twin_adapter
 from ..events._structs import struct_chunks, struct_decoder, struct_types
 from ._scoreloop import fold_dicts, fold_structs
 from ._steps import StepTuple
@@ -128,7 +128,9 @@ def fold_trace(
                     chunks = struct_chunks(lines, lineno, fh)
                     fold_structs(chunks, deriver, types, flush, batch, size)
                 else:
-                    fold_dicts(lines, lineno, deriver, decode, flush, batch, size)
+                    # From a file: blocks of lines, the NaN guard looked up once a block.
+                    blocks = line_blocks(lines, fh)
+                    fold_dicts(blocks, lineno, deriver, decode, flush, batch, size)
     finally:
         deriver._as_tuples = False
         if collecting:
