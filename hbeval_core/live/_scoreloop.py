@@ -49,7 +49,8 @@ from .derive import UNOBSERVED, Deriver, _link, _RunState, _start_link, canonica
 __all__ = ["fold_dicts", "fold_structs"]
 
 _MEMO_MAX = 4096
-"""Action labels remembered per loop (cleared when full, so memory stays flat)."""
+"""Action labels remembered per loop, by the value of a tool's one argument: ``{value: (tool,
+argument name, action)}`` (cleared when full, so memory stays flat)."""
 
 
 def fold_structs(
@@ -76,8 +77,9 @@ def fold_structs(
     v1 = deriver._v1
     observing = deriver._observing
     unobserved = UNOBSERVED
+    link_id, link_none = LINK_ID, LINK_NONE
     spoiling = RESULT_SPOILING_EFFECTS
-    memo: dict[tuple[str, str, Any], str] = {}
+    memo: dict[Any, tuple[str, str, str]] = {}
     # The run of the event before, and its state (most traces are one run at a time).
     cur_run: str | None = None
     st: Any = None
@@ -91,7 +93,7 @@ def fold_structs(
     try:
         for chunk in chunks:
             for (ev,) in chunk:
-                cls = ev.__class__
+                cls = type(ev)
                 if cls is tool_start_t:
                     run_id = ev.run_id
                     if run_id != cur_run:
@@ -112,7 +114,14 @@ def fold_structs(
                             start_link(st, call_id, ev.tool, args)
                     continue
                 if cls is tool_end_t or cls is tool_error_t:
-                    run_id = ev.run_id
+                    # Each attribute read sees one struct class (a read that sees two falls
+                    # back from the interpreter's specialised slot read to the generic one).
+                    if cls is tool_end_t:
+                        run_id, call_id, tool = ev.run_id, ev.call_id, ev.tool
+                        success = ev.status != "error"
+                    else:
+                        run_id, call_id, tool = ev.run_id, ev.call_id, ev.tool
+                        success = False
                     if run_id != cur_run:
                         st = runs.get(run_id)
                         if st is None:
@@ -120,26 +129,29 @@ def fold_structs(
                         cur_run = run_id
                         st_args, st_links, st_by_id = st.args, st.links, st.by_id
                         st_ended, st_faults = st.ended, st.faults
-                    call_id = ev.call_id
-                    tool = ev.tool
                     # Deriver._tool_step's rules, in its order.
                     args = st_args.pop(call_id, None)
                     cached = st_links.pop(call_id, None) if st_links else None
-                    if cached is None or cached[0] == LINK_NONE:
+                    if cached is None or cached[0] == link_none:
                         issued = st_by_id.pop(call_id, None)
                         if issued is not None:  # derive._link, inline for a link by id
                             issued[0] = True
-                            link_kind = LINK_ID
                             st_ended[call_id] = issued[1]  # retired (derive._RunState)
+                            traceable = issued[1] if v1 else True  # linked by id
                         else:
                             link_kind, issued = link(st, call_id, tool, args)
+                            if v1:
+                                traceable = (
+                                    link_kind == link_id and issued is not None and issued[1]
+                                )
+                            else:
+                                traceable = link_kind != link_none
                     else:
                         link_kind, issued = cached
-                    if v1:
-                        traceable = link_kind == LINK_ID and issued is not None and issued[1]
-                    else:
-                        traceable = link_kind != LINK_NONE
-                    success = cls is tool_end_t and ev.status != "error"
+                        if v1:
+                            traceable = link_kind == link_id and issued is not None and issued[1]
+                        else:
+                            traceable = link_kind != link_none
                     had_fault = not success
                     if st_faults:
                         faults = st_faults.pop(call_id, None)
@@ -150,17 +162,20 @@ def fold_structs(
                                     success = False
                     if args is None:
                         args = {}
-                    if args.__class__ is dict and len(args) == 1:
+                    if type(args) is dict and len(args) == 1:
                         for name in args:
                             value = args[name]
-                        value_cls = value.__class__
+                        value_cls = type(value)
                         if value_cls is int or value_cls is str:
-                            key = (tool, name, value)
-                            action = memo.get(key)
-                            if action is None:
+                            # Keyed by the value alone (a new tool string would be hashed each time).
+                            known = memo.get(value)
+                            if known is not None and known[0] == tool and known[1] == name:
+                                action = known[2]
+                            else:
                                 if len(memo) >= _MEMO_MAX:
                                     memo.clear()
-                                action = memo[key] = f"{tool}({canonical_args(args)})"
+                                action = f"{tool}({canonical_args(args)})"
+                                memo[value] = (tool, name, action)
                         else:
                             action = f"{tool}({canonical_args(args)})"
                     else:
@@ -306,8 +321,9 @@ def fold_dicts(
     v1 = deriver._v1
     observing = deriver._observing
     unobserved = UNOBSERVED
+    link_id, link_none = LINK_ID, LINK_NONE
     spoiling = RESULT_SPOILING_EFFECTS
-    memo: dict[tuple[str, str, Any], str] = {}
+    memo: dict[Any, tuple[str, str, str]] = {}
     cur_run: str | None = None
     st: Any = None
     steps = 0
@@ -359,20 +375,20 @@ def fold_dicts(
                         # Deriver._tool_step's rules, in its order (as in fold_structs).
                         args = st.args.pop(call_id, None)
                         cached = st.links.pop(call_id, None) if st.links else None
-                        if cached is None or cached[0] == LINK_NONE:
+                        if cached is None or cached[0] == link_none:
                             issued = st.by_id.pop(call_id, None)
                             if issued is not None:  # derive._link, inline for a link by id
                                 issued[0] = True
-                                link_kind = LINK_ID
+                                link_kind = link_id
                                 st.ended[call_id] = issued[1]  # retired (derive._RunState)
                             else:
                                 link_kind, issued = link(st, call_id, tool, args)
                         else:
                             link_kind, issued = cached
                         if v1:
-                            traceable = link_kind == LINK_ID and issued is not None and issued[1]
+                            traceable = link_kind == link_id and issued is not None and issued[1]
                         else:
-                            traceable = link_kind != LINK_NONE
+                            traceable = link_kind != link_none
                         success = kind == TOOL_END and ev.get("status") != "error"
                         had_fault = not success
                         if st.faults:
@@ -384,17 +400,20 @@ def fold_dicts(
                                         success = False
                         if args is None:
                             args = {}
-                        if args.__class__ is dict and len(args) == 1:
+                        if type(args) is dict and len(args) == 1:
                             for name in args:
                                 value = args[name]
-                            value_cls = value.__class__
+                            value_cls = type(value)
                             if value_cls is int or value_cls is str:
-                                key = (tool, name, value)
-                                action = memo.get(key)
-                                if action is None:
+                                # Keyed by the value alone (a new tool string would be hashed each time).
+                                known = memo.get(value)
+                                if known is not None and known[0] == tool and known[1] == name:
+                                    action = known[2]
+                                else:
                                     if len(memo) >= _MEMO_MAX:
                                         memo.clear()
-                                    action = memo[key] = f"{tool}({canonical_args(args)})"
+                                    action = f"{tool}({canonical_args(args)})"
+                                    memo[value] = (tool, name, action)
                             else:
                                 action = f"{tool}({canonical_args(args)})"
                         else:
