@@ -10,7 +10,9 @@ same message, line and field. ``step`` events (whose fields the deriver copies v
 validated as models, as are kinds any future model gives a field the twin cannot mirror.
 
 ``orjson`` is not needed here: pydantic-core parses and validates in one pass, about as fast as
-``json.loads`` alone. With msgspec installed, scoring reads structs instead (``_structs``).
+``json.loads`` alone. For scoring a file, ``line_blocks`` reads it in blocks of whole lines and
+looks for ``NaN`` and ``Infinity`` once per block (``may_hold_nan``); a line of a block that may
+hold one is then looked at alone, as here. With msgspec installed, scoring reads structs instead (``_structs``).
 """
 
 from __future__ import annotations
