@@ -26,11 +26,13 @@ load average is printed) wall time includes waiting for a CPU, CPU time does not
 Nothing is asserted.
 
     .venv/bin/python benchmarks/bench_edm.py [--sizes 10000,100000] [--queries 300]
+        [--keep DIR [--build-only]]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import pickle
 import random
@@ -230,17 +232,22 @@ def python_loop_search(
     return [(eid, s) for s, eid in hits[:k]]
 
 
-def approximate(path: Path, query_texts: list[str], k: int) -> None:
-    """The approximate path against the exact one, same queries, interleaved per query."""
+def approximate(path: Path, query_texts: list[str], k: int, *, reuse: bool = False) -> None:
+    """The approximate path against the exact one, same queries, interleaved per query
+    (``reuse``: keep an index an earlier run built beside ``path``)."""
     from hbeval_core.memory._ann import faiss_available
 
     if not faiss_available():
         print("  approximate: faiss not installed (pip install 'hbeval[fast]'): exact only")
         return
     with EDM(path) as edm:
-        t = time.perf_counter()
-        size = edm.build_index(AGENT)
-        print(f"  approximate index: {size:,} vectors built in {time.perf_counter() - t:,.1f} s")
+        if reuse and edm._approx_for(AGENT) is not None:
+            print("  approximate index: reused (built by an earlier run with --keep)")
+        else:
+            t = time.perf_counter()
+            size = edm.build_index(AGENT)
+            took = time.perf_counter() - t
+            print(f"  approximate index: {size:,} vectors built in {took:,.1f} s")
     with EDM(path) as edm:
         t = time.perf_counter()
         edm.retrieve(query_texts[0], AGENT, k)
@@ -275,6 +282,20 @@ def approximate(path: Path, query_texts: list[str], k: int) -> None:
         f"the exact search's): {same}/{len(qvecs)} = {same / len(qvecs):.3f}"
     )
     print(f"  retrieve (embed + approximate search + fetch): {both(ret_w, ret_c)}")
+
+
+def approximate_build(path: Path) -> None:
+    """``--build-only``: the approximate index of a kept store, built unless there already."""
+    from hbeval_core.memory._ann import faiss_available
+
+    if faiss_available():
+        with EDM(path) as edm:
+            if edm._approx_for(AGENT) is None:
+                t = time.perf_counter()
+                size = edm.build_index(AGENT)
+                print(
+                    f"  approximate index: {size:,} vectors built in {time.perf_counter() - t:,.1f} s"
+                )
 
 
 def snapshot(
@@ -313,6 +334,15 @@ def main() -> None:
     ap.add_argument("--python-queries", type=int, default=5)
     ap.add_argument("--k", type=int, default=3)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument(
+        "--keep",
+        metavar="DIR",
+        help="keep each size's store (and approximate index) in DIR and reuse one already "
+        "there: build once (slow at 1M), measure later on a quiet machine",
+    )
+    ap.add_argument(
+        "--build-only", action="store_true", help="with --keep: build the stores, measure nothing"
+    )
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
 
@@ -325,21 +355,33 @@ def main() -> None:
     qrng = random.Random(args.seed + 1)
     query_texts = [context(qrng, qrng.randrange(1_000_000)) for _ in range(args.queries)]
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with contextlib.ExitStack() as stack:
+        if args.keep:
+            tmp = args.keep
+            Path(tmp).mkdir(parents=True, exist_ok=True)
+        else:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory())
         for n in sizes:
-            path = Path(tmp) / f"edm-{n}.db"
-            wall, cpu = build(path, n, args.seed)
-            size = path.stat().st_size
+            path = Path(tmp) / f"edm-{n}-seed{args.seed}.db"
+            reuse = bool(args.keep) and path.exists()
             print(f"[{n:,} episodes]")
-            print(
-                f"  admission (admit_many, batches of 10k): {n / wall:,.0f} episodes/s wall, "
-                f"{n / cpu:,.0f} episodes/s CPU"
-            )
+            if reuse:
+                print(f"  admission: store reused from {path} (built by an earlier run)")
+            else:
+                wall, cpu = build(path, n, args.seed)
+                print(
+                    f"  admission (admit_many, batches of 10k): {n / wall:,.0f} episodes/s wall, "
+                    f"{n / cpu:,.0f} episodes/s CPU"
+                )
+            if args.build_only:
+                approximate_build(path)
+                continue
+            size = path.stat().st_size
             print(
                 f"  database: {size / 1e6:.1f} MB = {size / n:,.0f} bytes per stored episode "
                 f"(vector {emb.dim * 4} B + record)"
             )
-            with EDM(path) as edm:
+            with EDM(path, approximate=False) as edm:  # the exact path (a kept index waits)
                 t = time.perf_counter()
                 edm.retrieve(query_texts[0], AGENT)
                 print(
@@ -383,7 +425,7 @@ def main() -> None:
                         f"median {statistics.median(loop_t) * 1e3:,.1f} ms = {ratio:,.0f}x "
                         f"the numpy search"
                     )
-            approximate(path, query_texts, args.k)
+            approximate(path, query_texts, args.k, reuse=reuse)
             print()
     print(
         "goals: approximate search p99 <= 2 ms at 100k and <= 10 ms at 1M; first retrieve after "

@@ -127,6 +127,21 @@ class _Attempt:
 
 
 @dataclass
+class _Flight:
+    """An attempt whose agent is running on a watched loop's thread (``runner._watch``)."""
+
+    job: _Job
+    earlier: list[_Attempt]
+    """The trial's attempts before this one."""
+    ctx: TrialContext
+    started: float
+    t0: float
+    index: int = 0
+    """The job's place in the loop's jobs (set by the loop)."""
+    thread: threading.Thread | None = None
+
+
+@dataclass
 class _Job:
     key: str
     scenario: Any
@@ -326,7 +341,8 @@ class _Runner:
             time.sleep(min(left, 1.0) if left > _PAUSE_POLL else left)
             left = limiter.pause_left()
 
-    def _attempt(self, job: _Job, number: int) -> _Attempt:
+    def _attempt(self, job: _Job, number: int, earlier: list[_Attempt]) -> _Attempt:
+        """Attempt ``number`` of ``job`` (``earlier``: its attempts so far)."""
         self._wait_out_pause()
         ctx = self._context(job, number)
         started = time.time()
@@ -345,11 +361,15 @@ class _Runner:
                 else:
                     with self._agent_lock:
                         result, infra = self._call_adapter(agent, job, ctx)
-            elif self.resolved.isolated:
-                result, infra = self._with_timeout(agent, job, ctx, owns_lock=False)
-            elif self._agent_lock.acquire(timeout=self.timeout):
-                # The worker thread releases the lock when the agent returns, however late.
-                result, infra = self._with_timeout(agent, job, ctx, owns_lock=True)
+            elif self.resolved.isolated or self._agent_lock.acquire(timeout=self.timeout):
+                # The thread running the agent releases the lock when it returns, however late.
+                owns = not self.resolved.isolated
+                watch = getattr(self._local, "watch", None)
+                if watch is None:
+                    result, infra = self._with_timeout(agent, job, ctx, owns_lock=owns)
+                else:  # a watched serial loop: the agent runs on this thread (runner._watch)
+                    flight = _Flight(job, earlier, ctx, started, t0)
+                    result, infra = watch.call(self, agent, flight, owns_lock=owns)
             else:
                 message = (
                     "skipped: the shared agent is still running a trial that timed out, so "
@@ -359,6 +379,13 @@ class _Runner:
                     final_state=None, status="skipped", error=message, error_type="AgentBusy"
                 )
                 infra = False
+        return self.attempt_record(ctx, result, infra, started, t0)
+
+    def attempt_record(
+        self, ctx: TrialContext, result: TrialResult, infra: bool, started: float, t0: float
+    ) -> _Attempt:
+        """The attempt as ended now (``started``: wall clock, ``t0``: ``perf_counter`` at its
+        start); an attempt the agent ended on an HTTP 429 is an infra attempt."""
         # Waits on the run's rate limit are not the trial's time.
         latency = (time.perf_counter() - t0 - ctx.paused) * 1000.0
         limited = ctx.rate_limited if result.status == "error" else None
@@ -369,7 +396,25 @@ class _Runner:
                 error=f"rate limited (HTTP 429, asked to wait {limited:g} s): {result.error}",
             )
             infra = True
-        return _Attempt(number, result, infra, started, time.time(), latency, limited)
+        return _Attempt(ctx.attempt, result, infra, started, time.time(), latency, limited)
+
+    def timed_out(self, ctx: TrialContext, *, began: bool = True) -> TrialResult:
+        """The result of an attempt cut by its timeout: its events up to now, then ``run_end``
+        (``began=False``: the time ran out before the agent was called)."""
+        events = ctx.cut()
+        if began:
+            message = (
+                f"trial exceeded its timeout of {self.timeout:g} s; the agent's thread was "
+                "abandoned as a daemon thread (it may still be running) and its events after "
+                "the cut are discarded"
+            )
+        else:
+            message = (
+                f"trial exceeded its timeout of {self.timeout:g} s before its agent was called "
+                "(building the agent, or waiting for the shared agent, took that long); the "
+                "agent was not run"
+            )
+        return _ended_result(ctx, events, "timeout", message, "TrialTimeout")
 
     def _with_timeout(
         self, agent: Any, job: _Job, ctx: TrialContext, *, owns_lock: bool
@@ -405,22 +450,22 @@ class _Runner:
                 raise exc
             value: tuple[TrialResult, bool] = box["value"]
             return value
-        events = ctx.cut()
+        result = self.timed_out(ctx)
         worker.stop()  # it ends when the agent returns; the next attempt gets a new worker
         _abandon(worker.thread)
-        message = (
-            f"trial exceeded its timeout of {self.timeout:g} s; the agent's thread was "
-            "abandoned as a daemon thread (it may still be running) and its events after the "
-            "cut are discarded"
-        )
-        return _ended_result(ctx, events, "timeout", message, "TrialTimeout"), False
+        return result, False
 
     # -- a whole trial ------------------------------------------------------------------------------
     def run_trial(self, job: _Job) -> _Done:
+        return self.conclude(job, self._attempts(job))
+
+    def _attempts(self, job: _Job) -> list[_Attempt]:
+        """The trial's attempts: an infra attempt runs again (``max_infra_retries``), one ended
+        on an HTTP 429 after the run's pause."""
         attempts: list[_Attempt] = []
         retries = limited = 0
         while True:
-            attempt = self._attempt(job, job.first_attempt + len(attempts))
+            attempt = self._attempt(job, job.first_attempt + len(attempts), attempts)
             attempts.append(attempt)
             if attempt.rate_limited is not None and limited < MAX_RATE_LIMITED_ATTEMPTS - 1:
                 limited += 1
@@ -428,8 +473,12 @@ class _Runner:
                     self.limiter.hit(attempt.rate_limited)  # raises over the cap on one pause
                 continue  # the next attempt waits the pause out before it starts
             if not attempt.infra or retries >= self.max_infra_retries:
-                break
+                return attempts
             retries += 1
+
+    def conclude(self, job: _Job, attempts: list[_Attempt]) -> _Done:
+        """The trial after its last attempt: stored forms, the verdict, the trial dict, the
+        episode (an attempt cut by its timeout is always the last)."""
         for att in attempts:
             att.result = _storable_result(att.result, job.key, self.redactor)
         final = attempts[-1]

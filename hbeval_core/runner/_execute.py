@@ -25,7 +25,13 @@ def run_serial(
     finish: Callable[[_Done], None],
     may_start: Callable[[], bool],
 ) -> None:
-    """Run ``jobs`` one after another on this thread while ``may_start()`` allows."""
+    """Run ``jobs`` one after another while ``may_start()`` allows: on this thread without a
+    timeout, else on a trial thread this one watches (``runner._watch``)."""
+    if runner.timeout is not None:
+        from ._watch import run_watched
+
+        run_watched(runner, jobs, finish, may_start)
+        return
     for job in jobs:
         if not may_start():
             return

@@ -19,12 +19,13 @@ trial could not start; it is not scored). Infra errors are retried up to
 ``max_infra_retries`` times; every attempt is kept in the store.
 
 **Timeouts.** Every attempt has a timeout (``DEFAULT_TIMEOUT``, 300 s, unless ``timeout`` says
-otherwise; ``timeout=0`` or None turns it off). Each attempt then runs in its own daemon thread
-and the runner waits that long. A thread cannot be killed: a timed-out agent runs on in the
-background, is told to stop at its next tool call (``TrialCancelled``), and everything it does
-after the cut is discarded; the thread is abandoned (it never keeps the process alive) and
-reported (``abandoned_threads()``, a warning at the end of the run). The trace up to the cut is
-kept and scored, and the trial's outcome is ``timeout``.
+otherwise; ``timeout=0`` or None turns it off). The agent then runs off the thread that
+watches the time: a serial run's trials all run on one daemon trial thread (``runner._watch``).
+A thread cannot be killed: a timed-out agent runs on in the background, is told to stop at its
+next tool call (``TrialCancelled``), and everything it does after the cut is discarded; the
+thread is abandoned (it never keeps the process alive) and reported (``abandoned_threads()``, a
+warning at the end of the run). The trace up to the cut is kept and scored, and the trial's
+outcome is ``timeout``.
 
 **The agent cannot end the run.** ``SystemExit`` (``sys.exit`` in the agent) and a
 ``KeyboardInterrupt`` the agent raises itself end that trial as an error (outcome fail); only an
@@ -40,10 +41,10 @@ on up to ``concurrency`` threads. A shared agent object runs every trial seriall
 object, and the report says "not isolated".
 
 **Recording.** Every attempt, its events, the trial, its metrics and the report go through the
-store's ``Recorder``, one trial at a time from the calling thread. The trial record is written
-last, so a trial is either complete in the store or re-run on resume (attempts already stored
-are kept and numbering continues after them). Ctrl-C marks the run interrupted and loses no
-trial that was already recorded.
+store's ``Recorder``, one trial at a time. The trial record is written last, so a trial is
+either complete in the store or re-run on resume (attempts already stored are kept and
+numbering continues after them). Ctrl-C marks the run interrupted and loses no trial that was
+already recorded (one being written is written in full first).
 
 **Faults and time.** Fault injection is enabled inside battery runs. Time-based faults wait on
 a virtual clock unless ``clock`` is given: the agent sees the same timeout error without the
@@ -258,7 +259,7 @@ def _target_label(target: Any) -> str:
 
 
 def run_battery(
-    adapter: Adapter | None,
+    adapter: Adapter | str | None,
     target: Any,
     tasks: Sequence[Task],
     battery: Any,
@@ -290,10 +291,10 @@ def run_battery(
 ) -> dict[str, Any]:
     """Run ``battery`` against ``target`` on ``tasks`` and return the ``hbeval-report/1`` dict.
 
-    ``adapter`` None picks one from the target (``registry.resolve_target``); ``target_kind``
-    forces ``factory``, ``agent`` or an adapter kind. ``battery`` is a ``Battery`` or its name
-    ("hbeval" / "compat", built with ``seed``). ``store`` is a ``Recorder`` (a ``MemoryStore``
-    when None). ``manifest`` supplies budgets, a price table and pinned hashes; a pinned hash
+    ``adapter`` None picks one from the target (``registry.resolve_target``; a name such as
+    ``"langgraph"`` takes that kind); ``target_kind`` forces ``factory``, ``agent`` or an
+    adapter kind. ``battery`` is a ``Battery`` or its name ("hbeval" / "compat", built with
+    ``seed``). ``store`` is a ``Recorder`` (a ``MemoryStore`` when None). ``manifest`` supplies budgets, a price table and pinned hashes; a pinned hash
     that differs raises ``ManifestMismatchError`` before anything runs. ``memory`` (an EDM)
     recalls the agent's precedents during trials and admits the run's scored trials at its
     end; ``on_admission`` receives each trial's admission record. With ``reuse`` (and no
@@ -576,7 +577,7 @@ def _redactor_for(manifest: RunManifest | None) -> Redactor:
 def _resolve(
     target: Any,
     target_kind: str | None,
-    adapter: Adapter | None,
+    adapter: Adapter | str | None,
     executor: str,
     concurrency: int,
 ) -> ResolvedTarget:
