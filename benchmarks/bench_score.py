@@ -196,7 +196,7 @@ def model_path(path: Path) -> None:
 
 def stage_runs() -> dict[str, Callable[[Path], object]]:
     """The cumulative stages of ``--stages`` (module docstring), for both readers."""
-    from hbeval_core.events._fast import twin_adapter
+    from hbeval_core.events._fast import line_blocks, twin_adapter
     from hbeval_core.events._structs import struct_chunks, struct_decoder, struct_types
     from hbeval_core.live._scoreloop import fold_dicts, fold_structs
     from hbeval_core.live._trace import fold_trace
@@ -228,7 +228,8 @@ def stage_runs() -> dict[str, Callable[[Path], object]]:
                     chunks = struct_chunks(iter(fh), 0, fh)
                     fold_structs(chunks, deriver, types, lambda b: None, [], 512)
                 else:
-                    fold_dicts(iter(fh), 0, deriver, validate, lambda b: None, [], 512)
+                    blocks = line_blocks(iter(fh), fh)
+                    fold_dicts(blocks, 0, deriver, validate, lambda b: None, [], 512)
 
         return run
 

@@ -10,14 +10,18 @@ same message, line and field. ``step`` events (whose fields the deriver copies v
 validated as models, as are kinds any future model gives a field the twin cannot mirror.
 
 ``orjson`` is not needed here: pydantic-core parses and validates in one pass, about as fast as
-``json.loads`` alone. With msgspec installed, scoring reads structs instead (``_structs``).
+``json.loads`` alone. For scoring a file, ``line_blocks`` reads it in blocks of whole lines and
+looks for ``NaN`` and ``Infinity`` once per block (``may_hold_nan``); a line of a block that may
+hold one is then looked at alone, as here. With msgspec installed, scoring reads structs instead (``_structs``).
 """
 
 from __future__ import annotations
 
+import io
 import types
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
+from itertools import islice
 from pathlib import Path
 from typing import IO, Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -27,7 +31,7 @@ from typing_extensions import NotRequired, Required, TypedDict  # pydantic's Typ
 from ._base import EventBase
 from .io import _slow_line
 
-__all__ = ["FAST_KINDS", "fast_lines", "slow_event", "twin_adapter"]
+__all__ = ["FAST_KINDS", "fast_lines", "line_blocks", "may_hold_nan", "slow_event", "twin_adapter"]
 
 FAST_KINDS = frozenset(
     {
@@ -137,6 +141,65 @@ def fast_lines(
     finally:
         if fh is not None:
             fh.close()
+
+
+BLOCK_BYTES = 1 << 15
+"""Bytes read per block by ``line_blocks`` (then up to the end of the line)."""
+_BLOCK_LINES = 512
+"""Lines per block when the source is an iterable of lines rather than a file."""
+_HOPS = 16
+"""Hits of a word's first letter that ``may_hold_nan`` looks at before it searches for the word."""
+
+
+def may_hold_nan(data: bytes) -> bool:
+    """Exactly ``b"NaN" in data or b"Infinity" in data``, faster on text without them.
+
+    ``bytes.find`` of a one-byte needle is ``memchr`` (tens of bytes per instruction), of a
+    longer one a byte-by-byte search (about a nanosecond a byte): so the first letters are
+    found with ``memchr`` and the words checked there; past ``_HOPS`` hits (text with many a
+    capital N or I) the word itself is searched for from there.
+    """
+    find, starts = data.find, data.startswith
+    for letter, word in ((b"N", b"NaN"), (b"I", b"Infinity")):
+        at = find(letter)
+        hops = 0
+        while at >= 0:
+            if starts(word, at):
+                return True
+            hops += 1
+            if hops > _HOPS:
+                if find(word, at) >= 0:
+                    return True
+                break
+            at = find(letter, at + 1)
+    return False
+
+
+def line_blocks(
+    lines: Iterator[bytes], fh: IO[bytes] | None = None, size: int = BLOCK_BYTES
+) -> Iterator[tuple[list[bytes], bool]]:
+    """The lines of a source in blocks, each with whether it may hold NaN or an infinity.
+
+    From a binary file ``fh`` (``lines`` unused) a block is about ``size`` bytes of whole lines,
+    split as iterating the file splits, and the NaN guard of ``fast_lines`` (a line that may
+    hold ``NaN`` or ``Infinity`` is read the validated way) is looked up once for the block:
+    False means no line of it holds either, True that each line must be looked at. From
+    ``lines``, blocks of lines each marked True.
+    """
+    if fh is None:
+        while True:
+            block = list(islice(lines, _BLOCK_LINES))
+            if not block:
+                return
+            yield block, True
+    read, readline = fh.read, fh.readline
+    while True:
+        data = read(size)
+        if not data:
+            return
+        if data[-1] != 10:  # up to the end of the line
+            data += readline()
+        yield io.BytesIO(data).readlines(), may_hold_nan(data)
 
 
 def slow_event(raw: bytes, lineno: int) -> EventBase | None:

@@ -7,7 +7,8 @@ else as dicts (``events._fast``). While ``on_step`` reads each step, they are de
 ``Deriver.feed`` / ``feed_raw`` and folded one at a time; from then on (or from the start,
 without ``on_step``) the scoring loop (``_scoreloop``) derives them inline, by the same rules on
 the same deriver state, and folds the steps in batches as tuples; with msgspec, a file is then
-decoded a block of lines per call (``events._structs.struct_chunks``).
+decoded a block of lines per call (``events._structs.struct_chunks``), without it read in blocks
+of lines whose NaN guard is looked up once per block (``events._fast.line_blocks``).
 
 The cyclic garbage collector is paused while a file is folded: parsed events and derivation
 state hold no reference cycles (reference counting frees them), and without the pause the
@@ -22,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from ..events._fast import fast_lines, slow_event, twin_adapter
+from ..events._fast import fast_lines, line_blocks, slow_event, twin_adapter
 from ..events._structs import struct_chunks, struct_decoder, struct_types
 from ._scoreloop import fold_dicts, fold_structs
 from ._steps import StepTuple
@@ -128,7 +129,9 @@ def fold_trace(
                     chunks = struct_chunks(lines, lineno, fh)
                     fold_structs(chunks, deriver, types, flush, batch, size)
                 else:
-                    fold_dicts(lines, lineno, deriver, decode, flush, batch, size)
+                    # From a file: blocks of lines, the NaN guard looked up once a block.
+                    blocks = line_blocks(lines, fh)
+                    fold_dicts(blocks, lineno, deriver, decode, flush, batch, size)
     finally:
         deriver._as_tuples = False
         if collecting:

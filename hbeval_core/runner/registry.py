@@ -285,14 +285,29 @@ class ResolvedTarget:
         return self.target(**extra)
 
 
+_RUNNER_CALLS: Final = ("instrument", "uninstrument", "fault_hook", "run_trial")
+"""The adapter methods every run calls."""
+
+
 def resolve_target(
-    target: Any, *, target_kind: str | None = None, adapter: Adapter | None = None
+    target: Any, *, target_kind: str | None = None, adapter: Adapter | str | None = None
 ) -> ResolvedTarget:
     """Decide factory-or-agent and the adapter for ``target`` (``target_kind`` overrides).
 
     For a factory the adapter is detected on the agent it returns, so the factory is called
-    once here; that agent serves the first trial.
+    once here; that agent serves the first trial. ``adapter`` may be an adapter kind's name
+    (``"langgraph"``), as ``--target-kind`` takes it.
     """
+    if isinstance(adapter, str):
+        adapter = get_adapter(adapter)  # an unknown name is refused, naming the known ones
+    elif adapter is not None:
+        missing = [m for m in _RUNNER_CALLS if not callable(getattr(adapter, m, None))]
+        if missing:
+            raise TargetKindError(
+                f"adapter must be an hbeval adapter, an adapter kind ({', '.join(adapter_kinds())}) "
+                f"or None to detect it from the target; got a {type(adapter).__name__} without "
+                f"{', '.join(missing)}"
+            )
     kinds = {KIND_FACTORY, KIND_AGENT}
     adapter_kind: str | None = None
     if target_kind is not None and target_kind not in kinds:

@@ -259,7 +259,7 @@ def _target_label(target: Any) -> str:
 
 
 def run_battery(
-    adapter: Adapter | None,
+    adapter: Adapter | str | None,
     target: Any,
     tasks: Sequence[Task],
     battery: Any,
@@ -291,10 +291,10 @@ def run_battery(
 ) -> dict[str, Any]:
     """Run ``battery`` against ``target`` on ``tasks`` and return the ``hbeval-report/1`` dict.
 
-    ``adapter`` None picks one from the target (``registry.resolve_target``); ``target_kind``
-    forces ``factory``, ``agent`` or an adapter kind. ``battery`` is a ``Battery`` or its name
-    ("hbeval" / "compat", built with ``seed``). ``store`` is a ``Recorder`` (a ``MemoryStore``
-    when None). ``manifest`` supplies budgets, a price table and pinned hashes; a pinned hash
+    ``adapter`` None picks one from the target (``registry.resolve_target``; a name such as
+    ``"langgraph"`` takes that kind); ``target_kind`` forces ``factory``, ``agent`` or an
+    adapter kind. ``battery`` is a ``Battery`` or its name ("hbeval" / "compat", built with
+    ``seed``). ``store`` is a ``Recorder`` (a ``MemoryStore`` when None). ``manifest`` supplies budgets, a price table and pinned hashes; a pinned hash
     that differs raises ``ManifestMismatchError`` before anything runs. ``memory`` (an EDM)
     recalls the agent's precedents during trials and admits the run's scored trials at its
     end; ``on_admission`` receives each trial's admission record. With ``reuse`` (and no
@@ -577,7 +577,7 @@ def _redactor_for(manifest: RunManifest | None) -> Redactor:
 def _resolve(
     target: Any,
     target_kind: str | None,
-    adapter: Adapter | None,
+    adapter: Adapter | str | None,
     executor: str,
     concurrency: int,
 ) -> ResolvedTarget:

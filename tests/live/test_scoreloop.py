@@ -24,7 +24,7 @@ import pytest
 
 from hbeval_core.derive import CallLinker
 from hbeval_core.events import EventFormatError, read_events
-from hbeval_core.events._fast import twin_adapter
+from hbeval_core.events._fast import line_blocks, twin_adapter
 from hbeval_core.events._structs import struct_chunks, struct_decoder, struct_types
 from hbeval_core.live._scoreloop import fold_dicts, fold_structs
 from hbeval_core.live._trace import fold_trace
@@ -163,7 +163,7 @@ def loop_tuples(lines: list[str], structs: bool, version: str = DERIVE_VERSION) 
         fold_structs(struct_chunks(raw, 0), deriver, struct_types(), got.extend, [], 7)
     else:
         validate = twin_adapter().validator.validate_json
-        fold_dicts(raw, 0, deriver, validate, got.extend, [], 7)
+        fold_dicts(line_blocks(raw), 0, deriver, validate, got.extend, [], 7)
     assert deriver.steps_derived == len(got)
     return got
 

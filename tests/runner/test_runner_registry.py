@@ -177,3 +177,23 @@ def test_expected_hash_mismatch_is_refused() -> None:
     with pytest.raises(ManifestMismatchError) as info:
         check_expected_hashes(m, {"battery_fingerprint": "aaaa", "plan_fingerprint": "cccc"})
     assert info.value.mismatches == {"plan_fingerprint": ("bbbb", "cccc")}
+
+
+def test_an_adapter_may_be_given_by_its_kind_name() -> None:
+    by_name = resolve_target(factory, adapter="plain")
+    assert isinstance(by_name.adapter, PlainAdapter) and by_name.adapter_kind == "plain"
+    with pytest.raises(TargetKindError, match=r"unknown adapter kind 'langchain'; known: .*plain"):
+        resolve_target(factory, adapter="langchain")
+
+
+def test_an_object_that_is_not_an_adapter_is_refused_by_name() -> None:
+    class Half:
+        name = "half"
+
+        def run_trial(self, *args: Any) -> Any:
+            return None
+
+    with pytest.raises(TargetKindError, match="without instrument, uninstrument, fault_hook"):
+        resolve_target(factory, adapter=Half())  # type: ignore[arg-type]
+    with pytest.raises(TargetKindError, match=r"adapter must be an hbeval adapter.*got a int"):
+        resolve_target(factory, adapter=3)  # type: ignore[arg-type]
