@@ -157,3 +157,28 @@ def test_no_index_without_a_file_or_for_another_embedder(tmp_path: Path) -> None
     other = EDM(path, embedder=HashingEmbedder(dim=256))
     assert other._approx_for(AGENT) is None
     assert other.retrieve(contexts(100, 5)[0], AGENT)  # the exact path still answers
+
+
+def test_a_reopened_index_searches_on_the_callers_thread_with_the_same_candidates(
+    tmp_path: Path,
+) -> None:
+    import faiss
+    import numpy as np
+
+    path = tmp_path / "edm.db"
+    with EDM(path) as edm:
+        edm.admit_many([episode(t, f"t{i}") for i, t in enumerate(contexts(2_000, 4))])
+        edm.build_index(AGENT)
+    with EDM(path) as edm:
+        approx = edm._approx_for(AGENT)
+        assert approx is not None
+        index = approx.index._index
+        ivf: Any = faiss.extract_index_ivf(index)
+        lists: Any = faiss.downcast_InvertedLists(ivf.invlists)
+        # Memory-mapped lists would start up to 32 read-ahead threads per search by default.
+        assert lists.prefetch_nthread == 0
+        queries = np.asarray(edm.embedder.embed(contexts(40, 5)), dtype=np.float32)
+        without = [approx.index.candidates(q, 16).tolist() for q in queries]
+        lists.prefetch_nthread = 32
+        with_threads = [approx.index.candidates(q, 16).tolist() for q in queries]
+    assert without == with_threads and all(without)
