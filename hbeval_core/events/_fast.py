@@ -12,7 +12,8 @@ validated as models, as are kinds any future model gives a field the twin cannot
 ``orjson`` is not needed here: pydantic-core parses and validates in one pass, about as fast as
 ``json.loads`` alone. For scoring a file, ``line_blocks`` reads it in blocks of whole lines and
 looks for ``NaN`` and ``Infinity`` once per block (``may_hold_nan``); a line of a block that may
-hold one is then looked at alone, as here. With msgspec installed, scoring reads structs instead (``_structs``).
+hold one is then looked at alone, as here. With msgspec installed, scoring reads structs
+instead (``_structs``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,15 @@ from typing_extensions import NotRequired, Required, TypedDict  # pydantic's Typ
 from ._base import EventBase
 from .io import _slow_line
 
-__all__ = ["FAST_KINDS", "fast_lines", "line_blocks", "may_hold_nan", "slow_event", "twin_adapter"]
+__all__ = [
+    "FAST_KINDS",
+    "fast_lines",
+    "line_blocks",
+    "may_hold_nan",
+    "slow_event",
+    "twin_adapter",
+    "whole_line_reads",
+]
 
 FAST_KINDS = frozenset(
     {
@@ -192,6 +201,12 @@ def line_blocks(
             if not block:
                 return
             yield block, True
+    for data in whole_line_reads(fh, size):
+        yield io.BytesIO(data).readlines(), may_hold_nan(data)
+
+
+def whole_line_reads(fh: IO[bytes], size: int) -> Iterator[bytes]:
+    """``fh`` read about ``size`` bytes at a time, each read carried on to the end of its line."""
     read, readline = fh.read, fh.readline
     while True:
         data = read(size)
@@ -199,7 +214,7 @@ def line_blocks(
             return
         if data[-1] != 10:  # up to the end of the line
             data += readline()
-        yield io.BytesIO(data).readlines(), may_hold_nan(data)
+        yield data
 
 
 def slow_event(raw: bytes, lineno: int) -> EventBase | None:

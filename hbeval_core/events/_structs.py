@@ -32,7 +32,7 @@ from typing import IO, Annotated, Any, Literal, Union, cast, get_args, get_origi
 from pydantic import BaseModel
 
 from ._base import EventBase
-from ._fast import FAST_KINDS, slow_event
+from ._fast import FAST_KINDS, slow_event, whole_line_reads
 
 __all__ = [
     "CHUNK_BYTES",
@@ -219,14 +219,8 @@ def struct_chunks(
             yield _one_by_one(block, lineno, decode)
             lineno += len(block)
     decode_lines = chunk_decoder()
-    read, readline = fh.read, fh.readline
     fails = skip = 0
-    while True:
-        data = read(size)
-        if not data:
-            return
-        if data[-1] != 10:  # up to the end of the line
-            data += readline()
+    for data in whole_line_reads(fh, size):
         if skip:
             skip -= 1
         else:
