@@ -369,7 +369,7 @@ class _Runner:
                     result, infra = self._with_timeout(agent, job, ctx, owns_lock=owns)
                 else:  # a watched serial loop: the agent runs on this thread (runner._watch)
                     flight = _Flight(job, earlier, ctx, started, t0)
-                    result, infra = watch.call(self, agent, flight, owns_lock=owns)
+                    result, infra = watch.call(agent, flight, owns_lock=owns)
             else:
                 message = (
                     "skipped: the shared agent is still running a trial that timed out, so "
@@ -442,12 +442,7 @@ class _Runner:
         assert self.timeout is not None
         if _wait_active(done, ctx, self.timeout):
             if "error" in box:
-                exc = box["error"]
-                if isinstance(exc, Exception):
-                    return _infra_result(
-                        ctx, f"harness error {type(exc).__name__}: {exc}", exc
-                    ), True
-                raise exc
+                return _harness_failed(ctx, box["error"])
             value: tuple[TrialResult, bool] = box["value"]
             return value
         result = self.timed_out(ctx)
@@ -629,6 +624,14 @@ def _ended_result(
 
 def _infra_result(ctx: TrialContext, message: str, exc: BaseException) -> TrialResult:
     return _ended_result(ctx, list(ctx.events), "error", message, type(exc).__name__, infra=True)
+
+
+def _harness_failed(ctx: TrialContext, exc: BaseException) -> tuple[TrialResult, bool]:
+    """An exception that escaped ``_call_adapter`` (the harness around the adapter failed): an
+    infra attempt; anything not an ``Exception`` (Ctrl-C) is raised again."""
+    if isinstance(exc, Exception):
+        return _infra_result(ctx, f"harness error {type(exc).__name__}: {exc}", exc), True
+    raise exc
 
 
 def _agent_exit_result(ctx: TrialContext, exc: BaseException) -> TrialResult:

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from ..contract import TrialResult
-from ._attempts import _abandon, _Attempt, _Done, _Flight, _infra_result, _Job, _Runner
+from ._attempts import _abandon, _Attempt, _Done, _Flight, _harness_failed, _Job, _Runner
 
 __all__ = ["run_watched"]
 
@@ -155,11 +155,10 @@ class _Watch:
                 raise _Abandoned
             self.finish(done)
 
-    def call(
-        self, runner: _Runner, agent: Any, flight: _Flight, *, owns_lock: bool
-    ) -> tuple[TrialResult, bool]:
+    def call(self, agent: Any, flight: _Flight, *, owns_lock: bool) -> tuple[TrialResult, bool]:
         """Run the attempt's agent on this thread, registered for the watching thread to cut
         (``owns_lock``: release the shared agent's lock when the agent returns)."""
+        runner = self.runner
         generation = runner._local.generation
         ctx = flight.ctx
         flight.index = self.index
@@ -183,9 +182,7 @@ class _Watch:
                 if self.generation != generation:
                     raise _Abandoned from None
                 self.flight = None
-            if isinstance(exc, Exception):  # the harness failed around the adapter
-                return _infra_result(ctx, f"harness error {type(exc).__name__}: {exc}", exc), True
-            raise
+            return _harness_failed(ctx, exc)
         finally:
             if owns_lock:
                 runner._agent_lock.release()

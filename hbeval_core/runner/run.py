@@ -294,15 +294,15 @@ def run_battery(
     ``adapter`` None picks one from the target (``registry.resolve_target``; a name such as
     ``"langgraph"`` takes that kind); ``target_kind`` forces ``factory``, ``agent`` or an
     adapter kind. ``battery`` is a ``Battery`` or its name ("hbeval" / "compat", built with
-    ``seed``). ``store`` is a ``Recorder`` (a ``MemoryStore`` when None). ``manifest`` supplies budgets, a price table and pinned hashes; a pinned hash
-    that differs raises ``ManifestMismatchError`` before anything runs. ``memory`` (an EDM)
-    recalls the agent's precedents during trials and admits the run's scored trials at its
-    end; ``on_admission`` receives each trial's admission record. With ``reuse`` (and no
-    ``run_id``), the report of a completed stored run with the same agent id, battery,
-    measurement fingerprint and manifest hash is returned instead of running again; the
-    manifest hash covers the target's source files and installed package versions, so a
-    changed agent or environment always runs anew. Bad arguments raise ``ValueError`` naming
-    the argument. The module docstring gives the rules.
+    ``seed``). ``store`` is a ``Recorder`` (a ``MemoryStore`` when None). ``manifest``
+    supplies budgets, a price table and pinned hashes; a pinned hash that differs raises
+    ``ManifestMismatchError`` before anything runs. ``memory`` (an EDM) recalls the agent's
+    precedents during trials and admits the run's scored trials at its end; ``on_admission``
+    receives each trial's admission record. With ``reuse`` (and no ``run_id``), the report of
+    a completed stored run with the same agent id, battery, measurement fingerprint and
+    manifest hash is returned instead of running again; the manifest hash covers the target's
+    source files and installed package versions, so a changed agent or environment always
+    runs anew. Bad arguments raise ``ValueError`` naming the argument (rules: module docstring).
 
     ``executor`` is ``local`` (threads, ``concurrency``) or ``ray``: each trial is a Ray task on
     the cluster at ``ray_address`` (``auto``, ``host:port``; None starts a local Ray), taking
