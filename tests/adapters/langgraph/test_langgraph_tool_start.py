@@ -63,13 +63,16 @@ class StockModel(BaseChatModel):
 class Shelf:
     """The stock tool's body: hangs until released when told to, and notes when it ran."""
 
-    def __init__(self, hang: bool) -> None:
+    def __init__(self, hang: bool, escape: BaseException | None = None) -> None:
         self.hang = hang
+        self.escape = escape
         self.release = threading.Event()
         self.ran: list[tuple[str, float, float]] = []  # (sku, entered, left), wall clock
 
     def look(self, sku: str) -> str:
         entered = time.time()
+        if self.escape is not None:
+            raise self.escape
         if self.hang:
             self.release.wait(20)
         time.sleep(0.02)
@@ -179,6 +182,20 @@ def test_a_tool_hanging_past_the_timeout_shows_as_started(style: str, shelves: l
     assert not any(e.kind in ("tool_end", "tool_error", "fault_injected") for e in events)
     assert kinds[-1] == "run_end" and events[-1].status == "timeout"  # type: ignore[attr-defined]
     assert shelf.ran == []  # the body is still waiting
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_tool_raising_an_exception_that_escapes_the_agent_shows_as_started(
+    style: str, shelves: list[Shelf]
+) -> None:
+    shelf = Shelf(hang=False, escape=SystemExit(3))
+    shelves.append(shelf)
+    report, attempts, traces = run(style, shelf, ELSEWHERE)
+    assert attempts[0].error_type == "SystemExit"
+    assert [t["outcome"] for t in report["trials"]] == ["fail"]
+    starts = [e for e in traces[0] if e.kind == "tool_start"]
+    assert [(e.tool, e.call_id, e.args) for e in starts] == [("stock", _call_id(style, 0), {"sku": "S0"})]  # type: ignore[attr-defined]  # fmt: skip
+    assert not any(e.kind in ("tool_end", "tool_error") for e in traces[0])
 
 
 @pytest.mark.parametrize("style", ["toolnode", "invoke"])
