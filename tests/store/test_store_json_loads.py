@@ -135,10 +135,14 @@ def random_value(rng: random.Random, depth: int = 0) -> Any:
         return -rng.getrandbits(rng.randrange(1, 130))
     if kind == 3:
         return rng.choice(
-            [rng.random(), rng.uniform(-1e300, 1e300), rng.random() * 10 ** rng.randrange(-320, 300)]
+            [
+                rng.random(),
+                rng.uniform(-1e300, 1e300),
+                rng.random() * 10 ** rng.randrange(-320, 300),
+            ]
         )
     if kind in (4, 5):
-        alphabet = "ab\u00e9\u4e2d\U0001f600\"\\/\b\f\n\r\t\x00\x1f "
+        alphabet = 'ab\u00e9\u4e2d\U0001f600"\\/\b\f\n\r\t\x00\x1f '
         return "".join(rng.choice(alphabet) for _ in range(rng.randrange(8)))
     if kind in (6, 7):
         return {str(random_value(rng, 5)): random_value(rng, depth + 1) for _ in range(3)}
