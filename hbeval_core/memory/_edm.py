@@ -43,7 +43,7 @@ from ._episode import (
 from ._episode import judge as judge_episode
 from ._evidence import computed_episode
 from ._explain import render_context
-from ._index import VectorIndex
+from ._index import VectorIndex, rank_rows
 from ._recall import DEFAULT_TOP_K, Match, Retrieval, embed_texts
 from ._recall import check_agent as _agent
 from ._recall import check_top_k as _top_k
@@ -457,11 +457,14 @@ class EDM(Retrieval):
         stored = len(approx.index) + len(d_ids)
         # Ranked by the exact path's own arithmetic (VectorIndex), rows in storage order, so
         # scores match it bit for bit and ties break the same way.
+        # (An episode has one vector per embedder, so the ids are distinct.)
         order = np.argsort(np.asarray(c_rowids, dtype=np.int64), kind="stable")
-        ranker = VectorIndex(dim)
-        ranker.add([c_ids[i] for i in order], c_matrix[order])
-        ranker.add(d_ids, d_matrix)
-        hits, best = ranker.search(vector, k, self.threshold)
+        ids = [c_ids[i] for i in order]
+        rows = c_matrix[order]
+        if d_ids:
+            ids += d_ids
+            rows = np.concatenate([rows, d_matrix])
+        hits, best = rank_rows(ids, rows, vector, k, self.threshold)
         return hits, best, stored
 
     # ------------------------------------------------------------------ records

@@ -128,13 +128,50 @@ class VectorIndex:
         query = np.ascontiguousarray(query, dtype=np.float32)
         if query.shape != (self.dim,):
             raise ValueError(f"expected a query of shape ({self.dim},), got {query.shape}")
-        scores = self.scores(query)
-        best = float(scores.max())
-        hits = np.flatnonzero(scores >= threshold)
-        if hits.size == 0:
-            return [], best
-        if hits.size > k:
-            part = np.argpartition(-scores[hits], k - 1)[:k]
-            hits = hits[part]
-        order = np.lexsort((hits, -scores[hits]))
-        return [(self._ids[i], float(scores[i])) for i in hits[order]], best
+        return _top(self._ids, self.scores(query), k, threshold)
+
+
+def _top(
+    ids: Sequence[str], scores: npt.NDArray[np.float32], k: int, threshold: float
+) -> tuple[list[tuple[str, float]], float | None]:
+    """The best ``k`` of ``scores`` at or above ``threshold``, ties by position; the best."""
+    best = float(scores.max())
+    hits = np.flatnonzero(scores >= threshold)
+    if hits.size == 0:
+        return [], best
+    if hits.size > k:
+        part = np.argpartition(-scores[hits], k - 1)[:k]
+        hits = hits[part]
+    order = np.lexsort((hits, -scores[hits]))
+    return [(ids[i], float(scores[i])) for i in hits[order]], best
+
+
+def rank_rows(
+    ids: Sequence[str],
+    rows: npt.NDArray[np.float32],
+    query: npt.NDArray[np.float32],
+    k: int,
+    threshold: float,
+) -> tuple[list[tuple[str, float]], float | None]:
+    """What a ``VectorIndex`` holding ``rows`` (unit vectors of distinct ``ids``, in this
+    order) answers for ``query``, scores equal bit for bit, without building one: for ranking
+    a few candidates. A sparse query's products are summed dimension by dimension in the same
+    order as :meth:`VectorIndex.scores` (``np.add.accumulate`` adds left to right, in float32);
+    a dense query goes through a ``VectorIndex``."""
+    dim = rows.shape[1]
+    if not ids or k <= 0:
+        return [], None
+    query = np.ascontiguousarray(query, dtype=np.float32)
+    if query.shape != (dim,):
+        raise ValueError(f"expected a query of shape ({dim},), got {query.shape}")
+    nonzero = np.flatnonzero(query)
+    if nonzero.size > dim // 2:
+        index = VectorIndex(dim)
+        index.add(ids, rows)
+        return index.search(query, k, threshold)
+    if nonzero.size == 0:
+        scores = np.zeros(len(ids), dtype=np.float32)
+    else:
+        products = rows[:, nonzero] * query[nonzero]
+        scores = np.add.accumulate(products, axis=1)[:, -1]
+    return _top(ids, scores, k, threshold)

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from ..events import EventBase, event_adapter
 from ._bundle import prepare_bundle
 from ._codec import encode_events
+from ._json import loads
 from ._replay import attempt_stored_as, bundle_stored_as, trial_stored_as
 from ._validate import (
     check_attempt,
@@ -662,7 +663,7 @@ _RUN_COLUMNS = (
 def _json_column(text: Any, what: str, where: str) -> Any:
     """A JSON column's value; a damaged one raises ``StoreDamagedError`` naming it."""
     try:
-        return json.loads(text)
+        return loads(text)
     except (TypeError, ValueError, RecursionError) as exc:
         raise StoreDamagedError(
             f"{where}: {what} is not readable JSON ({type(exc).__name__}); the store was "

@@ -8,7 +8,6 @@ after the same serialisation check, so scoring from memory does not re-parse the
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -18,6 +17,7 @@ from typing import Any
 from ..events import EventBase
 from ._bundle import prepare_bundle
 from ._codec import EncodedEvents, encode_events
+from ._json import loads
 from ._replay import attempt_stored_as, bundle_stored_as, trial_stored_as
 from ._validate import (
     check_attempt,
@@ -250,7 +250,7 @@ class MemoryStore:
     def export_reports(self, run_id: str) -> list[tuple[float, dict[str, Any]]]:
         """Every report saved for a run, oldest first, with when it was saved."""
         with self._lock:
-            return [(r.saved_at, json.loads(r.body)) for r in self._reports if r.run_id == run_id]
+            return [(r.saved_at, loads(r.body)) for r in self._reports if r.run_id == run_id]
 
     def import_report(self, run_id: str, report: Mapping[str, Any], saved_at: float) -> int:
         """Save a report with the time it was first saved (``save_report`` uses now)."""
@@ -295,8 +295,7 @@ class MemoryStore:
             stored = self._runs.get(run_id)
             items = [] if stored is None else list(stored.trials.values())
         trials = [
-            replace(t, verdict=None if verdict is None else json.loads(verdict))
-            for t, verdict in items
+            replace(t, verdict=None if verdict is None else loads(verdict)) for t, verdict in items
         ]
         trials.sort(key=lambda t: (t.scenario_index, t.trial_index, t.trial_key))
         return trials
@@ -341,7 +340,7 @@ class MemoryStore:
         with self._lock:
             for rep in reversed(self._reports):
                 if rep.run_id == run_id:
-                    return dict(json.loads(rep.body))
+                    return dict(loads(rep.body))
         return None
 
     def list_reports(
@@ -370,7 +369,7 @@ class MemoryStore:
                         measurement_fingerprint=run.measurement_fingerprint,
                         created_at=run.created_at,
                         saved_at=rep.saved_at,
-                        report=json.loads(rep.body),
+                        report=loads(rep.body),
                     )
                 )
         out.sort(key=lambda r: (r.created_at, r.run_id))
@@ -416,4 +415,4 @@ def _store_metrics(
 
 def _fresh_run(stored: _Run) -> RunRecord:
     """The run record with a config the caller may mutate without touching the store."""
-    return replace(stored.record, config=json.loads(stored.config))
+    return replace(stored.record, config=loads(stored.config))
