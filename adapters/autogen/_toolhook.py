@@ -20,7 +20,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from hbeval_core.events import ToolEnd, ToolError, ToolStart
+from hbeval_core.events import FaultInjected, ToolEnd, ToolError, ToolStart
 from hbeval_core.faults.boundary import (
     CallReport,
     ToolCallError,
@@ -76,22 +76,33 @@ def uninstall_tool_hook() -> None:
         BaseTool.run_json = _original.pop()  # type: ignore[method-assign]
 
 
-def recorder_reporter(rec: RunRecorder) -> Any:
-    """A ``CallReporter`` writing each reported call into ``rec``'s trace."""
+class _RecorderReporter:
+    """A ``CallReporter`` writing each reported call into a run's trace: its start (with the
+    fault's receipt when known in advance) before the tool runs, the rest after."""
 
-    def report(r: CallReport) -> None:
+    def __init__(self, rec: RunRecorder) -> None:
+        self.rec = rec
+
+    def start(self, r: CallReport) -> tuple[FaultInjected | None]:
+        """Record ``tool_start`` (and the known receipt); returns the receipt it recorded."""
+        rec = self.rec
         rec.reported_calls.add(r.call_id)
-        attrs: dict[str, Any] = dict(r.attrs)
-        if r.synthetic:
-            attrs[ATTR_SYNTHETIC] = True
         rec.emit(
             ToolStart,
             call_id=r.call_id,
             tool=r.tool,
             args=_convert.jsonable(dict(r.args)),
-            attrs=dict(attrs),
+            attrs=_attrs(r),
         )
         rec.emit_fault(r.fault)
+        return (r.fault,)
+
+    def __call__(self, r: CallReport) -> None:
+        opened = r.opened if r.opened is not None else self.start(r)
+        rec = self.rec
+        if r.fault is not opened[0]:
+            rec.emit_fault(r.fault)
+        attrs = _attrs(r)
         if r.error is not None:
             rec.emit(
                 ToolError,
@@ -113,7 +124,17 @@ def recorder_reporter(rec: RunRecorder) -> Any:
             attrs=attrs,
         )
 
-    return report
+
+def _attrs(r: CallReport) -> dict[str, Any]:
+    attrs: dict[str, Any] = dict(r.attrs)
+    if r.synthetic:
+        attrs[ATTR_SYNTHETIC] = True
+    return attrs
+
+
+def recorder_reporter(rec: RunRecorder) -> Any:
+    """A ``CallReporter`` writing each reported call into ``rec``'s trace."""
+    return _RecorderReporter(rec)
 
 
 async def _hooked_run_json(

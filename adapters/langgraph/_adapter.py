@@ -447,17 +447,35 @@ def _run_across_interrupts(
     return RunnableLambda(drive, name=name).invoke(inputs, config=outer)  # type: ignore[arg-type]
 
 
-def _reporter(handler: Any) -> CallReporter:
-    """Records calls of ``faultable`` functions run from a node, under that node's span."""
+class _Reporter:
+    """Records calls of ``faultable`` functions run from a node, under that node's span: the
+    start before the function runs, the rest once it returned or raised."""
 
-    def record(report: CallReport) -> None:
+    def __init__(self, handler: Any) -> None:
+        self.handler = handler
+
+    @staticmethod
+    def _node_run() -> Any:
         from langchain_core.runnables.config import var_child_runnable_config
 
         from ._faults import _handlers_of
 
-        _, node_run = _handlers_of(var_child_runnable_config.get())
-        handler.record_tool_call(
-            node_run_id=node_run,
+        return _handlers_of(var_child_runnable_config.get())[1]
+
+    def start(self, report: CallReport) -> Any:
+        return self.handler.begin_tool_call(
+            node_run_id=self._node_run(),
+            call_id=report.call_id,
+            tool=report.tool,
+            args=report.args,
+            fault=report.fault,
+            synthetic=report.synthetic,
+        )
+
+    def __call__(self, report: CallReport) -> None:
+        self.handler.end_tool_call(
+            report.opened,
+            node_run_id=self._node_run(),
             call_id=report.call_id,
             tool=report.tool,
             args=report.args,
@@ -470,7 +488,10 @@ def _reporter(handler: Any) -> CallReporter:
             synthetic=report.synthetic,
         )
 
-    return record
+
+def _reporter(handler: Any) -> CallReporter:
+    """Where ``faultable`` functions run from the graph's nodes report their calls."""
+    return _Reporter(handler)
 
 
 def _accepts_keyword(fn: Callable[..., Any], name: str) -> bool:

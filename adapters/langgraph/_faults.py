@@ -48,6 +48,7 @@ from langgraph.pregel import Pregel
 from . import _convert
 from ._handler import HBEvalCallbackHandler
 from ._keys import ATTR_NODE_FAULT
+from ._wrapped import WrappedCall
 
 __all__ = [
     "ACTIVE_INJECTOR",
@@ -130,7 +131,7 @@ def _count_faults(injector: FaultInjector, call_id: str) -> int:
 # One tool call through the injector
 # ------------------------------------------------------------------------------------------
 @dataclass
-class _Call:
+class _Call(WrappedCall):
     """One tool call under fault injection: who reports it, and what the real tool returned."""
 
     handlers: list[HBEvalCallbackHandler]
@@ -162,18 +163,6 @@ class _Call:
         if isinstance(original, ToolMessage):
             return original.model_copy(update={"content": content})
         return ToolMessage(content=content, name=self.name, tool_call_id=self.call_id)
-
-    def report(self, **fields: Any) -> None:
-        latency = (time.perf_counter() - self.t0) * 1000.0
-        for h in self.handlers:
-            h.record_tool_call(
-                node_run_id=self.node_run,
-                call_id=self.call_id,
-                tool=self.name,
-                args=self.args,
-                latency_ms=latency,
-                **fields,
-            )
 
     def report_outcome(self, outcome: Any, message: Any) -> None:
         result, status = _convert.tool_output(message)
@@ -239,7 +228,11 @@ def run_tool_call(
     try:
         with faulted_call():  # the tools' own BaseTool hook lets this call through
             outcome = c.injector.run_call(
-                c.name, c.args, c.call_id, lambda: c.content_of(execute(request))
+                c.name,
+                c.args,
+                c.call_id,
+                lambda: c.content_of(execute(request)),
+                before_call=c.start,
             )
     except GraphBubbleUp:
         c.close()
@@ -269,7 +262,9 @@ async def arun_tool_call(
 
     try:
         with faulted_call():
-            outcome = await c.injector.arun_call(c.name, c.args, c.call_id, real)
+            outcome = await c.injector.arun_call(
+                c.name, c.args, c.call_id, real, before_call=c.start
+            )
     except GraphBubbleUp:
         c.close()
         raise

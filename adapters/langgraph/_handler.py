@@ -47,12 +47,11 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from hbeval_core.capture import DeferredRecorder, ToolCallRecord, never_raises
+from hbeval_core.capture import DeferredRecorder, never_raises
 from hbeval_core.contract import describe_error, run_status_of
 from hbeval_core.events import (
     ChatMessage,
     EventBase,
-    FaultInjected,
     ModelEnd,
     ModelStart,
     RunEnd,
@@ -66,7 +65,7 @@ from hbeval_core.monitor import Monitor, SafeHaltError
 from hbeval_core.vocab import SCOPE_GRAPH, SCOPE_NODE
 
 from . import _convert
-from ._keys import ATTR_FRAMEWORK_RUN_ID, ATTR_LANGGRAPH_NODE, ATTR_SYNTHETIC, FRAMEWORK
+from ._keys import ATTR_FRAMEWORK_RUN_ID, ATTR_LANGGRAPH_NODE, FRAMEWORK
 from ._logged import LoggedCallbacks
 from ._runs import (
     NIL,
@@ -82,6 +81,7 @@ from ._runs import (
     span_start,
     uuid_text,
 )
+from ._wrapped import WrapperReports
 
 __all__ = ["HBEvalCallbackHandler"]
 
@@ -90,7 +90,7 @@ _NODE_TAG = "graph:step:"
 _INF = float("inf")
 
 
-class HBEvalCallbackHandler(LoggedCallbacks, DeferredRecorder, BaseCallbackHandler):
+class HBEvalCallbackHandler(WrapperReports, LoggedCallbacks, DeferredRecorder, BaseCallbackHandler):
     """Records a LangGraph run as hbeval events and feeds them to a live ``Monitor``.
 
     Thread-safe: parallel tool calls and concurrent runs may share one handler (events are
@@ -696,101 +696,6 @@ class HBEvalCallbackHandler(LoggedCallbacks, DeferredRecorder, BaseCallbackHandl
                 event = self.record_checked_locked(ToolError, fields, checked)
         if self.on_event is not None or self._stepped or self._monitor.halted:
             self._after(event, fields["run_id"], fields["parent_id"])
-
-    # ------------------------------------------------------------------ fault wrappers report here
-    def begin_managed_call(self, node_run_id: UUID | None, call_id: str) -> None:
-        """A fault wrapper takes over reporting of this tool call (its callbacks stay silent)."""
-        if self._log is not None:
-            self.stop_logging()
-        with self._lock:
-            self._managed.add((node_run_id, call_id))
-
-    def end_managed_call(self, node_run_id: UUID | None, call_id: str) -> None:
-        """The fault wrapper is done with this tool call."""
-        with self._lock:
-            self._managed.discard((node_run_id, call_id))
-
-    def begin_managed_run(self, run_id: UUID) -> None:
-        """A tool hook reports the tool run ``run_id`` itself (its callbacks stay silent)."""
-        if self._log is not None:
-            self.stop_logging()
-        with self._lock:
-            self._managed_runs.add(key_of(run_id))
-
-    def end_managed_run(self, run_id: UUID) -> None:
-        """The tool hook is done with the tool run ``run_id``."""
-        with self._lock:
-            self._managed_runs.discard(key_of(run_id))
-
-    def record_tool_call(
-        self,
-        *,
-        node_run_id: UUID | None,
-        call_id: str,
-        tool: str,
-        args: Mapping[str, Any],
-        fault: FaultInjected | None,
-        result: Any = None,
-        status: str = "ok",
-        error: str | None = None,
-        error_type: str | None = None,
-        latency_ms: float | None = None,
-        synthetic: bool = False,
-    ) -> None:
-        """Record a whole tool call a wrapper ran: ``tool_start``, the fault, then its end.
-
-        The fault's receipt comes before the call's end, as hb-derive/1 requires. ``error``
-        set means the call raised out of the tool node (``tool_error``); otherwise ``tool_end``
-        with ``status``. ``synthetic`` marks calls whose real tool never ran.
-        """
-        if self._log is not None:
-            self.stop_logging()
-        try:
-            with self._lock:
-                node_rec = self._runs.get(key_of(node_run_id)) if node_run_id is not None else None
-                root = node_rec.root if node_rec is not None else (node_run_id or NIL)
-                attrs: dict[str, Any] = {ATTR_SYNTHETIC: True} if synthetic else {}
-                if node_rec is not None and node_rec.scope == SCOPE_NODE:
-                    attrs[ATTR_LANGGRAPH_NODE] = node_rec.name
-                call = ToolCallRecord(
-                    call_id, tool, self._run_id_for(root), self._span_of(node_run_id), attrs
-                )
-            self.emit_tool_start(call, {str(k): _convert.jsonable(v) for k, v in args.items()})
-            if error is not None:
-                end: dict[str, Any] = {"error": error, "error_type": error_type}
-            else:
-                end = {"result": _convert.jsonable(result), "status": status}
-            self.emit_tool_end(call, fault=fault, latency_ms=latency_ms, **end)
-        except Exception as exc:
-            self.fail("record_tool_call", exc)
-
-    def record_fault(self, *, node_run_id: UUID | None, fault: FaultInjected) -> None:
-        """Record a fault that hit something other than a tool call (a node-level fault)."""
-        if self._log is not None:
-            self.stop_logging()
-        try:
-            with self._lock:
-                node_rec = self._runs.get(key_of(node_run_id)) if node_run_id is not None else None
-                root = node_rec.root if node_rec is not None else (node_run_id or NIL)
-                run_id, parent = self._run_id_for(root), self._span_of(node_run_id)
-            self.emit_fault(fault, run_id, parent)
-        except Exception as exc:
-            self.fail("record_fault", exc)
-
-    def emit_fault(
-        self, fault: FaultInjected | None, run_id: str | None = None, parent_id: Any = ...
-    ) -> EventBase | None:
-        """Record a fault's receipt as of now (validated: its fields come from the injector)."""
-        if fault is None:
-            return None
-        fields = {
-            k: getattr(fault, k)
-            for k in type(fault).model_fields
-            if k not in ("run_id", "seq", "ts", "parent_id")
-        }
-        if parent_id is not ...:
-            fields["parent_id"] = parent_id
-        return self.emit(FaultInjected, run_id=run_id or self.current_run_id(), **fields)
 
 
 def _fill(

@@ -44,13 +44,14 @@ from langchain_core.tools import BaseTool
 from hbeval_core.contract import current_trial
 from hbeval_core.events import FaultInjected
 from hbeval_core.faults.boundary import (
-    CallReport,
     active_injector,
     current_reporter,
     faulted_call,
 )
 from hbeval_core.faults.runtime import FaultInjector, InjectedCrash, render_text
 from langgraph.errors import GraphBubbleUp
+
+from ._wrapped import WrappedCall
 
 __all__ = ["install_tool_hook", "is_tool_hook_installed", "uninstall_tool_hook"]
 
@@ -100,7 +101,7 @@ def _context_injector() -> FaultInjector | None:
 # ------------------------------------------------------------------------------------------
 # One hooked call
 # ------------------------------------------------------------------------------------------
-class _HookedCall:
+class _HookedCall(WrappedCall):
     """One tool run under the injector: its identity, who records it, what the tool returned."""
 
     def __init__(
@@ -132,6 +133,10 @@ class _HookedCall:
             handlers.append(active)
         self.handlers = handlers
         self.node_run = node_run
+        if not handlers:
+            # No LangChain handler in this run (a tool called from a plain agent, say): the
+            # trial's own reporter records it.
+            self.reporter = current_reporter()
         self.original: Any = None
         self.ran = False
         self.t0 = time.perf_counter()
@@ -179,33 +184,6 @@ class _HookedCall:
                 content=render_text(outcome.result), name=self.name, tool_call_id=self.tool_call_id
             )
         return outcome.result
-
-    def report(self, **fields: Any) -> None:
-        latency = (time.perf_counter() - self.t0) * 1000.0
-        if self.handlers:
-            for h in self.handlers:
-                h.record_tool_call(
-                    node_run_id=self.node_run,
-                    call_id=self.call_id,
-                    tool=self.name,
-                    args=self.args,
-                    latency_ms=latency,
-                    **fields,
-                )
-            return
-        # No LangChain handler in this run (a tool called from a plain agent, say): the
-        # trial's own reporter records it.
-        reporter = current_reporter()
-        if reporter is not None:
-            reporter(
-                CallReport(
-                    call_id=self.call_id,
-                    tool=self.name,
-                    args=dict(self.args),
-                    latency_ms=latency,
-                    **fields,
-                )
-            )
 
     def report_outcome(self, outcome: Any, out: Any) -> None:
         from ._convert import tool_output
@@ -259,7 +237,9 @@ def _hooked_run(self: BaseTool, tool_input: Any, *args: Any, **kwargs: Any) -> A
 
     try:
         with faulted_call():
-            outcome = injector.run_call(call.name, call.args, call.call_id, real)
+            outcome = injector.run_call(
+                call.name, call.args, call.call_id, real, before_call=call.start
+            )
     except GraphBubbleUp:
         call.close()
         raise  # interrupts are control flow, not tool failures
@@ -287,7 +267,9 @@ async def _hooked_arun(self: BaseTool, tool_input: Any, *args: Any, **kwargs: An
 
     try:
         with faulted_call():
-            outcome = await injector.arun_call(call.name, call.args, call.call_id, real)
+            outcome = await injector.arun_call(
+                call.name, call.args, call.call_id, real, before_call=call.start
+            )
     except GraphBubbleUp:
         call.close()
         raise

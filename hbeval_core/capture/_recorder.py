@@ -106,6 +106,8 @@ class ToolCallRecord:
     parent_id: str | None = None
     attrs: dict[str, Any] = field(default_factory=dict)
     t0: float = field(default_factory=time.perf_counter)
+    fault: FaultInjected | None = None
+    """The fault's receipt when it was recorded with the start (``emit_tool_start``)."""
 
 
 @dataclass
@@ -529,9 +531,12 @@ class BaseRecorder:
         )
 
     # ------------------------------------------------------------------ tool calls
-    def emit_tool_start(self, call: ToolCallRecord, args: dict[str, Any]) -> EventBase:
-        """Record that ``call`` began with ``args``."""
-        return self.emit(
+    def emit_tool_start(
+        self, call: ToolCallRecord, args: dict[str, Any], *, fault: FaultInjected | None = None
+    ) -> EventBase:
+        """Record that ``call`` began with ``args``, then ``fault``'s receipt when it is known
+        before the tool runs (``emit_tool_end`` then leaves it out)."""
+        event = self.emit(
             ToolStart,
             run_id=call.run_id,
             call_id=call.call_id,
@@ -540,6 +545,10 @@ class BaseRecorder:
             parent_id=call.parent_id,
             attrs=dict(call.attrs),
         )
+        if fault is not None:
+            self.emit_fault(fault, call.run_id, call.parent_id)
+            call.fault = fault
+        return event
 
     def emit_tool_end(
         self,
@@ -553,14 +562,15 @@ class BaseRecorder:
         latency_ms: float | None = None,
         attrs: dict[str, Any] | None = None,
     ) -> EventBase:
-        """Record how ``call`` ended: the fault's receipt first (hb-derive/1), then ``tool_error``
-        when ``error`` is set, else ``tool_end`` with ``result`` and ``status``.
+        """Record how ``call`` ended: the fault's receipt first (hb-derive/1) unless the start
+        recorded it, then ``tool_error`` when ``error`` is set, else ``tool_end`` with
+        ``result`` and ``status``.
 
         ``latency_ms`` defaults to the time since the call began; ``attrs`` to the call's.
         """
         if latency_ms is None:
             latency_ms = (time.perf_counter() - call.t0) * 1000.0
-        if fault is not None:
+        if fault is not None and fault is not call.fault:
             self.emit_fault(fault, call.run_id, call.parent_id)
         fields: dict[str, Any] = {
             "run_id": call.run_id,

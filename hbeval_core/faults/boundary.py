@@ -14,7 +14,8 @@ Two rules keep that exact:
 * **Reported where the trace is.** A boundary that runs a call itself reports it as one
   ``CallReport`` (start, the fault's receipt, the end) to the reporter the adapter published for
   the trial with ``reporting_to``, so the receipt lands in the same trace as the agent's model
-  calls.
+  calls. A reporter with a ``start`` method is told of the call before the tool runs
+  (``report_start``), so a call that never returns still shows in the trace.
 
 Outside a battery trial (or on a nominal scenario, whose trial has no injector) nothing changes.
 """
@@ -50,6 +51,7 @@ __all__ = [
     "faulted_call",
     "inside_faulted_call",
     "next_call_id",
+    "report_start",
     "reporting_to",
 ]
 
@@ -102,12 +104,65 @@ class CallReport:
     synthetic: bool = False
     """True when the real tool never ran (an error mode answered for it)."""
     attrs: dict[str, Any] = field(default_factory=dict)
+    opened: Any = None
+    """What the reporter's ``start`` returned for this call (None: its start is not recorded
+    yet, so the report records the whole call)."""
 
 
 class CallReporter(Protocol):
-    """Where a boundary reports the calls it ran (the adapter's recorder for the trial)."""
+    """Where a boundary reports the calls it ran (the adapter's recorder for the trial).
+
+    A reporter may also have ``start(report) -> opened``: the boundary then calls it before the
+    tool runs, with the call's ids, arguments, ``synthetic`` and the fault's receipt when it is
+    known in advance (``report_start``); the final report carries what ``start`` returned as
+    ``opened``, and the reporter records the rest of the call (the receipt unless ``start``
+    had it, then the end).
+    """
 
     def __call__(self, report: CallReport) -> None: ...
+
+
+def report_start(reporter: CallReporter | None, report: CallReport) -> Any:
+    """Record the start of ``report``'s call with ``reporter``, if it records starts.
+
+    Returns what the reporter's ``start`` returned (pass it on as the final report's
+    ``opened``), or None when there is no reporter or it records whole calls only.
+    """
+    start = getattr(reporter, "start", None)
+    return None if start is None else start(report)
+
+
+class _Start:
+    """``FaultInjector.run_call``'s ``before_call`` for a boundary: reports the call's start."""
+
+    __slots__ = ("args", "call_id", "name", "opened", "reporter")
+
+    def __init__(
+        self, reporter: CallReporter, name: str, call_id: str, args: dict[str, Any]
+    ) -> None:
+        self.reporter, self.name, self.call_id, self.args = reporter, name, call_id, args
+        self.opened: Any = None
+
+    def __call__(self, synthetic: bool, fault: FaultInjected | None) -> None:
+        self.opened = report_start(
+            self.reporter,
+            CallReport(
+                call_id=self.call_id,
+                tool=self.name,
+                args=self.args,
+                fault=fault,
+                synthetic=synthetic,
+            ),
+        )
+
+
+def _start_of(
+    reporter: CallReporter | None, name: str, call_id: str, args: dict[str, Any]
+) -> _Start | None:
+    """The ``before_call`` reporting this call's start, or None when nothing records starts."""
+    if reporter is None or getattr(reporter, "start", None) is None:
+        return None
+    return _Start(reporter, name, call_id, args)
 
 
 _GUARD: ContextVar[bool] = ContextVar("hbeval_faulted_call", default=False)
@@ -227,6 +282,7 @@ def _outcome_result(
     args: dict[str, Any],
     outcome: Any,
     latency: float,
+    start: _Start | None,
 ) -> Any:
     """Report a finished call and hand back what the caller receives (or raise its error)."""
     failed = outcome.error is not None
@@ -241,6 +297,7 @@ def _outcome_result(
                 status="error" if failed else "ok",
                 latency_ms=latency,
                 synthetic=not outcome.called_real,
+                opened=start.opened if start is not None else None,
             )
         )
     if failed:
@@ -264,6 +321,7 @@ def _raised(
     before: int,
     exc: BaseException,
     latency: float,
+    start: _Start | None,
 ) -> None:
     if reporter is None:
         return
@@ -278,6 +336,7 @@ def _raised(
             error_type=type(exc).__name__,
             latency_ms=latency,
             synthetic=isinstance(exc, InjectedCrash),
+            opened=start.opened if start is not None else None,
         )
     )
 
@@ -297,14 +356,15 @@ def call_through(
     inside ``real`` pass the call through.
     """
     before = _count(injector, call_id)
+    start = _start_of(reporter, name, call_id, arguments)
     t0 = time.perf_counter()
     try:
         with faulted_call():
-            outcome = injector.run_call(name, arguments, call_id, real)
+            outcome = injector.run_call(name, arguments, call_id, real, before_call=start)
     except Exception as exc:
-        _raised(reporter, name, call_id, arguments, injector, before, exc, _since(t0))
+        _raised(reporter, name, call_id, arguments, injector, before, exc, _since(t0), start)
         raise
-    return _outcome_result(reporter, name, call_id, arguments, outcome, _since(t0))
+    return _outcome_result(reporter, name, call_id, arguments, outcome, _since(t0), start)
 
 
 async def acall_through(
@@ -317,14 +377,15 @@ async def acall_through(
 ) -> Any:
     """Async twin of ``call_through``."""
     before = _count(injector, call_id)
+    start = _start_of(reporter, name, call_id, arguments)
     t0 = time.perf_counter()
     try:
         with faulted_call():
-            outcome = await injector.arun_call(name, arguments, call_id, real)
+            outcome = await injector.arun_call(name, arguments, call_id, real, before_call=start)
     except Exception as exc:
-        _raised(reporter, name, call_id, arguments, injector, before, exc, _since(t0))
+        _raised(reporter, name, call_id, arguments, injector, before, exc, _since(t0), start)
         raise
-    return _outcome_result(reporter, name, call_id, arguments, outcome, _since(t0))
+    return _outcome_result(reporter, name, call_id, arguments, outcome, _since(t0), start)
 
 
 def _since(t0: float) -> float:

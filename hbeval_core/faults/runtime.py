@@ -336,6 +336,10 @@ def planted_instruction(forbidden_tool: str) -> str:
 # --------------------------------------------------------------------------------------------
 # The injector
 # --------------------------------------------------------------------------------------------
+BeforeCall = Callable[[bool, "FaultInjected | None"], Any]
+"""Called by ``run_call`` before a call runs: (the real tool is skipped, the receipt if known)."""
+
+
 @dataclass(frozen=True)
 class _Applied:
     """A fault's effect on the call, before it becomes an event and an outcome."""
@@ -458,22 +462,40 @@ class FaultInjector:
 
     # -- applying ------------------------------------------------------------------------------
     def run_call(
-        self, tool: str, args: dict[str, Any], call_id: str, real_call: Callable[[], Any]
+        self,
+        tool: str,
+        args: dict[str, Any],
+        call_id: str,
+        real_call: Callable[[], Any],
+        *,
+        before_call: BeforeCall | None = None,
     ) -> CallOutcome:
         """Run one tool call under the plan: decide, apply the fault if one fires, report.
 
         Exceptions from ``real_call`` propagate unchanged (the adapter's normal tool-error path
         handles them), except under ``lost_result``, whose agent never hears back either way.
         Raises ``InjectedCrash`` for a ``crash`` fault.
+
+        ``before_call(synthetic, receipt)``, when given, is called once the fault is decided and
+        before anything of the call happens (the fault's wait, the real call): ``synthetic``
+        says the real tool will not run, ``receipt`` is the fault's receipt when it is known
+        before the call (modes that answer instead of the tool; it is then recorded at once),
+        else None. An adapter records the call's start there, so a call that never returns
+        still shows.
         """
         decision = self.decide(tool, args, call_id)
         if decision is None:
+            if before_call is not None:
+                before_call(False, None)
             return CallOutcome(real_call(), None, None, True, None)
+        early = self._before(decision, before_call)
         delay = decision.spec.after_ms / 1000.0
         if delay > 0:
             self.clock.sleep(delay)
         if decision.mode in _SKIPS_REAL_CALL:
-            return self._finish(decision, self._without_call(decision), called_real=False)
+            return self._finish(
+                decision, self._without_call(decision), called_real=False, recorded=early
+            )
         try:
             result = real_call()
         except Exception as exc:
@@ -486,11 +508,16 @@ class FaultInjector:
         args: dict[str, Any],
         call_id: str,
         real_call: Callable[[], Awaitable[Any]],
+        *,
+        before_call: BeforeCall | None = None,
     ) -> CallOutcome:
         """Async twin of ``run_call``: awaits the real call and waits on the clock without blocking."""
         decision = self.decide(tool, args, call_id)
         if decision is None:
+            if before_call is not None:
+                before_call(False, None)
             return CallOutcome(await real_call(), None, None, True, None)
+        early = self._before(decision, before_call)
         delay = decision.spec.after_ms / 1000.0
         if delay > 0:
             if isinstance(self.clock, AsyncClock):
@@ -498,7 +525,9 @@ class FaultInjector:
             else:
                 self.clock.sleep(delay)
         if decision.mode in _SKIPS_REAL_CALL:
-            return self._finish(decision, self._without_call(decision), called_real=False)
+            return self._finish(
+                decision, self._without_call(decision), called_real=False, recorded=early
+            )
         try:
             result = await real_call()
         except Exception as exc:
@@ -565,8 +594,26 @@ class FaultInjector:
         self._record(d, _Applied(injected=injected, observed=OBSERVED_EXCEPTION, note=note))
         raise exc
 
-    def _finish(self, d: FaultDecision, applied: _Applied, *, called_real: bool) -> CallOutcome:
-        event = self._record(d, applied)
+    def _before(self, d: FaultDecision, before_call: BeforeCall | None) -> FaultInjected | None:
+        """Tell ``before_call`` how the decided call will go; the receipt, if made now."""
+        if before_call is None:
+            return None
+        if d.mode not in _SKIPS_REAL_CALL:
+            before_call(False, None)  # the receipt depends on what the tool does
+            return None
+        receipt = self._record(d, self._without_call(d))
+        before_call(True, receipt)
+        return receipt
+
+    def _finish(
+        self,
+        d: FaultDecision,
+        applied: _Applied,
+        *,
+        called_real: bool,
+        recorded: FaultInjected | None = None,
+    ) -> CallOutcome:
+        event = recorded if recorded is not None else self._record(d, applied)
         if d.mode == CRASH:
             raise InjectedCrash(
                 applied.error or "injected crash", tool=d.tool, call_id=d.call_id, fault=event
@@ -620,6 +667,7 @@ __all__ = [
     "MODE_EFFECTS",
     "MODE_OBSERVED",
     "TRUNCATION_MARK",
+    "BeforeCall",
     "CallOutcome",
     "FaultDecision",
     "FaultInjector",

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..faults.runtime import BeforeCall
 
 UNEXPECTED_ERROR_TYPE = "ReplayDivergence"
 
@@ -125,10 +128,16 @@ class ReplayInjector:
         )
         return found
 
-    def _outcome(self, tool: str, args: dict[str, Any], call_id: str) -> Any:
+    def _outcome(
+        self, tool: str, args: dict[str, Any], call_id: str, before_call: Any = None
+    ) -> Any:
         from ..faults.runtime import CallOutcome, InjectedCrash
 
         rec = self._take(tool, args)
+        if before_call is not None:
+            # As ``FaultInjector.run_call`` does: the real tool will not run, and a recorded
+            # crash's receipt is known before the call.
+            before_call(True, rec.crash if rec is not None else None)
         if rec is None:
             n = self._next[tool]
             text = (
@@ -145,11 +154,17 @@ class ReplayInjector:
         return CallOutcome(rec.result, None, None, False, None)
 
     def run_call(
-        self, tool: str, args: dict[str, Any], call_id: str, real_call: Callable[[], Any]
+        self,
+        tool: str,
+        args: dict[str, Any],
+        call_id: str,
+        real_call: Callable[[], Any],
+        *,
+        before_call: BeforeCall | None = None,
     ) -> Any:
         """The recorded outcome of this call; ``real_call`` is never called."""
         del real_call
-        return self._outcome(tool, args, call_id)
+        return self._outcome(tool, args, call_id, before_call)
 
     async def arun_call(
         self,
@@ -157,7 +172,9 @@ class ReplayInjector:
         args: dict[str, Any],
         call_id: str,
         real_call: Callable[[], Awaitable[Any]],
+        *,
+        before_call: BeforeCall | None = None,
     ) -> Any:
         """Async twin of ``run_call``."""
         del real_call
-        return self._outcome(tool, args, call_id)
+        return self._outcome(tool, args, call_id, before_call)
