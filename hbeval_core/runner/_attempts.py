@@ -607,11 +607,15 @@ def _ended_result(
     *,
     infra: bool = False,
 ) -> TrialResult:
-    """A trial the runner ended itself: its events so far, closed by a ``run_end``."""
-    seq = max((e.seq for e in events if e.seq is not None), default=-1) + 1
-    events.append(
-        RunEnd(run_id=ctx.trial_run_id, seq=seq, ts=time.time(), status=status, error=message)  # type: ignore[arg-type]
-    )
+    """A trial the runner ended itself: its events so far, closed by a ``run_end`` unless the
+    capture closed the run already (an adapter records the run's end as the exception leaves
+    the agent's framework: a trace holds one ``run_end``; ``message`` stays the attempt's error)."""
+    run_id = ctx.trial_run_id
+    if not any(e.kind == "run_end" and e.run_id == run_id for e in events):
+        seq = max((e.seq for e in events if e.seq is not None), default=-1) + 1
+        events.append(
+            RunEnd(run_id=run_id, seq=seq, ts=time.time(), status=status, error=message)  # type: ignore[arg-type]
+        )
     return TrialResult(
         final_state=None,
         events=events,

@@ -196,6 +196,11 @@ def test_a_tool_raising_an_exception_that_escapes_the_agent_shows_as_started(
     starts = [e for e in traces[0] if e.kind == "tool_start"]
     assert [(e.tool, e.call_id, e.args) for e in starts] == [("stock", _call_id(style, 0), {"sku": "S0"})]  # type: ignore[attr-defined]  # fmt: skip
     assert not any(e.kind in ("tool_end", "tool_error") for e in traces[0])
+    # The run's end is recorded once: by the capture as the exit left the graph, and not
+    # again by the runner, whose message stays the attempt's error.
+    ends = [e for e in traces[0] if e.kind == "run_end"]
+    assert len(ends) == 1 and ends[0].status == "error", [e.kind for e in traces[0]]  # type: ignore[attr-defined]
+    assert "SystemExit(3)" in (attempts[0].error or "")
 
 
 @pytest.mark.parametrize("style", ["toolnode", "invoke"])
