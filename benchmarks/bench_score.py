@@ -15,6 +15,11 @@ and prints the median seconds of wall clock and of this thread's CPU time (other
 load does not count) and the ratios to each anchor (goals: at most 1.3x the json.loads loop,
 at most 1.5x the orjson loop), then the peak RSS of a scoring subprocess.
 
+Each path is first run once on a small trace, and that first call's CPU time printed apart: it
+holds the imports and one-time set-up (hbeval's CLI, monitor and event models, the struct
+twins; about 0.3 s), which `bench_cli_startup.py` measures as start-up, and which would
+otherwise land in one of the timed repeats and, with three repeats, move their median.
+
 With ``--stages`` it prints instead where the time of ``hbeval score`` goes, per event (CPU,
 interleaved, medians), each stage adding one part of the path to the one before:
   orjson loop          : the anchor
@@ -256,8 +261,18 @@ def stage_runs() -> dict[str, Callable[[Path], object]]:
     return runs
 
 
+def warm_up(runs: dict[str, Callable[[Path], object]], tmp: Path) -> None:
+    """Run each path once on a small trace: imports and one-time set-up, printed, not timed."""
+    small = tmp / "warm-up.jsonl"
+    write_trace(small, 2_000)
+    first = {name: timed(fn, small)[1] for name, fn in runs.items()}
+    print("first call on 2,000 events (imports, one-time set-up; not in the timings), CPU ms:")
+    print("  " + ", ".join(f"{name} {ms * 1e3:.0f}" for name, ms in first.items()))
+
+
 def stages(path: Path, n_events: int, repeats: int) -> None:
     runs = stage_runs()
+    warm_up(runs, path.parent)
     cpu: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeats):
         for name, fn in runs.items():
@@ -302,6 +317,7 @@ def main() -> None:
         runs["hbeval score"] = ours
         runs["score, pydantic"] = ours_pydantic
         runs["model path"] = model_path
+        warm_up(runs, Path(tmp))
         wall: dict[str, list[float]] = {name: [] for name in runs}
         cpu: dict[str, list[float]] = {name: [] for name in runs}
         for _ in range(args.repeats):  # interleaved, so drift hits all alike

@@ -51,7 +51,7 @@ from ..vocab import (
     TOOL_ERROR,
     TOOL_START,
 )
-from .derive import UNOBSERVED, Deriver, _link, _RunState, _start_link, canonical_args
+from .derive import _ENDED, UNOBSERVED, Deriver, _link, _RunState, _start_link, canonical_args
 
 __all__ = ["fold_dicts", "fold_structs"]
 
@@ -79,7 +79,7 @@ def fold_structs(
     fault_t = types[FAULT_INJECTED]
     refused_t = Refused
     feed = deriver.feed
-    link, start_link, run_state = _link, _start_link, _RunState
+    link, start_link, run_state, ended = _link, _start_link, _RunState, _ENDED
     runs = deriver._runs
     v1 = deriver._v1
     observing = deriver._observing
@@ -94,7 +94,6 @@ def fold_structs(
     st_args: Any = None
     st_links: Any = None
     st_by_id: Any = None
-    st_ended: Any = None
     st_faults: Any = None
     steps = 0
     try:
@@ -109,7 +108,7 @@ def fold_structs(
                             st = runs[run_id] = run_state()
                         cur_run = run_id
                         st_args, st_links, st_by_id = st.args, st.links, st.by_id
-                        st_ended, st_faults = st.ended, st.faults
+                        st_faults = st.faults
                     call_id = ev.call_id
                     args = ev.args
                     st_args[call_id] = args
@@ -135,15 +134,15 @@ def fold_structs(
                             st = runs[run_id] = run_state()
                         cur_run = run_id
                         st_args, st_links, st_by_id = st.args, st.links, st.by_id
-                        st_ended, st_faults = st.ended, st.faults
+                        st_faults = st.faults
                     # Deriver._tool_step's rules, in its order.
                     args = st_args.pop(call_id, None)
                     cached = st_links.pop(call_id, None) if st_links else None
                     if cached is None or cached[0] == link_none:
-                        issued = st_by_id.pop(call_id, None)
+                        issued = st_by_id.get(call_id)
                         if issued is not None:  # derive._link, inline for a link by id
                             issued[0] = True
-                            st_ended[call_id] = issued[1]  # retired (derive._RunState)
+                            st_by_id[call_id] = ended[issued[1]]  # retired (derive._RunState)
                             traceable = issued[1] if v1 else True  # linked by id
                         else:
                             link_kind, issued = link(st, call_id, tool, args)
@@ -222,7 +221,7 @@ def fold_structs(
                             st = runs[run_id] = run_state()
                         cur_run = run_id
                         st_args, st_links, st_by_id = st.args, st.links, st.by_id
-                        st_ended, st_faults = st.ended, st.faults
+                        st_faults = st.faults
                     st.model_since_failure = True
                     if not observing:
                         observing = deriver._observing = True
@@ -235,7 +234,7 @@ def fold_structs(
                             st = runs[run_id] = run_state()
                         cur_run = run_id
                         st_args, st_links, st_by_id = st.args, st.links, st.by_id
-                        st_ended, st_faults = st.ended, st.faults
+                        st_faults = st.faults
                     st.model_since_failure = True
                     if not observing:
                         observing = deriver._observing = True
@@ -251,10 +250,8 @@ def fold_structs(
                             call_id = c.id
                             args = c.args
                             issued = [False, explained, c.name, args, None]
-                            if call_id not in st_by_id and call_id not in st_ended:
-                                st_by_id[call_id] = issued
-                            if call_id not in st_args:
-                                st_args[call_id] = args
+                            st_by_id.setdefault(call_id, issued)  # the first issuer keeps it
+                            st_args.setdefault(call_id, args)
                             st.pending = [issued]
                             continue
                         pending = []
@@ -262,10 +259,8 @@ def fold_structs(
                             call_id = c.id
                             args = c.args
                             issued = [False, explained, c.name, args, None]
-                            if call_id not in st_by_id and call_id not in st_ended:
-                                st_by_id[call_id] = issued
-                            if call_id not in st_args:
-                                st_args[call_id] = args
+                            st_by_id.setdefault(call_id, issued)  # the first issuer keeps it
+                            st_args.setdefault(call_id, args)
                             pending.append(issued)
                         st.pending = pending
                     continue
@@ -279,7 +274,7 @@ def fold_structs(
                                 st = runs[run_id] = run_state()
                             cur_run = run_id
                             st_args, st_links, st_by_id = st.args, st.links, st.by_id
-                            st_ended, st_faults = st.ended, st.faults
+                            st_faults = st.faults
                         faults = st_faults.get(call_id)
                         if faults is None:
                             st_faults[call_id] = [(ev.mode, ev.effect)]
@@ -323,7 +318,7 @@ def fold_dicts(
     """
     # Long because: as fold_structs (module docstring); the same steps, read from dicts.
     feed, feed_raw = deriver.feed, deriver.feed_raw
-    link, start_link, run_state = _link, _start_link, _RunState
+    link, start_link, run_state, ended = _link, _start_link, _RunState, _ENDED
     runs = deriver._runs
     v1 = deriver._v1
     observing = deriver._observing
@@ -383,11 +378,12 @@ def fold_dicts(
                         args = st.args.pop(call_id, None)
                         cached = st.links.pop(call_id, None) if st.links else None
                         if cached is None or cached[0] == link_none:
-                            issued = st.by_id.pop(call_id, None)
+                            by_id = st.by_id
+                            issued = by_id.get(call_id)
                             if issued is not None:  # derive._link, inline for a link by id
                                 issued[0] = True
                                 link_kind = link_id
-                                st.ended[call_id] = issued[1]  # retired (derive._RunState)
+                                by_id[call_id] = ended[issued[1]]  # retired (derive._RunState)
                             else:
                                 link_kind, issued = link(st, call_id, tool, args)
                         else:
@@ -469,16 +465,14 @@ def fold_dicts(
                             explained = bool(
                                 (text and text.strip()) or (reasoning and reasoning.strip())
                             )
-                            by_id, ended, st_args = st.by_id, st.ended, st.args
+                            by_id, st_args = st.by_id, st.args
                             pending = []
                             for c in calls:
                                 call_id = c["id"]
                                 args = c.get("args", {})
                                 issued = [False, explained, c["name"], args, None]
-                                if call_id not in by_id and call_id not in ended:
-                                    by_id[call_id] = issued
-                                if call_id not in st_args:
-                                    st_args[call_id] = args
+                                by_id.setdefault(call_id, issued)  # the first issuer keeps it
+                                st_args.setdefault(call_id, args)
                                 pending.append(issued)
                             st.pending = pending
                         continue

@@ -287,7 +287,8 @@ class CallLinker:
 # The deriver's own record of an issued call: a list, cheaper to make than ``Issued`` (one per
 # tool call a model output issues), linked by exactly ``CallLinker``'s rules (``_link``).
 _CLAIMED, _EXPLAINED, _NAME, _ARGS, _CANON = range(5)
-# What a retired record (``_RunState.ended``) is linked as: claimed, explained or not.
+# What a retired record is replaced by in ``_RunState.by_id``: claimed, explained or not. The
+# two are shared (never in ``pending``, so only ``_CLAIMED``, already True, is ever set on one).
 _ENDED: tuple[list[Any], list[Any]] = ([True, False, "", None, ""], [True, True, "", None, ""])
 
 
@@ -296,15 +297,13 @@ def _issue(st: _RunState, calls: list[tuple[str, str, Any]], explained: bool) ->
 
     The deriver's own copy, in one loop: it runs once per model output of a scored trace.
     """
-    by_id, ended = st.by_id, st.ended
+    by_id = st.by_id
     args = st.args
     pending: list[list[Any]] = []
     for call_id, name, call_args in calls:
         issued = [False, explained, name, call_args, None]
-        if call_id not in by_id and call_id not in ended:
-            by_id[call_id] = issued
-        if call_id not in args:
-            args[call_id] = call_args
+        by_id.setdefault(call_id, issued)  # the first output to issue an id keeps it
+        args.setdefault(call_id, call_args)
         pending.append(issued)
     if pending:
         st.pending = pending
@@ -316,10 +315,6 @@ def _link(st: _RunState, call_id: str, tool: str, args: Any) -> tuple[str, list[
     if issued is not None:
         issued[_CLAIMED] = True
         return LINK_ID, issued
-    if len(st.ended) > 1:
-        explained = st.ended.get(call_id)
-        if explained is not None:
-            return LINK_ID, _ENDED[explained]
     open_calls = [c for c in st.pending if not c[_CLAIMED] and c[_NAME] == tool]
     if not open_calls:
         return LINK_NONE, None
@@ -353,18 +348,19 @@ class _RunState:
     ``[claimed, explained, name, args, canonical args]``. ``links`` caches a call's link from
     its start when it was not by id (a link by id is found again, the same, when it ends).
 
-    A call that ends linked by id is retired from ``by_id`` to ``ended`` (its id and whether
-    its output was explained): all a later event can still ask of it is a link by id (a call
-    id used again), which a claimed record answers with ``explained`` alone, while its record
-    may stay in ``pending``, claimed, as ``CallLinker`` keeps it. So ``by_id`` stays as small as
-    the calls in flight, and a long run keeps one small entry per ended call instead of its
-    record and arguments (cheaper to keep, and the lookups of the calls in flight stay fast).
+    ``by_id`` holds every id a model output of the run issued, until the run ends: a call id
+    may be used again, and must then link by id to the first output that issued it. A call
+    that ends linked by id has its record replaced by a shared one (``_ENDED``: claimed, and
+    whether its output was explained), all a later event can still ask of it, while its record
+    may stay in ``pending``, claimed, as ``CallLinker`` keeps it. So a long run keeps one small
+    entry per ended call instead of its record and arguments, in one table: a model output's
+    call is looked up once, and a call's end replaces a value in place rather than moving its
+    id from one table to another.
     """
 
     __slots__ = (
         "args",
         "by_id",
-        "ended",
         "faults",
         "last_failed_action",
         "links",
@@ -374,10 +370,10 @@ class _RunState:
     )
 
     def __init__(self) -> None:
-        self.by_id: dict[str, list[Any]] = {}
         # The None key is never looked up: a dict with a key that is not a str keeps each
-        # key's hash in its table, so a lookup that misses (most, here) reads no key strings.
-        self.ended: dict[str | None, bool] = {None: False}
+        # key's hash in its table, so a lookup that misses (a model output's new call) reads
+        # no key strings of this table, which grows with the run.
+        self.by_id: dict[str | None, list[Any]] = {None: _ENDED[False]}
         self.pending: list[list[Any]] = []
         self.links: dict[str, tuple[str, list[Any] | None]] = {}
         self.faults: dict[str, list[tuple[str, str]]] = {}
@@ -394,8 +390,8 @@ class Deriver:
     """Streaming hb-derive/3: feed events one at a time, get at most one step back per event.
 
     Events of several runs may interleave; state is kept per run id and per open call, plus
-    the id of each call that ended linked by id (a later call may use the id again, and links
-    to the same output), until its run ends (``_RunState``).
+    each call id a model output issued (a later call may use the id again, and links to the
+    same output), until its run ends (``_RunState``).
     ``version=DERIVE_V2`` or ``DERIVE_V1`` applies an earlier rule (see the module docstring).
     """
 
@@ -562,8 +558,7 @@ class Deriver:
         link_kind, issued = cached
         explained = issued is not None and issued[_EXPLAINED]
         if link_kind == LINK_ID and st.by_id.get(call_id) is issued:
-            del st.by_id[call_id]  # retired (_RunState)
-            st.ended[call_id] = explained
+            st.by_id[call_id] = _ENDED[explained]  # retired (_RunState)
         if self._v1:
             traceable = link_kind == LINK_ID and explained
         else:

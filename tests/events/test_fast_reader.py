@@ -250,6 +250,17 @@ RAW_LINES: list[bytes] = [
     b' {"kind": "replan", "run_id": "r"}  ',
     b'{"kind": "replan", "run_id": "r"} {"kind": "replan", "run_id": "r"}',
     b'{"kind": "replan", "run_id": "r", "reason": "caf\xc3\xa9 \xe2\x82\xac"}',
+    # Inside free-form fields, what a reader that skips them unparsed (msgspec.Raw) would
+    # take and the model refuses: bytes that are no UTF-8, an integer past int's digit limit.
+    b'{"kind": "tool_end", "run_id": "r", "call_id": "c", "tool": "t", "result": "\xff"}',
+    b'{"kind": "tool_end", "run_id": "r", "call_id": "c", "tool": "t", "result": {"a\xff": 1}}',
+    b'{"kind": "replan", "run_id": "r", "attrs": {"x": ["\xc0\x80"]}}',
+    b'{"kind": "tool_end", "run_id": "r", "call_id": "c", "tool": "t", "result": '
+    + b"9" * 4301
+    + b"}",
+    b'{"kind": "replan", "run_id": "r", "attrs": {"n": -' + b"9" * 5000 + b"}}",
+    b'{"kind": "tool_end", "run_id": "r", "call_id": "c", "tool": "t", "result": "\xed\xa0\x80"}',
+    b'{"kind": "tool_end", "run_id": "r", "call_id": "c", "tool": "t", "result": 1e99999}',
 ]
 
 

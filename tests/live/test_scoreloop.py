@@ -374,3 +374,62 @@ def test_the_public_corpora_score_the_same(structs: bool) -> None:
         assert len(want) > 100, fmt
         assert loop_tuples(lines, structs) == want, fmt
         same(lines, structs)
+
+
+def reused_id_trace(first_explained: bool, issued_again: bool, gap: int) -> list[str]:
+    """Run r: output A issues call "dup" and it runs; ``gap`` calls follow, each issued by an
+    output of its own (explained every third) and run; then "dup" runs again, issued again by
+    output B (A's opposite) or not issued again. Run s: B's explanation issues "dup" first."""
+    lines: list[dict[str, Any]] = []
+
+    def call(run: str, cid: str, explained: bool | None) -> None:
+        if explained is not None:
+            text = "Looking it up." if explained else ""
+            calls = [{"id": cid, "name": "lookup", "args": {"n": 1}}]
+            lines.append({"kind": "model_end", "run_id": run, "call_id": "m", "text": text,
+                          "tool_calls": calls})  # fmt: skip
+        lines.append({"kind": "tool_start", "run_id": run, "call_id": cid, "tool": "lookup",
+                      "args": {"n": 1}})  # fmt: skip
+        lines.append({"kind": "tool_end", "run_id": run, "call_id": cid, "tool": "lookup"})
+
+    call("r", "dup", first_explained)
+    call("s", "dup", not first_explained)
+    for i in range(gap):
+        call("r", f"c{i}", i % 3 == 0)
+    call("r", "dup", (not first_explained) if issued_again else None)
+    return [json.dumps(ev) for ev in lines]
+
+
+@pytest.mark.parametrize("structs", MODES, ids=MODE_IDS)
+@pytest.mark.parametrize("first_explained", [True, False])
+@pytest.mark.parametrize("issued_again", [True, False])
+def test_a_call_id_used_again_late_in_a_long_run_links_to_its_first_output(
+    tmp_path: Path, structs: bool, first_explained: bool, issued_again: bool
+) -> None:
+    # Under hb-derive/1 a step is traceable only when linked by id to an output that stated a
+    # reason: so each step's traceable names the output it linked to. Expected by construction:
+    # "dup" links to output A both times (the first output to issue an id keeps it, however
+    # many calls ended since), run s to its own output.
+    gap = 3000  # calls between the two uses of "dup": a file of many blocks
+    lines = reused_id_trace(first_explained, issued_again, gap)
+    want = [first_explained, not first_explained]
+    want += [i % 3 == 0 for i in range(gap)] + [first_explained]
+    steps = list(derive_steps(read_events(iter(lines)), version=DERIVE_V1))
+    assert [s.traceable for s in steps] == want
+    assert steps[-1].link == "id" and steps[-1].explained is first_explained
+    assert [t[4] for t in loop_tuples(lines, structs, DERIVE_V1)] == want
+    path = tmp_path / "trace.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert path.stat().st_size > 8 * (1 << 15)
+    deriver = Deriver(DERIVE_V1)
+    deriver._as_tuples = True
+    got: list[Any] = []
+    with path.open("rb") as fh:
+        if structs:
+            chunks = struct_chunks(iter(fh), 0, fh)
+            fold_structs(chunks, deriver, struct_types(), got.extend, [], 7)
+        else:
+            validate = twin_adapter().validator.validate_json
+            fold_dicts(line_blocks(iter(fh), fh), 0, deriver, validate, got.extend, [], 7)
+    assert [t[4] for t in got] == want
+    same(lines, structs, derive_version=DERIVE_V1)
