@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -119,6 +120,31 @@ def _validated(lines: Iterable[str | bytes] | None, path: str | Path | None) -> 
             fh.close()
 
 
+def _loads_on_a_fresh_stack(raw: bytes) -> Any:
+    """``json.loads`` on a new thread, whose stack holds nothing else.
+
+    How deep the JSON reader goes depends on how deep the caller's stack already is: a line
+    nested close to the limit would be read from one caller and refused from another (the CLI,
+    a test, the score loop's fallback). Retried here, the limit is the same from every caller,
+    and it is the highest any caller has, so a line any reader took is never refused here.
+    """
+    out: list[Any] = []
+    failed: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            out.append(json.loads(raw, parse_constant=_reject_constant))
+        except BaseException as exc:  # handed to the caller's thread below
+            failed.append(exc)
+
+    thread = threading.Thread(target=read, name="hbeval-deep-json", daemon=True)
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0].with_traceback(None)
+    return out[0]
+
+
 def _slow_line(raw: bytes, lineno: int, validate: Any) -> EventBase | None:
     """Parse one line with the stdlib and report exactly what is wrong with it."""
     global _KINDS
@@ -127,7 +153,10 @@ def _slow_line(raw: bytes, lineno: int, validate: Any) -> EventBase | None:
 
         _KINDS = frozenset(EVENT_KINDS)
     try:
-        obj = json.loads(raw, parse_constant=_reject_constant)
+        try:
+            obj = json.loads(raw, parse_constant=_reject_constant)
+        except RecursionError:
+            obj = _loads_on_a_fresh_stack(raw)
     except ValueError as exc:
         raise EventFormatError(f"not valid JSON: {exc}", line=lineno) from None
     except RecursionError:
