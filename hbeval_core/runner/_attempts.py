@@ -611,7 +611,7 @@ def _ended_result(
     capture closed the run already (an adapter records the run's end as the exception leaves
     the agent's framework: a trace holds one ``run_end``; ``message`` stays the attempt's error)."""
     run_id = ctx.trial_run_id
-    if not any(e.kind == "run_end" and e.run_id == run_id for e in events):
+    if not any(isinstance(e, RunEnd) and e.run_id == run_id for e in events):
         seq = max((e.seq for e in events if e.seq is not None), default=-1) + 1
         events.append(
             RunEnd(run_id=run_id, seq=seq, ts=time.time(), status=status, error=message)  # type: ignore[arg-type]
