@@ -82,6 +82,12 @@ class WrapperReports:
         with self._lock:
             self._managed_runs.discard(key_of(run_id))
 
+    def _node_and_root(self, node_run_id: UUID | None) -> tuple[Run | None, Any]:
+        """The node's run record (None if unknown) and the root run it belongs to (the node
+        itself, or ``NIL``, when unknown). Called under ``_lock``."""
+        node_rec = self._runs.get(key_of(node_run_id)) if node_run_id is not None else None
+        return node_rec, node_rec.root if node_rec is not None else (node_run_id or NIL)
+
     def begin_tool_call(
         self,
         *,
@@ -100,8 +106,7 @@ class WrapperReports:
             self.stop_logging()
         try:
             with self._lock:
-                node_rec = self._runs.get(key_of(node_run_id)) if node_run_id is not None else None
-                root = node_rec.root if node_rec is not None else (node_run_id or NIL)
+                node_rec, root = self._node_and_root(node_run_id)
                 attrs: dict[str, Any] = {ATTR_SYNTHETIC: True} if synthetic else {}
                 if node_rec is not None and node_rec.scope == SCOPE_NODE:
                     attrs[ATTR_LANGGRAPH_NODE] = node_rec.name
@@ -158,8 +163,7 @@ class WrapperReports:
             self.stop_logging()
         try:
             with self._lock:
-                node_rec = self._runs.get(key_of(node_run_id)) if node_run_id is not None else None
-                root = node_rec.root if node_rec is not None else (node_run_id or NIL)
+                _, root = self._node_and_root(node_run_id)
                 run_id, parent = self._run_id_for(root), self._span_of(node_run_id)
             self.emit_fault(fault, run_id, parent)
         except Exception as exc:
