@@ -120,6 +120,23 @@ def describe_error(exc: BaseException) -> str:
     return line if len(line) <= 600 else line[:597] + "..."
 
 
+def _stdout_gone() -> bool:
+    """True when stdout is a pipe whose reader has gone (``hbeval runs list | head -1``).
+
+    A ``BrokenPipeError`` can also come from a store's connection; only one on stdout is the
+    reader leaving, and that is no error of hbeval's: click ends such a command quietly (exit 1,
+    nothing more written), as it does for ``hbeval --help | head -1``.
+    """
+    try:
+        import select
+
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+    except Exception:  # no poll (Windows), stdout replaced or closed: not known to be gone
+        return False
+
+
 def _click_flow() -> tuple[type[BaseException], ...]:
     """Exceptions click uses for control flow (exit codes, usage errors, aborts): typer's own,
     those of the click it runs on (typer >= 0.29 carries its own copy), and the click package's
@@ -229,6 +246,8 @@ class _RootGroup(TyperGroup):
         except Exception as exc:
             if isinstance(exc, _click_flow()) or _debugging():
                 raise
+            if isinstance(exc, BrokenPipeError) and _stdout_gone():
+                raise  # the reader of stdout left: click stops quietly
             typer.echo(f"hbeval: {describe_error(exc)}", err=True)
             raise typer.Exit(EXIT_BAD_INPUT) from None
 

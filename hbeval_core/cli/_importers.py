@@ -119,6 +119,12 @@ def _print_summary(result: Any) -> None:
             "  no success label in the recording: pass figures are undefined (no_success_label);"
             " --labels FILE maps run ids to outcomes"
         )
+    changed = {k: n for k, n in result.stored_changes.items() if n}
+    if changed:
+        typer.echo(
+            "  stored with changes (each changed event lists them in attrs.sanitised): "
+            + ", ".join(f"{n} {k}" for k, n in changed.items())
+        )
     for s in result.skipped[:5]:
         typer.echo(f"  skipped {s['count']} x {s['what']}: {s['reason']}")
     if len(result.skipped) > 5:

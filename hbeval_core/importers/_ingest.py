@@ -19,6 +19,12 @@ Rules of an imported run (importer version ``IMPORTER_VERSION``):
   sorted source sha256s, derive version, and options that change the trials (OTLP grouping by
   session) when set}: an imported run is never compared with a battery run, nor with an import
   of other recordings. The manifest keeps every file's sha256.
+* **Stored as the runner stores.** Each trial's events pass through ``storable_events`` with
+  a ``Redactor`` before they are scored and stored, exactly as a battery trial's do: secrets
+  are redacted, tool results capped, and values no store can hold (a lone surrogate, a NaN, an
+  endless integer) replaced, each rebuilt event saying what changed (``attrs.sanitised``). One
+  bad value in a foreign recording changes that value, not the import. The report's ``source``
+  block counts the changes (``stored_changes``).
 * **Provenance.** Each tool call says how its outcome and its link to the issuing reply were
   derived (``_common.OBSERVED_ERROR`` / ``ABSENCE_OF_ERROR`` / ``INFERRED``; ``LINK_*``); the
   report's ``source`` block counts them and names the figures resting on inferred fields.
@@ -82,6 +88,7 @@ class ImportSummary:
     report: dict[str, Any] | None = None
     derivation: dict[str, dict[str, int]] = field(default_factory=dict)
     inferred_figures: dict[str, str] = field(default_factory=dict)
+    stored_changes: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form (without the report)."""
@@ -102,6 +109,7 @@ class ImportSummary:
             "already_imported": self.already_imported,
             "derivation": self.derivation,
             "inferred_figures": self.inferred_figures,
+            "stored_changes": self.stored_changes,
         }
 
 
@@ -465,6 +473,43 @@ def _keyed(
     return keyed, scenario_of
 
 
+def _make_storable(trials: Sequence[ImportedTrial], redactor: Any) -> dict[str, int]:
+    """Each trial's events (and final text) as the store will hold them, changed in place.
+
+    The same treatment as a battery trial's (``runner._attempts._storable_result``): secrets
+    redacted, tool results capped, unstorable values replaced with a note on the rebuilt event.
+    Events that need nothing come back as they were, carrying the rows they were encoded to,
+    so the store writes those rows instead of encoding the events again. Returns how many
+    values were redacted, capped and replaced.
+    """
+    from ..store import REDACTED, storable_events, storable_text
+
+    counts = {"redacted": 0, "capped": 0, "replaced": 0}
+    for t in trials:
+        t.events, notes = storable_events(t.events, redactor=redactor)
+        for note in notes:
+            if "redacted" in note:
+                counts["redacted"] += 1
+            elif "cut to the first" in note:
+                counts["capped"] += 1
+            else:
+                counts["replaced"] += 1
+        if isinstance(t.response_text, str):
+            text = redactor.redact_text(storable_text(t.response_text))[0]
+            if text != t.response_text:
+                counts["redacted" if REDACTED in text else "replaced"] += 1
+                t.response_text = text
+    return counts
+
+
+def _storable_verdict(verdict: dict[str, Any], redactor: Any) -> dict[str, Any]:
+    """The verdict with its secrets redacted and unstorable values replaced (usually as is)."""
+    from ..store._sanitise import sanitised_json
+
+    clean, _, _ = sanitised_json(verdict, "verdict", redactor)
+    return dict(clean)
+
+
 def _source_section(
     fmt: str,
     files: list[Any],
@@ -473,6 +518,7 @@ def _source_section(
     skipped: list[Skipped],
     derivation: dict[str, Any],
     inferred: dict[str, Any],
+    stored_changes: dict[str, int],
 ) -> dict[str, Any]:
     """The report's ``source`` section: what was imported and what its figures rest on."""
     return {
@@ -498,6 +544,7 @@ def _source_section(
         ],
         "derivation": derivation,
         "inferred_figures": inferred,
+        "stored_changes": stored_changes,
     }
 
 
@@ -577,16 +624,18 @@ def ingest(
     skipped: list[Skipped] | None = None,
     combine: Combiner | None = None,
     options: Mapping[str, Any] | None = None,
+    redactor: Any = None,
 ) -> ImportSummary:
     """Read ``sources`` with ``reader`` (then ``combine``), score every trial, store one run.
 
     Nothing is written unless every file was read; a run id already stored and completed is
-    reported as already imported (nothing is written again).
+    reported as already imported (nothing is written again). ``redactor`` (a
+    ``store.Redactor``; the built-in rules when None) redacts and caps what is stored.
     """
     # Long because: the import's phases in order (read, identify, refuse or skip a stored run,
     # key, score, store), each in a helper; what stays is the state they hand each other.
     from ..scoring import build_report
-    from ..store import RUN_COMPLETED, RunRecord
+    from ..store import RUN_COMPLETED, Redactor, RunRecord
 
     if not sources:
         raise ImportRefused("(no files)", "no recording files to import")
@@ -608,6 +657,8 @@ def ingest(
     derivation = _derivation(trials)
     inferred = inferred_figures(derivation)
 
+    stored_changes: dict[str, int] = {}
+
     def summary(already: bool, report: dict[str, Any] | None) -> ImportSummary:
         return ImportSummary(
             run_id=run_id,
@@ -626,6 +677,7 @@ def ingest(
             report=report,
             derivation=derivation,
             inferred_figures=inferred,
+            stored_changes=stored_changes,
         )
 
     stored = store.get_run(run_id)
@@ -637,12 +689,21 @@ def ingest(
                 field="--run-id",
             )
         if stored.status == RUN_COMPLETED:
-            return summary(True, store.get_report(run_id))
+            report = store.get_report(run_id)
+            source = (report or {}).get("source")
+            changes = source.get("stored_changes") if isinstance(source, dict) else None
+            stored_changes = dict(changes) if isinstance(changes, dict) else {}
+            return summary(True, report)
 
     keyed, scenario_of = _keyed(trials)
 
     started = time.time()
+    # Scored as stored, so the figures can be derived again from the stored evidence.
+    redactor = redactor if redactor is not None else Redactor()
+    stored_changes = _make_storable(trials, redactor)
     trial_dicts = [_trial_dict(t, key, sc, fmt, isolated) for key, sc, t in keyed]
+    for td in trial_dicts:
+        td["verdict"] = _storable_verdict(td["verdict"], redactor)
     k_max = max(
         (sum(1 for _, _, t in keyed if t.task_id == task) for task in scenario_of), default=1
     )
@@ -668,7 +729,7 @@ def ingest(
     if not labelled:
         _withhold_pass_figures(report, NO_SUCCESS_LABEL)
     report["source"] = _source_section(
-        fmt, files, labelled, manifest["labels"], skipped, derivation, inferred
+        fmt, files, labelled, manifest["labels"], skipped, derivation, inferred, stored_changes
     )
 
     store.start_run(

@@ -20,13 +20,26 @@ class StoreSink:
     """Writes every ended trace to ``store`` as one trial of run ``run_id`` (created on first use).
 
     A trace carries no success label, so its trial's outcome is ``skipped`` (it enters no pass
-    rate); its events and the live monitor's metrics are stored as they are. The run's
+    rate); its events are stored as a battery trial's are (``storable_events`` with
+    ``redactor``, the built-in rules when None: secrets redacted, tool results capped, values no
+    store holds replaced, each changed event saying what changed), and the live monitor's
+    metrics as they are. The run's
     measurement fingerprint names live capture and the derivation version, so such runs are
     compared only with each other.
     """
 
-    def __init__(self, store: Any, *, run_id: str | None = None, agent_id: str = "otel") -> None:
+    def __init__(
+        self,
+        store: Any,
+        *,
+        run_id: str | None = None,
+        agent_id: str = "otel",
+        redactor: Any = None,
+    ) -> None:
+        from ..store import Redactor
+
         self.store = store
+        self.redactor = redactor if redactor is not None else Redactor()
         self.agent_id = agent_id
         self.run_id = run_id or f"otel-live-{int(time.time())}"
         self.measurement_fingerprint = fingerprint({"kind": "otel-live", "derive": DERIVE_VERSION})
@@ -35,7 +48,13 @@ class StoreSink:
         self._lock = threading.Lock()
 
     def __call__(self, capture: TraceCapture) -> None:
-        from ..store import AttemptRecord, RunRecord, TrialRecord, make_trial_key
+        from ..store import (
+            AttemptRecord,
+            RunRecord,
+            TrialRecord,
+            make_trial_key,
+            storable_events,
+        )
 
         with self._lock:
             if not self._started:
@@ -63,7 +82,7 @@ class StoreSink:
                 outcome=OUTCOME_SKIPPED,
             ),
             [AttemptRecord(run_id=self.run_id, trial_key=key, attempt=0, outcome=OUTCOME_SKIPPED)],
-            {0: list(capture.events)},
+            {0: storable_events(capture.events, redactor=self.redactor)[0]},
             metrics=metrics,
             undefined=undefined,
         )

@@ -175,3 +175,25 @@ def test_usage_errors_keep_clicks_own_message() -> None:
     assert proc.returncode == 2
     assert "No such option: --bogus" in proc.stderr
     assert "unexpected error" not in proc.stderr
+
+
+def test_a_reader_that_leaves_stops_the_command_quietly() -> None:
+    """``hbeval schema report | head -1``: once the reader is gone, hbeval writes nothing to stderr
+    and does not call it an error of its own (exit 2). The pipe's read end is closed before the
+    command starts, so its first write fails."""
+    import os
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "hbeval_core.cli", "schema", "report"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr == ""

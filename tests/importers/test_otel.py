@@ -512,3 +512,39 @@ def test_auto_import_reads_the_environment_and_writes_the_store(tmp_path: Path) 
         timeout=120,
     )
     assert off.returncode == 0, off.stderr
+
+
+def test_a_live_trace_is_stored_redacted_and_storable() -> None:
+    """Spans come from agents nobody here wrote: what they carry is stored as a battery
+    trial's trace is (secrets redacted, a lone surrogate replaced with a note)."""
+    from hbeval_core.store import MemoryStore
+
+    secret = "sk-ant-api03-" + "Z" * 40
+    store = MemoryStore()
+    provider = TracerProvider()
+    processor = hotel.instrument(provider, store=store, run_id="live", agent_id="weather")
+    tracer = provider.get_tracer("t")
+    try:
+        with tracer.start_as_current_span(
+            "invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}
+        ):
+            with tracer.start_as_current_span(
+                "execute_tool get_weather",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "get_weather",
+                    "gen_ai.tool.call.arguments": json.dumps(
+                        {"city": "Paris\ud800", "auth": f"key {secret}"}
+                    ),
+                },
+            ):
+                pass
+        assert processor.force_flush(5000)
+    finally:
+        hotel.uninstrument(provider)
+    (trial,) = store.list_trials("live")
+    starts = [e for e in store.iter_events("live", trial.trial_key) if e.kind == "tool_start"]
+    assert len(starts) == 1
+    args = starts[0].args  # type: ignore[attr-defined]
+    assert args["city"] == "Paris\ufffd" and secret not in args["auth"]
+    assert any("lone surrogates" in n for n in starts[0].attrs["sanitised"])
