@@ -55,7 +55,14 @@ from ..vocab import (
     PASS_UNVERIFIABLE,
     SCORING_VERSION,
 )
-from ._common import ImportedTrial, ImportRefused, Skipped, count_derivations, inferred_figures
+from ._common import (
+    ImportedTrial,
+    ImportRefused,
+    Skipped,
+    count_derivations,
+    finite_reward,
+    inferred_figures,
+)
 
 IMPORTER_VERSION = "hbeval-import/1"
 """Version of the import rules; part of every imported run's measurement fingerprint."""
@@ -175,14 +182,15 @@ def read_labels(path: Path) -> tuple[dict[str, bool], str]:
     for key, value in data.items():
         if isinstance(value, bool):
             labels[str(key)] = value
-        elif isinstance(value, (int, float)):
+        elif isinstance(value, (int, float)) and finite_reward(value) is not None:
             labels[str(key)] = float(value) >= 1.0
         elif isinstance(value, str) and value.lower() in _LABEL_WORDS:
             labels[str(key)] = _LABEL_WORDS[value.lower()]
         else:
             raise ImportRefused(
                 src.path,
-                f"outcome must be true/false, a reward (1.0 = pass) or 'pass'/'fail'; got {value!r}",
+                "outcome must be true/false, a finite reward (1.0 = pass) or 'pass'/'fail'; "
+                f"got {value!r}",
                 field=str(key),
             )
     return labels, src.sha256
