@@ -110,6 +110,15 @@ class StoreTools:
             raise ToolInputError(
                 field, f"no report for run {run!r} in this store{known}; list_runs shows the runs"
             )
+        from ..scoring._recheck import describe, report_discrepancies
+
+        found = report_discrepancies(report)
+        if found:
+            raise ToolInputError(
+                field,
+                f"the stored report of run {run!r} does not follow from its own trials "
+                f"({describe(found)}); it was changed after hbeval built it",
+            )
         return report
 
     # ------------------------------------------------------------------ runs

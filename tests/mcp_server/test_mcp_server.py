@@ -369,3 +369,31 @@ def test_the_cli_and_the_tools_load_without_importing_the_sdk() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_a_stored_report_edited_by_hand_is_refused_over_mcp(
+    store: dict[str, Any], tmp_path: Path
+) -> None:
+    """The server reads reports from the store; one whose figures its trials do not give (the
+    PEI raised in the SQLite file) is refused, naming the figure, and the server lives on."""
+    import shutil
+    import sqlite3
+
+    db = tmp_path / "edited.db"
+    shutil.copy(store["db"], db)
+    naive = store["reports"]["naive"]["run_id"]
+    conn = sqlite3.connect(db)
+    try:
+        (body,) = conn.execute("SELECT body FROM reports WHERE run_id = ?", (naive,)).fetchone()
+        report = json.loads(body)
+        report["metrics"]["pei"] = 0.99
+        conn.execute("UPDATE reports SET body = ? WHERE run_id = ?", (json.dumps(report), naive))
+        conn.commit()
+    finally:
+        conn.close()
+    careful = store["reports"]["careful"]["run_id"]
+    calls = [("run_metrics", {"run_id": naive}), ("run_metrics", {"run_id": careful})]
+    out = asyncio.run(_session(str(db), store["folder"], calls))
+    text = error(out, 0)
+    assert "does not follow from its own trials" in text and "metrics.pei: 0.99" in text
+    assert answer(out, 1)["run_id"] == careful
