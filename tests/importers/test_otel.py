@@ -441,7 +441,8 @@ def test_instrument_is_idempotent() -> None:
         hotel.uninstrument(provider)
 
 
-def test_instrument_with_a_store_writes_each_ended_trace_as_a_trial() -> None:
+def _one_live_tool_call(tool_attributes: dict[str, Any]) -> Any:
+    """A store holding one live trace: an agent span around one get_weather tool span."""
     from hbeval_core.store import MemoryStore
 
     store = MemoryStore()
@@ -457,13 +458,18 @@ def test_instrument_with_a_store_writes_each_ended_trace_as_a_trial() -> None:
                 attributes={
                     "gen_ai.operation.name": "execute_tool",
                     "gen_ai.tool.name": "get_weather",
-                    "error.type": "TimeoutError",
+                    **tool_attributes,
                 },
             ):
                 pass
         assert processor.force_flush(5000)
     finally:
         hotel.uninstrument(provider)
+    return store
+
+
+def test_instrument_with_a_store_writes_each_ended_trace_as_a_trial() -> None:
+    store = _one_live_tool_call({"error.type": "TimeoutError"})
     run = store.get_run("live")
     assert run is not None and run.agent_id == "weather" and run.battery == "otel:live"
     (trial,) = store.list_trials("live")
@@ -517,31 +523,9 @@ def test_auto_import_reads_the_environment_and_writes_the_store(tmp_path: Path) 
 def test_a_live_trace_is_stored_redacted_and_storable() -> None:
     """Spans come from agents nobody here wrote: what they carry is stored as a battery
     trial's trace is (secrets redacted, a lone surrogate replaced with a note)."""
-    from hbeval_core.store import MemoryStore
-
     secret = "sk-ant-api03-" + "Z" * 40
-    store = MemoryStore()
-    provider = TracerProvider()
-    processor = hotel.instrument(provider, store=store, run_id="live", agent_id="weather")
-    tracer = provider.get_tracer("t")
-    try:
-        with tracer.start_as_current_span(
-            "invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}
-        ):
-            with tracer.start_as_current_span(
-                "execute_tool get_weather",
-                attributes={
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": "get_weather",
-                    "gen_ai.tool.call.arguments": json.dumps(
-                        {"city": "Paris\ud800", "auth": f"key {secret}"}
-                    ),
-                },
-            ):
-                pass
-        assert processor.force_flush(5000)
-    finally:
-        hotel.uninstrument(provider)
+    arguments = json.dumps({"city": "Paris\ud800", "auth": f"key {secret}"})
+    store = _one_live_tool_call({"gen_ai.tool.call.arguments": arguments})
     (trial,) = store.list_trials("live")
     starts = [e for e in store.iter_events("live", trial.trial_key) if e.kind == "tool_start"]
     assert len(starts) == 1
