@@ -49,6 +49,28 @@ def _open_store(db: str | None, *, required: bool) -> Any:
         raise missing from None
 
 
+def _checked(report: Mapping[str, Any], where: str) -> None:
+    """Refuse a report whose figures do not follow from its own trials (edited by hand)."""
+    from ..scoring._recheck import describe, report_discrepancies
+
+    found = report_discrepancies(report)
+    if found is None:
+        versions = report.get("versions")
+        derive = versions.get("derive") if isinstance(versions, Mapping) else None
+        typer.echo(
+            f"hbeval: note: {where} is taken as it states its figures, not checked against its "
+            f"trials (it was built under other rules, {derive or 'unknown versions'}, or lacks "
+            "them)",
+            err=True,
+        )
+    elif found:
+        raise _InputError(
+            f"{where}: the report's figures do not follow from its own trials ({describe(found)}); "
+            "it was changed after hbeval built it. Use the report as hbeval wrote it "
+            "(`hbeval report RUN_ID --json` reads it from the store)"
+        )
+
+
 def _reports_in(data: Any, where: str) -> dict[str, dict[str, Any]]:
     from ..report.model import ReportFormatError, validate_report
 
@@ -60,14 +82,16 @@ def _reports_in(data: Any, where: str) -> dict[str, dict[str, Any]]:
     try:
         if isinstance(data, Mapping) and "format" in data:
             validate_report(data)
+            _checked(data, where)
             return {label_of(data): dict(data)}
         if (
             isinstance(data, Mapping)
             and data
             and all(isinstance(v, Mapping) and "format" in v for v in data.values())
         ):
-            for v in data.values():
+            for k, v in data.items():
                 validate_report(v)
+                _checked(v, f"{where}#{k}")
             return {str(k): dict(v) for k, v in data.items()}
     except ReportFormatError as exc:
         raise _InputError(f"{where}: {exc}") from None

@@ -8,6 +8,7 @@ stores trials only once every file has been read, so a bad file leaves the store
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -157,6 +158,23 @@ class Skipped:
     def as_dict(self) -> dict[str, Any]:
         """JSON form."""
         return {"file": self.file, "what": self.what, "reason": self.reason, "count": self.count}
+
+
+def finite_reward(value: Any) -> float | None:
+    """``value`` as a reward when it is a finite number (not a bool), else None.
+
+    A reward decides a trial's success label. NaN and the infinities are numbers to JSON readers
+    that accept them, but they say nothing about success: taken as they are, NaN would count as
+    a failure (``NaN >= 1.0`` is false) and an infinity as a pass. Importers refuse them, naming
+    the field, as they refuse any other reward that is not a number.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond a float's range
+        return None
+    return number if math.isfinite(number) else None
 
 
 def parse_args(raw: Any, *, path: str, line: int | None, field: str) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from ._common import (
     ImportRefused,
     Skipped,
     TraceBuilder,
+    finite_reward,
     parse_args,
     text_of,
 )
@@ -240,7 +241,12 @@ def _sample(
         raise ImportRefused(path, "missing or not a string", line=n, field="task_name")
     passed, reward = obj.get("passed"), obj.get("reward")
     if passed is None and isinstance(reward, (int, float)) and not isinstance(reward, bool):
-        passed = float(reward) >= 1.0
+        number = finite_reward(reward)
+        if number is None:
+            raise ImportRefused(
+                path, f"must be a finite number, got {reward!r}", line=n, field="reward"
+            )
+        passed = number >= 1.0
     if not isinstance(passed, bool):
         raise ImportRefused(path, "must be true or false", line=n, field="passed")
     messages = obj.get("messages") or []

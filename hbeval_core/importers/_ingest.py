@@ -45,7 +45,6 @@ from ..fingerprint import fingerprint
 from ..vocab import (
     DERIVE_VERSION,
     FAULT_BASIS_OBSERVED,
-    FRR,
     METHODOLOGY_B,
     NO_SUCCESS_LABEL,
     NOT_MEASURED,
@@ -55,7 +54,14 @@ from ..vocab import (
     PASS_UNVERIFIABLE,
     SCORING_VERSION,
 )
-from ._common import ImportedTrial, ImportRefused, Skipped, count_derivations, inferred_figures
+from ._common import (
+    ImportedTrial,
+    ImportRefused,
+    Skipped,
+    count_derivations,
+    finite_reward,
+    inferred_figures,
+)
 
 IMPORTER_VERSION = "hbeval-import/1"
 """Version of the import rules; part of every imported run's measurement fingerprint."""
@@ -175,14 +181,15 @@ def read_labels(path: Path) -> tuple[dict[str, bool], str]:
     for key, value in data.items():
         if isinstance(value, bool):
             labels[str(key)] = value
-        elif isinstance(value, (int, float)):
+        elif isinstance(value, (int, float)) and finite_reward(value) is not None:
             labels[str(key)] = float(value) >= 1.0
         elif isinstance(value, str) and value.lower() in _LABEL_WORDS:
             labels[str(key)] = _LABEL_WORDS[value.lower()]
         else:
             raise ImportRefused(
                 src.path,
-                f"outcome must be true/false, a reward (1.0 = pass) or 'pass'/'fail'; got {value!r}",
+                "outcome must be true/false, a finite reward (1.0 = pass) or 'pass'/'fail'; "
+                f"got {value!r}",
                 field=str(key),
             )
     return labels, src.sha256
@@ -303,83 +310,6 @@ def _trial_dict(
         # A trial that continued a session (Hermes session logs) did not start on a fresh agent.
         "isolated": isolated and not trial.attrs.get("shared_session"),
     }
-
-
-def _withhold_pass_figures(report: dict[str, Any], reason: str) -> None:
-    """Make every figure that needs a success label undefined with ``reason`` (in place)."""
-    from ..scoring import compute_scores, decide_verdict
-
-    def rate_block(block: dict[str, Any]) -> None:
-        block.update(passed=0, rate=None, interval=None)
-        block["undefined"] = {"rate": reason, "interval": reason}
-
-    def k_block(block: dict[str, Any]) -> None:
-        block.update(value=None, defined=0)
-        block["undefined"] = {"value": reason}
-
-    rate_block(report["pass_rate"])
-    for block in (*report["pass_at_k"], *report["pass_hat_k"]):
-        k_block(block)
-    for name in ("metrics", "aggregate_metrics"):
-        report[name][FRR] = None
-    report["undefined"][FRR] = reason
-    report["defined_counts"][FRR] = 0
-    gap = report["reliability_gap"]
-    for k in ("c_nom", "r_op", "gap", "interval", "z", "p", "significant"):
-        gap[k] = None
-    gap["c_nom_interval"] = gap["r_op_interval"] = None
-    gap["undefined"] = {
-        k: reason for k in ("c_nom", "r_op", "gap", "interval", "z", "p", "significant")
-    }
-    for groups in report["breakdowns"].values():
-        for entry in groups.values():
-            rate_block(entry)
-            k_block(entry["pass_hat_k"])
-    report["severity"] = {
-        "histogram": {},
-        "weighted_failure_rate": None,
-        "undefined": {"weighted_failure_rate": reason},
-    }
-    report["agentdojo"]["utility"] = None
-    report["agentdojo"]["undefined"]["utility"] = reason
-    eff = report["efficiency"]
-    eff["successes"] = 0
-    for k in (
-        "tokens_per_success",
-        "tool_calls_per_success",
-        "interventions_per_success",
-        "cost_per_success_usd",
-    ):
-        eff[k] = None
-        eff["undefined"][k] = reason
-    n = sum(report["outcomes"].values())
-    report["outcomes"] = {k: 0 for k in report["outcomes"]}
-    report["outcomes"][NO_SUCCESS_LABEL] = n
-    report["tail"] = []
-    for sc in report["scenarios"]:
-        sc["passed"] = 0
-        sc["metrics"][FRR] = None
-        sc["undefined"][FRR] = reason
-    for t in report["trials"]:
-        t["outcome"] = None
-        t["severity"] = None
-    report["scores"] = compute_scores(report).model_dump(mode="json")  # of what is left
-    decision = decide_verdict(report)
-    verdict, reasons = decision.verdict, list(decision.reasons)
-    report["verdict"], report["verdict_reasons"] = verdict, reasons
-    report["unmeasured_metrics"] = list(decision.unmeasured)
-    if "verdict_fix" in report:
-        report["verdict_fix"] = decision.fix
-    figures = ", ".join(
-        f"{m.upper()} undefined ({report['undefined'].get(m, NOT_MEASURED)})"
-        if report["metrics"].get(m) is None
-        else f"{m.upper()} {report['metrics'][m]:.2f}"
-        for m in report["metrics"]
-    )
-    report["summary"] = (
-        f"{verdict}: {n} imported trials without a success label ({reason}); {figures}."
-        + (f" Why: {'; '.join(reasons)}." if reasons else "")
-    )
 
 
 def _derivation(trials: Sequence[ImportedTrial]) -> dict[str, dict[str, int]]:
@@ -635,6 +565,7 @@ def ingest(
     # Long because: the import's phases in order (read, identify, refuse or skip a stored run,
     # key, score, store), each in a helper; what stays is the state they hand each other.
     from ..scoring import build_report
+    from ..scoring._withhold import withhold_pass_figures
     from ..store import RUN_COMPLETED, Redactor, RunRecord
 
     if not sources:
@@ -727,7 +658,7 @@ def ingest(
     }
     report = build_report(run=run_info, trials=trial_dicts, history=history).to_dict()
     if not labelled:
-        _withhold_pass_figures(report, NO_SUCCESS_LABEL)
+        withhold_pass_figures(report, NO_SUCCESS_LABEL)
     report["source"] = _source_section(
         fmt, files, labelled, manifest["labels"], skipped, derivation, inferred, stored_changes
     )

@@ -17,7 +17,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ._common import ImportedTrial, ImportRefused, Skipped, TraceBuilder, parse_args, text_of
+from ._common import (
+    ImportedTrial,
+    ImportRefused,
+    Skipped,
+    TraceBuilder,
+    finite_reward,
+    parse_args,
+    text_of,
+)
 from ._pi import _ts
 
 FORMAT = "tau2"
@@ -74,11 +82,13 @@ def read(
         if not isinstance(task_id, (str, int)) or isinstance(task_id, bool):
             raise ImportRefused(path, "missing or not a string", field=f"{where}.task_id")
         info = sim.get("reward_info")
-        reward = info.get("reward") if isinstance(info, Mapping) else None
-        if not isinstance(reward, (int, float)) or isinstance(reward, bool):
+        raw_reward = info.get("reward") if isinstance(info, Mapping) else None
+        reward = finite_reward(raw_reward)
+        if reward is None:
             raise ImportRefused(
                 path,
-                "missing or not a number (the success label comes from it)",
+                "missing or not a finite number (the success label comes from it), got "
+                f"{raw_reward!r}",
                 field=f"{where}.reward_info.reward",
             )
         trial = sim.get("trial")
@@ -90,9 +100,7 @@ def read(
         if not isinstance(messages, list):
             raise ImportRefused(path, "must be a list of messages", field=f"{where}.messages")
         trials.append(
-            _trial(
-                path, where, sim, str(task_id), trial, float(reward), messages, run_id_of, skipped
-            )
+            _trial(path, where, sim, str(task_id), trial, reward, messages, run_id_of, skipped)
         )
     return trials
 

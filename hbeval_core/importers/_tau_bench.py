@@ -21,6 +21,7 @@ from ._common import (
     ImportRefused,
     Skipped,
     TraceBuilder,
+    finite_reward,
     parse_args,
     text_of,
 )
@@ -62,9 +63,13 @@ def read(
         for name in ("task_id", "reward", "traj"):
             if name not in rec:
                 raise ImportRefused(path, "missing", field=f"{where}.{name}")
-        reward = rec["reward"]
-        if not isinstance(reward, (int, float)) or isinstance(reward, bool):
-            raise ImportRefused(path, "reward must be a number", field=f"{where}.reward")
+        reward = finite_reward(rec["reward"])
+        if reward is None:
+            raise ImportRefused(
+                path,
+                f"reward must be a finite number, got {rec['reward']!r}",
+                field=f"{where}.reward",
+            )
         trial_index = rec.get("trial", 0)
         if not isinstance(trial_index, int) or isinstance(trial_index, bool) or trial_index < 0:
             raise ImportRefused(path, "trial must be an integer >= 0", field=f"{where}.trial")
@@ -72,9 +77,7 @@ def read(
         traj = rec["traj"]
         if not isinstance(traj, list):
             raise ImportRefused(path, "traj must be a list of messages", field=f"{where}.traj")
-        trials.append(
-            _trial(path, where, task_id, trial_index, float(reward), traj, run_id_of, skipped)
-        )
+        trials.append(_trial(path, where, task_id, trial_index, reward, traj, run_id_of, skipped))
     return trials
 
 

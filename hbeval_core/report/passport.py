@@ -187,6 +187,15 @@ def build_passport(
             f"a passport is built from an hbeval-report/1 report, got format "
             f"{report.get('format')!r}"
         )
+    from ..scoring._recheck import describe, report_discrepancies
+
+    found = report_discrepancies(report)
+    if found:
+        raise PassportError(
+            f"the report's figures do not follow from its own trials ({describe(found)}): it was "
+            "changed after hbeval built it, and a passport would sign the change; sign the report "
+            "as hbeval wrote it (`hbeval passport sign RUN_ID` reads it from the store)"
+        )
     issued = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
     expires = issued + dt.timedelta(days=days)
     run = report.get("run") or {}

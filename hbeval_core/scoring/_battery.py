@@ -154,12 +154,18 @@ class _Headline:
     """Why no fault was measured although faults were planned (an UNDELIVERED_REASONS entry)."""
 
 
+CsiGiven = tuple[float | None, str | None, CsiInfo]
+"""CSI as a report states it (value, reason when undefined, its section): what a rebuild of the
+report from its own trials takes as given, the history it came from not being in the report."""
+
+
 def _headline(
     run: Mapping[str, Any],
     scored: Sequence[Mapping[str, Any]],
     history: Sequence[Mapping[str, Any]],
     measurement: str | None,
     confidence: float,
+    csi_given: CsiGiven | None = None,
 ) -> _Headline:
     """PEI and TI (means), FRR (faulted trials passed), IRS (judged mean), CSI, the pass rate."""
     metrics: dict[str, float | None] = {}
@@ -193,7 +199,10 @@ def _headline(
 
     pass_rate = _rate(scored, confidence)
     this_run = (metrics[PEI], metrics[IRS], pass_rate.rate)
-    csi_value, csi_reason, csi_info = _csi_section(run, history, this_run, measurement)
+    if csi_given is None:
+        csi_value, csi_reason, csi_info = _csi_section(run, history, this_run, measurement)
+    else:
+        csi_value, csi_reason, csi_info = csi_given
     metrics[CSI] = csi_value
     defined_counts[CSI] = csi_info.runs_total if csi_value is not None else 0
     if csi_reason is not None:
@@ -369,13 +378,29 @@ def build_report(
     ``Report.to_dict()`` is the JSON written to disk. Input that does not fit the report model
     (a verdict missing a field, a metric out of range) raises ``ReportFormatError`` naming it.
     """
+    return _build(run, trials, history, thresholds, confidence, tail_size)
+
+
+def _build(
+    run: Mapping[str, Any],
+    trials: Sequence[Mapping[str, Any]],
+    history: Sequence[Mapping[str, Any]] | None,
+    thresholds: Mapping[str, float] | None,
+    confidence: float,
+    tail_size: int,
+    csi_given: CsiGiven | None = None,
+) -> Report:
+    """``build_report``; with ``csi_given`` CSI is taken as given instead of computed from
+    ``history`` (``_recheck.rebuilt_report``)."""
     floors = dict(DEFAULT_THRESHOLDS if thresholds is None else thresholds)
     ordered = sorted(trials, key=_sort_key)
     # Each trial is read through the model first: bad input is named before any figure uses it.
     entries = [_trial_entry(t, i) for i, t in enumerate(ordered)]
     scored = [t for t in ordered if t.get("outcome") in SCORED_OUTCOMES]
     fingerprints = _fingerprints(run)
-    head = _headline(run, scored, list(history or ()), fingerprints.measurement, confidence)
+    head = _headline(
+        run, scored, list(history or ()), fingerprints.measurement, confidence, csi_given
+    )
     k_max = _k_max(run, scored)
     pass_at_k, pass_hat_k = _pass_k_section(scored, k_max)
     nominal = [t for t in scored if t.get("is_nominal") is True]
