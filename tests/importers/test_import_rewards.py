@@ -11,13 +11,32 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from .test_importers import PI_COMPACT, TAU, hb, needs_corpora
+from .test_importers import PI_COMPACT, TAU, hb
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
 BAD = ["NaN", "Infinity", "-Infinity", "1e400"]
+SESSION = PI_COMPACT if PI_COMPACT.is_file() else FIXTURES / "openclaw_session.jsonl"
+
+
+def tau_records() -> list[dict[str, Any]]:
+    """Three tau-bench records: the corpus's first three, or (without the corpora) three
+    written here in its layout (task_id, trial, reward, traj of chat messages, info)."""
+    if TAU.is_file():
+        records: list[dict[str, Any]] = json.loads(TAU.read_text(encoding="utf-8"))[:3]
+        return records
+    call = {"id": "c1", "type": "function", "function": {"name": "get_order", "arguments": "{}"}}
+    traj = [
+        {"role": "system", "content": "You are an airline agent."},
+        {"role": "user", "content": "Where is my order?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "name": "get_order", "content": "shipped"},
+        {"role": "assistant", "content": "It has shipped."},
+    ]
+    return [{"task_id": i, "trial": 0, "reward": 1.0, "traj": traj, "info": {}} for i in range(3)]
 
 
 def refused(db: Path, *args: str) -> str:
@@ -32,10 +51,9 @@ def refused(db: Path, *args: str) -> str:
     return proc.stderr
 
 
-@needs_corpora
 @pytest.mark.parametrize("bad", BAD)
 def test_tau_bench(tmp_path: Path, bad: str) -> None:
-    records = json.loads(TAU.read_text(encoding="utf-8"))[:3]
+    records = tau_records()
     records[1]["reward"] = "@BAD@"
     path = tmp_path / "tau.json"
     path.write_text(json.dumps(records).replace('"@BAD@"', bad), encoding="utf-8")
@@ -66,18 +84,19 @@ def test_hermes_samples(tmp_path: Path, bad: str) -> None:
     assert "samples.jsonl:2: field 'reward'" in err and "finite number" in err
 
 
-@needs_corpora
 @pytest.mark.parametrize("bad", BAD)
 def test_labels_file(tmp_path: Path, bad: str) -> None:
+    from hbeval_core.importers import read_trials
+
+    source_id = read_trials("pi", [SESSION])[0].source_id
     labels = tmp_path / "labels.json"
-    labels.write_text('{"ffae836b-9420-4060-ac13-7745215f90ff/p1": ' + bad + "}", encoding="utf-8")
-    err = refused(tmp_path / "hb.db", "pi", str(PI_COMPACT), "--labels", str(labels))
-    assert "p1" in err and "finite reward" in err
+    labels.write_text("{" + json.dumps(source_id) + ": " + bad + "}", encoding="utf-8")
+    err = refused(tmp_path / "hb.db", "pi", str(SESSION), "--labels", str(labels))
+    assert source_id in err and "finite reward" in err
 
 
-@needs_corpora
 def test_a_finite_reward_still_decides(tmp_path: Path) -> None:
-    records = json.loads(TAU.read_text(encoding="utf-8"))[:2]
+    records = tau_records()[:2]
     records[0]["reward"], records[1]["reward"] = 1, 0.5  # an int pass, a partial reward
     path = tmp_path / "tau.json"
     path.write_text(json.dumps(records), encoding="utf-8")

@@ -1,8 +1,8 @@
 """A foreign recording is stored as a battery trial is: secrets redacted, results capped, and a
 value no store can hold replaced, with a note, instead of refusing the whole import.
 
-The hostile recording is the Pi corpus session (read in place) with three things planted in it
-by this test: a lone surrogate and an AWS-shaped key in one tool call's arguments, an Anthropic
+The hostile recording is the Pi corpus session (read in place; without the corpora, the
+repository's Pi-layout OpenClaw fixture) with three things planted in it by this test: a lone surrogate and an AWS-shaped key in one tool call's arguments, an Anthropic
 key in a secret-named argument, and a tool result of 200 KB. What the store must hold is
 checked with plain ``sqlite3`` and ``json``, never through hbeval's own reader.
 """
@@ -16,9 +16,13 @@ from typing import Any
 
 import pytest
 
-from .test_importers import PI_COMPACT, hb, imported, needs_corpora
+from .test_importers import PI_COMPACT, hb, imported
 
-pytestmark = needs_corpora
+SESSION = (
+    PI_COMPACT
+    if PI_COMPACT.is_file()
+    else Path(__file__).resolve().parents[1] / "fixtures" / "imports" / "openclaw_session.jsonl"
+)
 
 AWS = "AKIAIOSFODNN7EXAMPLE"
 ANTHROPIC = "sk-ant-api03-" + "Q" * 40
@@ -27,7 +31,7 @@ BIG = 200_000
 
 def _hostile_copy(folder: Path) -> tuple[Path, str]:
     """The Pi session with the planted values; returns its path and the planted call's id."""
-    lines = PI_COMPACT.read_text(encoding="utf-8").splitlines()
+    lines = SESSION.read_text(encoding="utf-8").splitlines()
     planted_call = ""
     big_done = False
     out = []
@@ -86,7 +90,7 @@ def test_one_bad_value_is_replaced_and_the_import_goes_on(
     hostile: tuple[Path, dict[str, Any], str], tmp_path: Path
 ) -> None:
     db, summary, call = hostile
-    clean = imported(tmp_path / "clean.db", "pi", str(PI_COMPACT))
+    clean = imported(tmp_path / "clean.db", "pi", str(SESSION))
     for field in ("tasks", "trials", "tool_calls", "tool_errors", "model_calls"):
         assert summary[field] == clean[field], field
     starts = [b for b in _bodies(db) if b["kind"] == "tool_start" and b["call_id"] == call]
@@ -132,6 +136,6 @@ def test_the_changes_are_counted_in_the_summary_and_the_report(
 
 
 def test_a_clean_recording_is_stored_unchanged(tmp_path: Path) -> None:
-    summary = imported(tmp_path / "hb.db", "pi", str(PI_COMPACT))
+    summary = imported(tmp_path / "hb.db", "pi", str(SESSION))
     assert summary["stored_changes"] == {"redacted": 0, "capped": 0, "replaced": 0}
     assert not [b for b in _bodies(tmp_path / "hb.db") if "sanitised" in b.get("attrs", {})]

@@ -1,7 +1,8 @@
 """A report whose figures were edited after hbeval built it is refused, not gated or signed.
 
 Reports here come from real runs (the plain example agent under the built-in battery, stored
-in SQLite) and a real import (the Pi corpus session). Each is written to a file as ``hbeval
+in SQLite) and a real import (the Pi corpus session, or without the corpora the repository's
+Pi-layout fixture). Each is written to a file as ``hbeval
 report --json`` prints it, then one figure is changed by hand, as a user wanting a green gate
 would. ``report``, ``gate``, ``compare`` and ``passport sign`` must exit 2 naming the changed
 figure, and no passport may be written. The untouched files must go through.
@@ -24,7 +25,13 @@ from hbeval_core.runner.run import run_battery
 from hbeval_core.scoring._recheck import report_discrepancies
 from hbeval_core.store import SQLiteStore
 
-from ..importers.test_importers import PI_COMPACT, hb, imported, needs_corpora
+from ..importers.test_importers import PI_COMPACT, hb, imported
+
+SESSION = (
+    PI_COMPACT
+    if PI_COMPACT.is_file()
+    else Path(__file__).resolve().parents[1] / "fixtures" / "imports" / "openclaw_session.jsonl"
+)
 
 
 @pytest.fixture(scope="module")
@@ -168,10 +175,9 @@ def test_a_stored_report_edited_in_the_store_is_refused(
     assert proc.exit_code == 2 and "metrics.pei: 0.2 in the report" in proc.stderr
 
 
-@needs_corpora
 def test_an_imported_report_is_checked_too(tmp_path: Path) -> None:
     db = tmp_path / "hb.db"
-    run_id = imported(db, "pi", str(PI_COMPACT))["run_id"]
+    run_id = imported(db, "pi", str(SESSION))["run_id"]
     shown = hb("report", run_id, "--db", str(db), "--json")
     assert shown.exit_code == 0, shown.stderr
     report = next(iter(json.loads(shown.stdout)["reports"].values()))["report"]
