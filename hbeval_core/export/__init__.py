@@ -50,6 +50,7 @@ def load_run(
 ) -> tuple[dict[str, Any], list[TrialSource]]:
     """The report and the trials of a run id in ``store``, or of a report file or mapping."""
     if isinstance(source, Mapping):
+        _check(source, "report")
         return dict(source), [TrialSource(t) for t in _trials(source, "report")]
     path = Path(source)
     if str(source).endswith(".json") or (path.is_file() and store is None):
@@ -59,6 +60,7 @@ def load_run(
             raise ExportError(f"cannot read report {str(source)!r}: {exc}") from None
         if not isinstance(report, Mapping):
             raise ExportError(f"{source}: a report is a JSON object")
+        _check(report, str(source))
         return dict(report), [TrialSource(t) for t in _trials(report, str(source))]
     if store is None:
         raise ExportError(f"{source!r} is not a report file, and no store was given to find it")
@@ -66,6 +68,7 @@ def load_run(
     report = store.get_report(run_id)
     if report is None:
         raise ExportError(f"no run {run_id!r} with a report in the store")
+    _check(report, f"run {run_id}")
     from ..store.protocol import final_attempts
 
     finals = final_attempts(store, run_id)
@@ -76,6 +79,24 @@ def load_run(
         events = list(store.iter_events(run_id, key, attempt=final.attempt if final else 0))
         out.append(TrialSource(t, events))
     return dict(report), out
+
+
+def _check(report: Mapping[str, Any], where: str) -> None:
+    """Refuse a report that is no ``hbeval-report/1`` report, or whose figures its own trials
+    do not give (edited after hbeval built it): its gauges would send them on."""
+    from ..report.model import ReportFormatError, validate_report
+    from ..scoring._recheck import describe, report_discrepancies
+
+    try:
+        validate_report(report)
+    except ReportFormatError as exc:
+        raise ExportError(f"{where}: {exc}") from None
+    found = report_discrepancies(report)
+    if found:
+        raise ExportError(
+            f"{where}: the report's figures do not follow from its own trials "
+            f"({describe(found)}); it was changed after hbeval built it"
+        )
 
 
 def _trials(report: Mapping[str, Any], where: str) -> list[Mapping[str, Any]]:

@@ -88,8 +88,9 @@ def report_discrepancies(report: Mapping[str, Any]) -> list[str] | None:
         "fingerprints": report.get("fingerprints"),
         "manifest_hash": report.get("manifest_hash"),
     }
-    metrics = report.get("metrics") or {}
-    undefined = report.get("undefined") or {}
+    metrics, undefined = report.get("metrics"), report.get("undefined")
+    metrics = metrics if isinstance(metrics, Mapping) else {}
+    undefined = undefined if isinstance(undefined, Mapping) else {}
     try:
         csi_given = (
             metrics.get(CSI),

@@ -278,7 +278,22 @@ def test_a_refusing_receiver_or_a_bad_source_exits_2(
     bad = tmp_path / "r.json"
     bad.write_text('{"run_id": "x"}', encoding="utf-8")
     proc = CliRunner().invoke(app, ["export", "otlp", str(bad), "--endpoint", "http://127.0.0.1:9"])
-    assert proc.exit_code == 2 and "'trials'" in proc.stderr
+    assert proc.exit_code == 2 and "'format'" in proc.stderr  # no hbeval-report/1 report
+
+
+def test_an_edited_report_file_is_not_sent(
+    battery_run: tuple[Path, str], receiver: Receiver, tmp_path: Path
+) -> None:
+    """Its gauges would carry a figure hbeval never computed: nothing reaches the receiver."""
+    db, run_id = battery_run
+    report = _stored(db, run_id)["report"]
+    report["pass_rate"]["rate"] = 1.0 if report["pass_rate"]["rate"] != 1.0 else 0.5
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(report), encoding="utf-8")
+    proc = CliRunner().invoke(app, ["export", "otlp", str(path), "--endpoint", receiver.url])
+    assert proc.exit_code == 2
+    assert "do not follow from its own trials" in proc.stderr and "pass_rate.rate" in proc.stderr
+    assert receiver.traces == [] and receiver.metrics == []
 
 
 def test_the_live_processor_sends_each_traces_metrics(
