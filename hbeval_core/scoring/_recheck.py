@@ -69,6 +69,9 @@ def report_discrepancies(report: Mapping[str, Any]) -> list[str] | None:
     from ._report_model import CsiInfo, ReportFormatError
 
     versions = report.get("versions")
+    claimed = _claimed_against_trials(versions, report.get("trials"))
+    if claimed:
+        return claimed  # a version claim its own trials contradict: edited, not older
     if (
         report.get("metric_versions") != dict(METRIC_VERSIONS)
         or not isinstance(versions, Mapping)
@@ -115,6 +118,29 @@ def report_discrepancies(report: Mapping[str, Any]) -> list[str] | None:
     found: list[str] = []
     for name in CHECKED_FIELDS:
         _differences(name, report.get(name), rebuilt.get(name), found)
+    return found
+
+
+def _claimed_against_trials(versions: Any, trials: Any) -> list[str]:
+    """Where the report's derivation or scoring version differs from the one every trial's
+    verdict names (a report made to look older, so that it is not rebuilt)."""
+    if not isinstance(versions, Mapping) or not isinstance(trials, list):
+        return []
+    found = []
+    for name, field in (("derive", "derive_version"), ("scoring", "scoring_version")):
+        named = {
+            v
+            for t in trials
+            if isinstance(t, Mapping)
+            and isinstance(verdict := t.get("verdict"), Mapping)
+            and isinstance(v := verdict.get(field), str)
+            and v
+        }
+        if len(named) == 1 and versions.get(name) not in named:
+            found.append(
+                f"versions.{name}: {_shown(versions.get(name))} in the report, "
+                f"{_shown(named.pop())} in every trial's verdict"
+            )
     return found
 
 

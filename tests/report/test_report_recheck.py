@@ -104,6 +104,13 @@ def security_gate(r: dict[str, Any]) -> None:
     gate["status"] = "failed" if gate["status"] != "failed" else "passed"
 
 
+@edit("versions.derive")
+def made_to_look_older(r: dict[str, Any]) -> None:
+    # An older derivation is not rebuilt: claiming one must not let an edited figure through.
+    r["versions"]["derive"] = "hb-derive/2"
+    r["metrics"]["pei"] = 0.2
+
+
 @edit("metrics.frr")
 def trial_outcome(r: dict[str, Any]) -> None:
     # One faulted trial's outcome flipped, the headline left alone: the headline no longer
