@@ -224,3 +224,24 @@ def test_storable_events_redacts_nested_models() -> None:
     assert len(m.messages[0].content.encode()) < 66_000  # type: ignore[attr-defined]
     assert e.result == {"k": "[REDACTED:github_token]"}  # type: ignore[attr-defined]
     assert len(notes) == 3
+
+
+def test_one_pass_literal_search_finds_exactly_what_the_literals_do() -> None:
+    """The one-regex search of a shape's literals (``_redact._ONE_PASS``) answers as looking
+    for each literal in turn would, on the literals themselves, their near misses, and random
+    text built from their letters."""
+    import random
+
+    from hbeval_core.store._redact import _LITERALS, _ONE_PASS
+
+    assert set(_ONE_PASS) == {_LITERALS["github_token"], _LITERALS["aws_access_key"]}
+    rng = random.Random(7)
+    for literals, pattern in _ONE_PASS.items():
+        alphabet = sorted(set("".join(literals)) | set("_ -x"))
+        texts = [*literals, *(lit[:-1] for lit in literals), *(lit[1:] for lit in literals)]
+        texts += [
+            "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(20_000)
+        ]
+        texts += [f"pre {lit} post" for lit in literals]
+        for text in texts:
+            assert (pattern.search(text) is not None) is any(lit in text for lit in literals), text
