@@ -113,15 +113,20 @@ def graph_factory(style: str, shelf: Shelf) -> Callable[[], Any]:
         def agent(state: MessagesState) -> dict[str, Any]:
             return {"messages": [model.invoke(state["messages"])]}
 
-        graph = StateGraph(MessagesState)
-        graph.add_node("agent", agent)
-        graph.add_node("tools", tool_node())
-        graph.add_edge(START, "agent")
-        graph.add_conditional_edges("agent", tools_condition)
-        graph.add_edge("tools", "agent")
-        return graph.compile()
+        return agent_and_tools(agent, tool_node())
 
     return factory
+
+
+def agent_and_tools(agent: Any, tools: Any) -> Any:
+    """The graph both test files build: the model node, then tools while it asks for them."""
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", tools)
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    return graph.compile()
 
 
 def battery(*scenarios: dict[str, Any]) -> Any:

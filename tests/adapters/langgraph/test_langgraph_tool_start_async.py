@@ -20,15 +20,22 @@ pytest.importorskip("langgraph")
 
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import tool
-from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.graph import MessagesState
+from langgraph.prebuilt import ToolNode
 
 from hbeval_core.contract import SystemClock
 from hbeval_core.faults.boundary import faultable
 from hbeval_core.runner.run import run_battery
 from hbeval_core.store import MemoryStore
 
-from .test_langgraph_tool_start import ELSEWHERE, SEED, TASK, StockModel, battery
+from .test_langgraph_tool_start import (
+    ELSEWHERE,
+    SEED,
+    TASK,
+    StockModel,
+    agent_and_tools,
+    battery,
+)
 
 
 class AsyncShelf:
@@ -81,13 +88,7 @@ def async_graph_factory(style: str, shelf: AsyncShelf) -> Callable[[], Any]:
         async def agent(state: MessagesState) -> dict[str, Any]:
             return {"messages": [await model.ainvoke(state["messages"])]}
 
-        graph = StateGraph(MessagesState)
-        graph.add_node("agent", agent)
-        graph.add_node("tools", tool_node())
-        graph.add_edge(START, "agent")
-        graph.add_conditional_edges("agent", tools_condition)
-        graph.add_edge("tools", "agent")
-        return graph.compile()
+        return agent_and_tools(agent, tool_node())
 
     return factory
 
