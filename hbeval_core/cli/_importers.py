@@ -54,11 +54,20 @@ def import_cmd(
             "gen_ai.conversation.id).",
         ),
     ] = "trace",
+    redact: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--redact",
+            help="Also redact this (repeat): a regex, or name:FIELD for a field whose value is "
+            "secret. Known key shapes and fields like api_key, token, password are always "
+            "redacted.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
 ) -> None:
     """Import recorded agent runs (tau-bench, tau2, Pi, OpenClaw, DSH, Hermes, OTLP/JSON) as one
     scored hbeval run."""
-    result = _import(fmt, paths, db, agent_id, run_id, labels, group_by)
+    result = _import(fmt, paths, db, agent_id, run_id, labels, group_by, redact or [])
     if as_json:
         typer.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
         return
@@ -73,11 +82,17 @@ def _import(
     run_id: str | None,
     labels: Path | None,
     group_by: str,
+    redact: list[str],
 ) -> Any:
     """Import into the store; a refused import exits 2 with nothing stored."""
     from ..importers import ImportRefused, import_recordings
-    from ..store import open_store
+    from ..store import open_store, parse_redact_rules
 
+    try:
+        parse_redact_rules(redact)  # before the store is opened (or created)
+    except ValueError as exc:
+        typer.echo(f"hbeval: --redact: {exc}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
     try:
         store = open_store(db)
     except ValueError as exc:
@@ -92,6 +107,7 @@ def _import(
             agent_id=agent_id,
             labels=labels,
             group_by=group_by,
+            redact=redact,
         )
     except ImportRefused as exc:
         typer.echo(f"hbeval: import refused, nothing stored: {exc}", err=True)

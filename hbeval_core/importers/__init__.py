@@ -183,13 +183,22 @@ def import_recordings(
     agent_id: str | None = None,
     labels: str | Path | Mapping[str, bool] | None = None,
     group_by: str = "trace",
+    redact: Sequence[str] = (),
 ) -> ImportSummary:
     """Import recordings in ``fmt`` (or ``"auto"``) from ``paths`` into ``store`` as one run.
 
     ``labels`` is a labels file (or a mapping) of source ids or task ids to outcomes. Raises
     :class:`ImportRefused` naming file, line and field for anything it cannot read; then
     nothing was stored. ``group_by="session"`` (OTLP only) makes one trial per session.
+    ``redact`` adds rules to the built-in secret shapes, as ``battery run --redact`` does (a
+    regex, or ``name:FIELD``); given rules are part of the run's manifest.
     """
+    from ..store import parse_redact_rules
+
+    try:
+        parse_redact_rules(redact)
+    except ValueError as exc:
+        raise ImportRefused("--redact", str(exc), field="--redact") from None
     fmt, sources = _load(fmt, paths)
     reader, combine, options = _reader(fmt, group_by)
     label_map: Mapping[str, bool] | None = None
@@ -212,4 +221,5 @@ def import_recordings(
         isolated=_ISOLATED[fmt],
         combine=combine,
         options=options,
+        redact=tuple(redact),
     )

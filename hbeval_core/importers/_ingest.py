@@ -328,8 +328,10 @@ def _manifest(
     labels_file: str | None,
     labels_sha256: str | None,
     options: Mapping[str, Any] | None,
+    redact: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """What the import is (format, versions, files, labels, options): the run's manifest."""
+    """What the import is (format, versions, files, labels, options, the user's redaction
+    rules): the run's manifest."""
     manifest: dict[str, Any] = {
         "kind": "import",
         "format": fmt,
@@ -341,6 +343,8 @@ def _manifest(
     }
     if options:
         manifest["options"] = dict(options)
+    if redact:  # only when given: imports without rules keep their manifest hashes
+        manifest["redact"] = list(redact)
     return manifest
 
 
@@ -554,13 +558,14 @@ def ingest(
     skipped: list[Skipped] | None = None,
     combine: Combiner | None = None,
     options: Mapping[str, Any] | None = None,
-    redactor: Any = None,
+    redact: Sequence[str] = (),
 ) -> ImportSummary:
     """Read ``sources`` with ``reader`` (then ``combine``), score every trial, store one run.
 
     Nothing is written unless every file was read; a run id already stored and completed is
-    reported as already imported (nothing is written again). ``redactor`` (a
-    ``store.Redactor``; the built-in rules when None) redacts and caps what is stored.
+    reported as already imported (nothing is written again). What is stored is redacted and
+    capped by a ``store.Redactor`` with the built-in rules plus ``redact`` (which the manifest
+    then records).
     """
     # Long because: the import's phases in order (read, identify, refuse or skip a stored run,
     # key, score, store), each in a helper; what stays is the state they hand each other.
@@ -582,7 +587,7 @@ def ingest(
         reader, sources, run_id_of, skipped, combine, labels, labels_file
     )
 
-    manifest = _manifest(fmt, sources, labels_file, labels_sha256, options)
+    manifest = _manifest(fmt, sources, labels_file, labels_sha256, options, redact)
     manifest_hash = fingerprint(manifest)
     files = [s.entry() for s in sources]
     derivation = _derivation(trials)
@@ -630,7 +635,7 @@ def ingest(
 
     started = time.time()
     # Scored as stored, so the figures can be derived again from the stored evidence.
-    redactor = redactor if redactor is not None else Redactor()
+    redactor = Redactor.from_rules(redact)
     stored_changes = _make_storable(trials, redactor)
     trial_dicts = [_trial_dict(t, key, sc, fmt, isolated) for key, sc, t in keyed]
     for td in trial_dicts:

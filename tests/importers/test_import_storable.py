@@ -139,3 +139,34 @@ def test_a_clean_recording_is_stored_unchanged(tmp_path: Path) -> None:
     summary = imported(tmp_path / "hb.db", "pi", str(SESSION))
     assert summary["stored_changes"] == {"redacted": 0, "capped": 0, "replaced": 0}
     assert not [b for b in _bodies(tmp_path / "hb.db") if "sanitised" in b.get("attrs", {})]
+
+
+def test_the_users_own_redaction_rules_apply_and_are_in_the_manifest(tmp_path: Path) -> None:
+    db = tmp_path / "hb.db"
+    summary = imported(db, "pi", str(SESSION), "--redact", "name:path")
+    paths = [
+        b["args"]["path"] for b in _bodies(db) if b["kind"] == "tool_start" and "path" in b["args"]
+    ]
+    assert paths and set(paths) == {"[REDACTED]"}
+    assert summary["stored_changes"]["redacted"] >= len(paths)
+    conn = sqlite3.connect(db)
+    try:
+        (config,) = conn.execute("SELECT config FROM runs").fetchone()
+    finally:
+        conn.close()
+    assert json.loads(config)["import"]["redact"] == ["name:path"]
+    plain = tmp_path / "plain.db"
+    imported(plain, "pi", str(SESSION))
+    conn = sqlite3.connect(plain)
+    try:
+        (config,) = conn.execute("SELECT config FROM runs").fetchone()
+    finally:
+        conn.close()
+    assert "redact" not in json.loads(config)["import"]  # no rules: the manifest as before
+
+
+def test_a_bad_redaction_rule_is_refused_before_the_store_is_touched(tmp_path: Path) -> None:
+    db = tmp_path / "hb.db"
+    proc = hb("import", "pi", str(SESSION), "--db", str(db), "--redact", "(")
+    assert proc.exit_code == 2 and "--redact" in proc.stderr and "not a valid regex" in proc.stderr
+    assert not db.exists()
