@@ -18,7 +18,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from ._common import plain_app
+from ._common import REDACT_HELP, checked_redact, plain_app
 
 __all__ = ["battery_app"]
 
@@ -370,9 +370,7 @@ def run_command(
         list[str] | None,
         typer.Option(
             "--redact",
-            help="Also redact this (repeat): a regex, or name:FIELD for a field whose value is "
-            "secret. Known key shapes and fields like api_key, token, password are always "
-            "redacted.",
+            help=REDACT_HELP,
         ),
     ] = None,
     memory: Annotated[
@@ -591,7 +589,7 @@ def _plan_run(f: _Flags, out: Path | None) -> _Plan:
     else:
         m = RunManifest(target=target_ref, tasks=tasks_ref)
     if f.redact:
-        m = m.with_updates(redact=(*m.redact, *_checked_redact(f.redact)))
+        m = m.with_updates(redact=(*m.redact, *checked_redact(f.redact, prefix="error")))
     _check_limits(f, m)
     return _Plan(
         target=target_obj,
@@ -621,17 +619,6 @@ def _check_limits(f: _Flags, m: Any) -> None:
         CostBudget.for_run(f.max_cost, m.to_dict())
     except ValueError as exc:
         _fail(str(exc))
-
-
-def _checked_redact(rules: list[str]) -> list[str]:
-    """``--redact`` rules, each checked (a bad one exits 2 naming the flag)."""
-    from ..store import parse_redact_rules
-
-    try:
-        parse_redact_rules(rules)
-    except ValueError as exc:
-        _fail(f"--redact: {exc}")
-    return rules
 
 
 def _load_target(f: _Flags, m: Any, pick: Any) -> tuple[str, Any, str, Any]:

@@ -19,6 +19,10 @@ EXIT_INTERRUPTED = 130
 DB_HELP = "Store: a path or sqlite:///path (default ./.hbeval/hbeval.db)."
 JSON_HELP = "Print JSON to stdout."
 SOURCE_HELP = "A report file, FILE#LABEL for one report of a multi-report file, or a run id."
+REDACT_HELP = (
+    "Also redact this (repeat): a regex, or name:FIELD for a field whose value is secret. Known "
+    "key shapes and fields like api_key, token, password are always redacted."
+)
 
 
 def console(*, stderr: bool = False) -> Any:
@@ -40,6 +44,18 @@ def fail(message: str, code: int = EXIT_BAD_INPUT, prefix: str = "hbeval") -> ty
     """Print ``<prefix>: message`` on stderr; the caller raises the returned exit."""
     err(message, prefix)
     return typer.Exit(code)
+
+
+def checked_redact(rules: list[str], prefix: str = "hbeval") -> list[str]:
+    """``--redact`` rules, each checked: a bad one exits 2 naming the flag (``prefix`` as
+    :func:`fail` takes it)."""
+    from ..store import parse_redact_rules
+
+    try:
+        parse_redact_rules(rules)
+    except ValueError as exc:
+        raise fail(f"--redact: {exc}", prefix=prefix) from None
+    return rules
 
 
 def emit_json(data: Any, *, ensure_ascii: bool = False, default: Any = None) -> None:

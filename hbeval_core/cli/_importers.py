@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
+from ._common import REDACT_HELP, checked_redact
+
 __all__ = ["import_cmd"]
 
 EXIT_BAD_INPUT = 2
@@ -58,9 +60,7 @@ def import_cmd(
         list[str] | None,
         typer.Option(
             "--redact",
-            help="Also redact this (repeat): a regex, or name:FIELD for a field whose value is "
-            "secret. Known key shapes and fields like api_key, token, password are always "
-            "redacted.",
+            help=REDACT_HELP,
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
@@ -86,13 +86,9 @@ def _import(
 ) -> Any:
     """Import into the store; a refused import exits 2 with nothing stored."""
     from ..importers import ImportRefused, import_recordings
-    from ..store import open_store, parse_redact_rules
+    from ..store import open_store
 
-    try:
-        parse_redact_rules(redact)  # before the store is opened (or created)
-    except ValueError as exc:
-        typer.echo(f"hbeval: --redact: {exc}", err=True)
-        raise typer.Exit(EXIT_BAD_INPUT) from None
+    checked_redact(redact)  # before the store is opened (or created)
     try:
         store = open_store(db)
     except ValueError as exc:
