@@ -181,8 +181,8 @@ def read_labels(path: Path) -> tuple[dict[str, bool], str]:
     for key, value in data.items():
         if isinstance(value, bool):
             labels[str(key)] = value
-        elif isinstance(value, (int, float)) and finite_reward(value) is not None:
-            labels[str(key)] = float(value) >= 1.0
+        elif (reward := finite_reward(value)) is not None:
+            labels[str(key)] = reward >= 1.0
         elif isinstance(value, str) and value.lower() in _LABEL_WORDS:
             labels[str(key)] = _LABEL_WORDS[value.lower()]
         else:
@@ -417,17 +417,13 @@ def _make_storable(trials: Sequence[ImportedTrial], redactor: Any) -> dict[str, 
     values were redacted, capped and replaced.
     """
     from ..store import REDACTED, storable_events, storable_text
+    from ..store._sanitise import change_kind
 
     counts = {"redacted": 0, "capped": 0, "replaced": 0}
     for t in trials:
         t.events, notes = storable_events(t.events, redactor=redactor)
         for note in notes:
-            if "redacted" in note:
-                counts["redacted"] += 1
-            elif "cut to the first" in note:
-                counts["capped"] += 1
-            else:
-                counts["replaced"] += 1
+            counts[change_kind(note)] += 1
         if isinstance(t.response_text, str):
             text = redactor.redact_text(storable_text(t.response_text))[0]
             if text != t.response_text:

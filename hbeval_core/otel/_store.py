@@ -23,9 +23,8 @@ class StoreSink:
     rate); its events are stored as a battery trial's are (``storable_events`` with
     ``redactor``, the built-in rules when None: secrets redacted, tool results capped, values no
     store holds replaced, each changed event saying what changed), and the live monitor's
-    metrics as they are. The run's
-    measurement fingerprint names live capture and the derivation version, so such runs are
-    compared only with each other.
+    metrics as they are. The run's measurement fingerprint names live capture and the
+    derivation version, so such runs are compared only with each other.
     """
 
     def __init__(

@@ -48,7 +48,7 @@ from ..store import (
     storable_text,
 )
 from ..store._json import dumps
-from ..store._sanitise import sanitised_json
+from ..store._sanitise import change_kind, sanitised_json
 from ..vocab import (
     DIRECTIVE,
     HALT,
@@ -685,7 +685,7 @@ def _storable_result(
         return redactor.redact_text(value)[0] if redactor is not None else value
 
     clean_error, clean_text = clean(error), clean(text)
-    changed = [n for n in notes if "redacted" not in n and "cut to the first" not in n]
+    changed = [n for n in notes if change_kind(n) == "replaced"]
     if changed:
         log.warning(
             "trial %s: %d value(s) could not be stored as they were and were replaced (%s%s)",

@@ -391,7 +391,7 @@ def _build(
     csi_given: CsiGiven | None = None,
 ) -> Report:
     """``build_report``; with ``csi_given`` CSI is taken as given instead of computed from
-    ``history`` (``_recheck.rebuilt_report``)."""
+    ``history`` (``_recheck.report_discrepancies``)."""
     floors = dict(DEFAULT_THRESHOLDS if thresholds is None else thresholds)
     ordered = sorted(trials, key=_sort_key)
     # Each trial is read through the model first: bad input is named before any figure uses it.

@@ -29,7 +29,7 @@ from ..vocab import (
     SCORING_VERSION,
 )
 
-__all__ = ["CHECKED_FIELDS", "report_discrepancies"]
+__all__ = ["CHECKED_FIELDS", "describe", "report_discrepancies"]
 
 CHECKED_FIELDS = (
     "metrics",

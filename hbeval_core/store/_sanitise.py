@@ -256,6 +256,16 @@ def sanitised_json(value: Any, path: str, redactor: Redactor) -> tuple[Any, list
     return clean, notes, text if clean is value and not notes else None
 
 
+def change_kind(note: str) -> str:
+    """What a ``storable_events`` note says was done: ``redacted`` (a secret), ``capped`` (a
+    text cut to the cap) or ``replaced`` (a value no store can hold)."""
+    if "redacted" in note:
+        return "redacted"
+    if "cut to the first" in note:
+        return "capped"
+    return "replaced"
+
+
 def _row(ev: EventBase) -> tuple[str, str] | None:
     """The event's stored kind and JSON text, or None when it cannot be stored as it is."""
     try:
