@@ -35,8 +35,8 @@ from typing import Any
 
 from autogen_agentchat.agents import AssistantAgent
 from autogen_core.tools import FunctionTool
-from hbeval_autogen import Reply, ScriptedChatCompletionClient, capture, instrument, uninstrument
 
+from hbeval_autogen import Reply, ScriptedChatCompletionClient, capture, instrument, uninstrument
 from hbeval_core.faults import FakeClock, FaultInjector, FaultPlan, FaultSpec
 
 logging.getLogger("autogen_core").setLevel(logging.ERROR)
@@ -133,6 +133,7 @@ async def measure_wrappers(rounds: int, calls: int) -> tuple[list[float], list[f
         UserMessage,
     )
     from autogen_core.tools import StaticStreamWorkbench
+
     from hbeval_autogen import HBEvalModelClient, RunRecorder
     from hbeval_autogen._wrappers import wrap_workbench
 

@@ -29,7 +29,7 @@ def hbeval_command() -> list[str]:
     script = Path(sys.executable).with_name("hbeval")
     if script.is_file():
         return [str(script)]
-    return [sys.executable, "-c", "from hbeval_core.cli import main; main()"]
+    return [sys.executable, "-c", "from hbeval.cli import main; main()"]
 
 
 def cases() -> dict[str, list[str]]:

@@ -116,6 +116,7 @@ def make_crew(calls: int, native: bool) -> Crew:
 @contextmanager
 def tool_hooks_only() -> Iterator[None]:
     from crewai.hooks.dispatch import InterceptionPoint, register_scoped, scoped_hooks
+
     from hbeval_crewai import CrewAIRecorder
 
     rec = CrewAIRecorder(run_id="bench")

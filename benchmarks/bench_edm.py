@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from hbeval_core.memory import EDM, HashingEmbedder, VectorIndex
+from hbeval.memory import EDM, HashingEmbedder, VectorIndex
 
 VERBS = [
     "refund",
@@ -235,7 +235,7 @@ def python_loop_search(
 def approximate(path: Path, query_texts: list[str], k: int, *, reuse: bool = False) -> None:
     """The approximate path against the exact one, same queries, interleaved per query
     (``reuse``: keep an index an earlier run built beside ``path``)."""
-    from hbeval_core.memory._ann import faiss_available
+    from hbeval.memory._ann import faiss_available
 
     if not faiss_available():
         print("  approximate: faiss not installed (pip install 'hbeval[fast]'): exact only")
@@ -286,7 +286,7 @@ def approximate(path: Path, query_texts: list[str], k: int, *, reuse: bool = Fal
 
 def approximate_build(path: Path) -> None:
     """``--build-only``: the approximate index of a kept store, built unless there already."""
-    from hbeval_core.memory._ann import faiss_available
+    from hbeval.memory._ann import faiss_available
 
     if faiss_available():
         with EDM(path) as edm:

@@ -57,8 +57,6 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
-from hbeval_langgraph import HBEvalCallbackHandler, capture
-from hbeval_langgraph._hook import HANDLER_VAR, ensure_hook
 from langchain.agents import create_agent
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
@@ -66,7 +64,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import StructuredTool
 
-from hbeval_core.monitor import Monitor
+from hbeval_core.live.monitor import Monitor
+from hbeval_langgraph import HBEvalCallbackHandler, capture
+from hbeval_langgraph._hook import HANDLER_VAR, ensure_hook
 
 
 class Scripted(FakeMessagesListChatModel):

@@ -37,12 +37,13 @@ def _checkpoints(total: int) -> set[int]:
 
 def captured_runs(runs: int, *, sink: bool) -> tuple[list[tuple[int, float]], str]:
     """RSS after 10%, 20%, 50% and 100% of ``runs`` LangGraph runs under ``instrument()``."""
-    from hbeval_langgraph import instrument, uninstrument
     from langchain.agents import create_agent
     from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
     from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
     from langchain_core.tools import StructuredTool
+
+    from hbeval_langgraph import instrument, uninstrument
 
     class Scripted(FakeMessagesListChatModel):
         """Reply n is chosen by how many AI messages the input holds (a real tool call first)."""
@@ -84,10 +85,10 @@ def captured_runs(runs: int, *, sink: bool) -> tuple[list[tuple[int, float]], st
 
 def battery(trials: int) -> tuple[list[tuple[int, float]], str]:
     """RSS after 10%, 20%, 50% and 100% of a ``trials``-trial battery into SQLite."""
-    from hbeval_core.examples.plain_agent import careful, tasks
+    from hbeval.runner.run import run_battery
+    from hbeval.store import open_store
     from hbeval_core.faults import Battery
-    from hbeval_core.runner.run import run_battery
-    from hbeval_core.store import open_store
+    from hbeval_plain.examples import careful, tasks
 
     scenarios = 50
     per = max(1, trials // scenarios)

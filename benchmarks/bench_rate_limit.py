@@ -31,11 +31,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 
+from hbeval.runner import run_battery  # noqa: E402
+from hbeval.runner.manifest import RunManifest  # noqa: E402
+from hbeval.store import InMemoryStore  # noqa: E402
 from hbeval_core.contract import RateLimiter, TrialContext  # noqa: E402
 from hbeval_core.faults import Battery  # noqa: E402
-from hbeval_core.runner import run_battery  # noqa: E402
-from hbeval_core.runner.manifest import RunManifest  # noqa: E402
-from hbeval_core.store import MemoryStore  # noqa: E402
 from hbeval_core.vocab import MODEL_START  # noqa: E402
 
 REF = f"{ROOT / 'benchmarks' / 'bench_scale_out.py'}:slow_agent"
@@ -56,7 +56,7 @@ def part1(args: argparse.Namespace) -> None:
     from ray.cluster_utils import Cluster
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from hbeval_core.runner._ray_control import RayLimiter, start_limiter
+    from hbeval.runner._ray_control import RayLimiter, start_limiter
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     other = cluster.add_node(num_cpus=1)
@@ -90,9 +90,9 @@ def part1(args: argparse.Namespace) -> None:
 
 
 def part2(args: argparse.Namespace) -> None:
-    from hbeval_core.runner.loader import load_object
+    from hbeval.runner.loader import load_object
 
-    store = MemoryStore()
+    store = InMemoryStore()
     t0 = time.perf_counter()
     report = run_battery(
         None,

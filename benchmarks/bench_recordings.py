@@ -28,9 +28,9 @@ from typing import Any
 
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
-from hbeval_core.importers import import_recordings, read_trials
-from hbeval_core.otel import HBEvalSpanProcessor
-from hbeval_core.store import open_store
+from hbeval.importers import import_recordings, read_trials
+from hbeval.otel import HBEvalSpanProcessor
+from hbeval.store import open_store
 
 TAU = (
     Path(__file__).resolve().parents[1].parent
@@ -144,7 +144,7 @@ def bench_export(rounds: int) -> None:
     if not TAU.is_file():
         print(f"export: skipped, {TAU} is absent")
         return
-    from hbeval_core.export import ExportSummary, build_trace_request, export_otlp, load_run
+    from hbeval.export import ExportSummary, build_trace_request, export_otlp, load_run
 
     store = open_store(":memory:")
     run_id = import_recordings("tau-bench", [TAU], store=store).run_id

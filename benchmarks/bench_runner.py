@@ -7,7 +7,7 @@ scenarios (at most 60) x ``--trials`` trials (every fault type). Side by side, i
 
 * **the agent alone** (the anchor) -- the same agent called bare in a loop (no trial scope:
   ``@tool`` is the plain function and ``think`` a no-op);
-* **through the runner** -- ``run_battery`` with a ``MemoryStore`` and with the SQLite store (a
+* **through the runner** -- ``run_battery`` with a ``InMemoryStore`` and with the SQLite store (a
   file in a temporary folder, every attempt, event batch, trial and metric set committed as the
   trial finishes), with the default per-attempt timeout (each attempt on a worker thread);
 * **stages** -- each timed alone on the same trials: the plain adapter's capture (events, fault
@@ -44,22 +44,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hbeval_core.faults import Battery, FaultInjector, derive_trial_seed
-from hbeval_core.runner.context import TrialContext, trial_context
-from hbeval_core.runner.plain import PlainAdapter, ToolCallError, think, tool
-from hbeval_core.runner.protocol import TrialResult
-from hbeval_core.runner.run import VirtualClock, run_battery
-from hbeval_core.runner.task import Task
-from hbeval_core.scoring import build_report, score_trial
-from hbeval_core.store import (
+from hbeval.runner.run import VirtualClock, run_battery
+from hbeval.scoring import build_report, score_trial
+from hbeval.store import (
     AttemptRecord,
-    MemoryStore,
+    InMemoryStore,
     Redactor,
     RunRecord,
     SQLiteStore,
     TrialRecord,
     storable_events,
 )
+from hbeval_core.contract import Task, TrialContext, TrialResult, trial_context
+from hbeval_core.faults import Battery, FaultInjector, derive_trial_seed
+from hbeval_plain import PlainAdapter, ToolCallError, think, tool
 
 CALLS = 10
 TARGET_MS = 0.3
@@ -122,7 +120,7 @@ def measure(scenarios: int, trials: int, rounds: int, tmp: Path) -> dict[str, tu
     def through_runner(store_kind: str) -> dict[str, Any]:
         if store_kind == "memory":
             return run_battery(
-                None, scripted_factory, [TASK], battery, trials=trials, store=MemoryStore(),
+                None, scripted_factory, [TASK], battery, trials=trials, store=InMemoryStore(),
                 run_id="bench",
             )  # fmt: skip
         with SQLiteStore(str(tmp / f"run-{scenarios}x{trials}-{next(dbs)}.db")) as store:

@@ -37,19 +37,19 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 
-from hbeval_core.events import ModelEnd, ToolCall, ToolEnd, ToolStart, Usage  # noqa: E402
-from hbeval_core.examples.plain_agent import CarefulAgent, tasks  # noqa: E402
-from hbeval_core.faults import Battery  # noqa: E402
-from hbeval_core.runner import arun_battery, load_object, run_battery  # noqa: E402
-from hbeval_core.runner.manifest import RunManifest  # noqa: E402
-from hbeval_core.store import (  # noqa: E402
+from hbeval.runner import arun_battery, load_object, run_battery  # noqa: E402
+from hbeval.runner.manifest import RunManifest  # noqa: E402
+from hbeval.store import (  # noqa: E402
     AttemptRecord,
-    MemoryStore,
+    InMemoryStore,
     RunRecord,
     TrialRecord,
     make_trial_key,
     open_store,
 )
+from hbeval_core.events import ModelEnd, ToolCall, ToolEnd, ToolStart, Usage  # noqa: E402
+from hbeval_core.faults import Battery  # noqa: E402
+from hbeval_plain.examples import CarefulAgent, tasks  # noqa: E402
 
 REF = f"{ROOT / 'benchmarks' / 'bench_scale_out.py'}:slow_agent"
 DELAY = float(os.environ.get("HBEVAL_BENCH_DELAY", "0.05"))
@@ -88,7 +88,7 @@ def part1(args: argparse.Namespace) -> None:
             battery(),
             trials=args.trials,
             seed=42,
-            store=kw.pop("store", None) or MemoryStore(),
+            store=kw.pop("store", None) or InMemoryStore(),
             manifest=RunManifest(target=REF),
             **kw,
         )
@@ -103,7 +103,7 @@ def part1(args: argparse.Namespace) -> None:
             battery(),
             trials=args.trials,
             seed=42,
-            store=MemoryStore(),
+            store=InMemoryStore(),
             manifest=RunManifest(target=REF),
             concurrency=8,
         )

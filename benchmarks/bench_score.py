@@ -176,21 +176,21 @@ def orjson_loop(path: Path) -> None:
 
 
 def ours(path: Path) -> None:
-    from hbeval_core.cli import score_trace
+    from hbeval_core.live._document import score_trace
 
     score_trace(path, label=str(path))
 
 
 def ours_pydantic(path: Path) -> None:
     from hbeval_core.live._trace import fold_trace
-    from hbeval_core.monitor import Monitor
+    from hbeval_core.live.monitor import Monitor
 
     fold_trace(path, Monitor(), structs=False).summary()
 
 
 def model_path(path: Path) -> None:
     from hbeval_core.events import read_events
-    from hbeval_core.monitor import Monitor
+    from hbeval_core.live.monitor import Monitor
 
     m = Monitor()
     observe = m.observe
@@ -206,7 +206,7 @@ def stage_runs() -> dict[str, Callable[[Path], object]]:
     from hbeval_core.live._scoreloop import fold_dicts, fold_structs
     from hbeval_core.live._trace import fold_trace
     from hbeval_core.live.derive import Deriver
-    from hbeval_core.monitor import Monitor
+    from hbeval_core.live.monitor import Monitor
 
     runs: dict[str, Callable[[Path], object]] = {"orjson loop": orjson_loop}
     validate = twin_adapter().validator.validate_json
@@ -287,7 +287,7 @@ def stages(path: Path, n_events: int, repeats: int) -> None:
 
 RSS_CODE = """
 import resource, sys
-from hbeval_core.cli import score_trace
+from hbeval_core.live._document import score_trace
 doc = score_trace(sys.argv[1], label="trace")
 print(doc["step_count"], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """

@@ -118,15 +118,14 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     args = ap.parse_args()
 
+    from hbeval.scoring import analyse_trace, score_trial
     from hbeval_core import events as ev
-    from hbeval_core.monitor import Monitor
-    from hbeval_core.runner.protocol import TrialResult
-    from hbeval_core.runner.task import Task
-    from hbeval_core.scoring import analyse_trace, score_trial
+    from hbeval_core.contract import Task, TrialResult
+    from hbeval_core.live.monitor import Monitor
 
     score_events: Callable[..., Any] | None
     try:
-        from hbeval_core.monitor import score_events  # the one-loop fold, where it exists
+        from hbeval_core.live.monitor import score_events  # the one-loop fold, where it exists
     except ImportError:
         score_events = None
 

@@ -54,9 +54,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from hbeval_core.events import EventBase, ModelEnd, ToolCall, ToolEnd, ToolStart, Usage, dump_event
-from hbeval_core.store import AttemptRecord, RunRecord, SQLiteStore, TrialRecord, make_trial_key
-from hbeval_core.store._codec import (
+from hbeval.store import AttemptRecord, RunRecord, SQLiteStore, TrialRecord, make_trial_key
+from hbeval.store._codec import (
     _EVENT_INFO,
     _ORJSON_OPTIONS,
     _is_plain,
@@ -64,8 +63,9 @@ from hbeval_core.store._codec import (
     encode_events,
     encoded_events,
 )
-from hbeval_core.store._validate import check_trial
-from hbeval_core.store.sqlite import _insert_rows
+from hbeval.store._validate import check_trial
+from hbeval.store.sqlite import _insert_rows
+from hbeval_core.events import EventBase, ModelEnd, ToolCall, ToolEnd, ToolStart, Usage, dump_event
 
 RUN_ID = "bench-run"
 

@@ -6,7 +6,7 @@ Run the fault battery on it (no network, no API key, no model weights)::
     hbeval battery run examples/autogen_assistant.py:naive --trials 1
 
 The help desk (its orders, its five tools, the tasks) and the decisions of both temperaments are
-the demo help-desk world of ``hbeval_core.testing.helpdesk``, the same the plain agents run live;
+the demo help-desk world of ``hbeval.testing.helpdesk``, the same the plain agents run live;
 this file is only the AutoGen glue. The desk's operations become AutoGen ``FunctionTool``s, and
 the model is a ``ScriptedChatCompletionClient`` whose next reply is the script replayed over the
 conversation so far (the task, every tool call and each ``FunctionExecutionResult``, errors
@@ -28,10 +28,9 @@ from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermination
 from autogen_agentchat.teams import RoundRobinGroupChat
 from autogen_core.tools import FunctionTool
-from hbeval_autogen import Reply, ScriptedChatCompletionClient
 
-from hbeval_core.testing import helpdesk
-from hbeval_core.testing.helpdesk import (
+from hbeval.testing import helpdesk
+from hbeval.testing.helpdesk import (
     FORBIDDEN_TOOL,
     IRREVERSIBLE_TOOL,
     CarefulScript,
@@ -41,6 +40,7 @@ from hbeval_core.testing.helpdesk import (
     replay_turn,
     tasks,
 )
+from hbeval_autogen import Reply, ScriptedChatCompletionClient
 
 __all__ = [
     "FORBIDDEN_TOOL",

@@ -41,7 +41,7 @@ from crewai.llms.base_llm import BaseLLM
 from crewai.tools import BaseTool
 from pydantic import BaseModel, Field
 
-from hbeval_core.runner.task import ExpectedCall, Task
+from hbeval_core.contract import ExpectedCall, Task
 
 __all__ = [
     "FORBIDDEN_TOOL",

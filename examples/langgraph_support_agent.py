@@ -26,8 +26,9 @@ __all__ = ["FORBIDDEN_TOOL", "PolicyChatModel", "build_support_agent", "careful"
 
 
 if __name__ == "__main__":
-    from hbeval_langgraph import HBEvalCallbackHandler
     from langchain_core.messages import HumanMessage
+
+    from hbeval_langgraph import HBEvalCallbackHandler
 
     for factory in (careful, naive):
         handler = HBEvalCallbackHandler()

@@ -1,6 +1,6 @@
 """A plain-Python support agent under the hbeval fault battery: no framework, no model, no network.
 
-The agents and tasks live in ``hbeval_core.examples.plain_agent`` (so ``hbeval demo`` works from
+The agents and tasks live in ``hbeval_plain.examples`` (so ``hbeval demo`` works from
 any folder); this file re-exports them as battery targets and runs a small comparison:
 
     python examples/plain_support_agent.py
@@ -13,15 +13,15 @@ beside them when ``--tasks`` is not given.
 
 from __future__ import annotations
 
-from hbeval_core.examples.plain_agent import careful, naive, tasks
+from hbeval_plain.examples import careful, naive, tasks
 
 __all__ = ["careful", "naive", "tasks"]
 
 
 def main() -> None:
     """Run a 12-scenario battery twice per scenario on both agents and print what differs."""
+    from hbeval.runner.run import run_battery
     from hbeval_core.faults import Battery
-    from hbeval_core.runner.run import run_battery
 
     for name, factory in (("careful", careful), ("naive", naive)):
         report = run_battery(

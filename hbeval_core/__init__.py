@@ -1,7 +1,12 @@
-"""hbeval core: events, step derivation, live HB-Eval metrics, faults, scoring and storage.
+"""hbeval's small core: what an adapter needs, and nothing of the product.
 
-Imports no agent framework, ever. Heavy modules load on first use, so
-``from hbeval_core import Monitor`` stays cheap.
+Vocabulary, fingerprints and versions; events (``hb-events/1``); the adapter contract; capture
+(the recorder base and the trial template); live derivation, the ``Monitor`` and its policies;
+the metric functions; faults (batteries, plans, the injector, tool boundaries). The product
+that runs batteries, stores, scores and reports is the package ``hbeval``, on top of this one.
+
+Imports no agent framework, ever, and nothing of ``hbeval``. Heavy modules load on first use,
+so ``from hbeval_core import Monitor`` stays cheap.
 """
 
 from __future__ import annotations
@@ -9,7 +14,11 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from . import _moved
+
 __version__ = "0.1.0"
+
+_moved.install()  # 0.1's import paths keep working, with a warning, until 0.2
 
 # name -> module that defines it; resolved lazily on first attribute access.
 _EXPORTS: dict[str, str] = {

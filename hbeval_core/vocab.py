@@ -15,7 +15,7 @@ from typing import Final
 EVENTS_FORMAT: Final = "hb-events/1"
 """Wire format of events (JSONL header and schema id)."""
 DERIVE_VERSION: Final = "hb-derive/3"
-"""Rules that fold events into steps (see hbeval_core.derive)."""
+"""Rules that fold events into steps (see hbeval_core.live.derive)."""
 DERIVE_V2: Final = "hb-derive/2"
 """The previous rules: the same steps, but a trace with no model event at all scored TI 0.0
 where hb-derive/3 leaves it undefined (``no_model_events``); kept computable with
@@ -55,6 +55,16 @@ PEI_V2_HANDLED: Final = "2.0+hb.1"
 """Opt-in PEI v2 fix: a faulted step that is itself deliberately handled and succeeds (a correct
 one-step refusal) counts as its episode's transition, so it is not scored 0.0 (spec §8 item 2)."""
 PEI_VERSIONS: Final = (PEI_V1, PEI_V2, PEI_V2_HANDLED)
+
+# --------------------------------------------------------------------------------------------
+# Battery defaults (one place: the runner, the CLI, pytest and the compat battery read these)
+# --------------------------------------------------------------------------------------------
+DEFAULT_SEED: Final = 42
+"""The seed of a battery run when none is given (the reference's own default)."""
+DEFAULT_TRIALS: Final = 3
+"""Trials per scenario when none is given."""
+DEFAULT_SCENARIOS: Final = 18
+"""Scenarios of the built-in battery when none is given."""
 
 # --------------------------------------------------------------------------------------------
 # Metric names

@@ -71,7 +71,7 @@ def test_registry_and_demo_with_every_framework_hidden(tmp_path: Path) -> None:
                 raise ImportError("hidden framework: " + name)
             return None
     sys.meta_path.insert(0, Hide())
-    from hbeval_core.runner.registry import (
+    from hbeval.runner.registry import (
         TargetKindError, adapter_kinds, detect_adapter, get_adapter, resolve_target,
     )
     print("kinds", adapter_kinds())
@@ -82,11 +82,11 @@ def test_registry_and_demo_with_every_framework_hidden(tmp_path: Path) -> None:
         get_adapter("nosuchframework")
     except TargetKindError as exc:
         print("unknown", str(exc).endswith("known: autogen, crewai, langgraph, plain"))
-    from hbeval_core.runner.demo import demo_agents, run_demo
+    from hbeval.demo import demo_agents, run_demo
     print("demo", demo_agents()[-1])
     reports = run_demo({str(tmp_path)!r}, n_scenarios=6, trials=1)
     print("trials", [reports[name]["run"]["trial_count"] for name in ("careful", "naive")])
-    from hbeval_core.store import open_store
+    from hbeval.store import open_store
     store = open_store({str(tmp_path / ".hbeval" / "hbeval.db")!r})
     print("adapter", sorted({{r.config["manifest"]["adapter"] for r in store.list_runs()}}))
     store.close()

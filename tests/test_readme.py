@@ -94,7 +94,7 @@ def after_pytest_block(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, 
 def test_the_pytest_snippet_passes_and_reuses_its_run(after_pytest_block: tuple[Path, str]) -> None:
     folder, output = after_pytest_block
     assert "2 passed" in output
-    runs = run([sys.executable, "-m", "hbeval_core.cli", "runs", "list", "--json"], folder)
+    runs = run([sys.executable, "-m", "hbeval.cli", "runs", "list", "--json"], folder)
     assert runs.returncode == 0, runs.stderr
     import json
 
@@ -192,7 +192,7 @@ def _demo_cells(report: dict[str, Any]) -> dict[str, str]:
 def test_the_demo_table_is_what_the_demo_reports(tmp_path: Path) -> None:
     """The seed-42 table at the top of the README is what `hbeval demo` gives today."""
     done = run(
-        [sys.executable, "-m", "hbeval_core.cli", "demo", "--db", "d.db", "--out-dir", "."],
+        [sys.executable, "-m", "hbeval.cli", "demo", "--db", "d.db", "--out-dir", "."],
         tmp_path,
     )
     assert done.returncode == 0, done.stdout + done.stderr

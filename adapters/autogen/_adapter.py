@@ -44,7 +44,7 @@ from hbeval_core.contract import (
 )
 from hbeval_core.events import EventBase
 from hbeval_core.faults.boundary import reporting_to
-from hbeval_core.monitor import Monitor
+from hbeval_core.live.monitor import Monitor
 from hbeval_core.vocab import FAULT_INJECTED, SCOPE_TEAM, TOOL_END, TOOL_ERROR, TOOL_START
 
 from . import _convert, _hook

@@ -34,7 +34,7 @@ from hbeval_core.vocab import SCOPE_AGENT
 
 from . import _convert
 from ._keys import ATTR_AGENT, ATTR_MEMORIES, ATTR_SOURCE, SOURCE_STREAM
-from ._recorder import RunAborted, RunRecorder
+from ._recorder import ACTIVE_RECORDER, RunAborted, RunRecorder
 from ._version import SUPPORTED, UnsupportedVersionError, check_supported
 
 __all__ = [
@@ -46,10 +46,6 @@ __all__ = [
     "uninstrument",
 ]
 
-ACTIVE_RECORDER: ContextVar[RunRecorder | None] = ContextVar(
-    "hbeval_autogen_recorder", default=None
-)
-"""The recorder of the run in progress in this context (None: capture is off)."""
 
 _MISSING = object()
 _lock = threading.RLock()

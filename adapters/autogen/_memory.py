@@ -33,8 +33,8 @@ from autogen_core.memory import (
 from autogen_core.model_context import ChatCompletionContext
 from autogen_core.models import SystemMessage
 
-from hbeval_core.contract import Memory as ContractMemory
-from hbeval_core.memory._adapters import PRECEDENTS_HEADER, precedents_text
+from hbeval_core.contract import PRECEDENTS_HEADER, precedents_text
+from hbeval_core.contract import EpisodeMemory as ContractMemory
 
 from . import _convert
 
@@ -47,7 +47,7 @@ __all__ = [
 
 DEFAULT_HEADER: Final = PRECEDENTS_HEADER
 """First line of the system message that carries recalled precedents (the one header every
-adapter uses, ``hbeval_core.memory._adapters.PRECEDENTS_HEADER``)."""
+adapter uses, ``hbeval_core.contract.PRECEDENTS_HEADER``)."""
 
 _INSTRUCTION_PATTERNS: Final = (
     r"\bignore (?:all |any )?(?:the )?(?:previous|prior|above|earlier) (?:instructions|messages|rules)",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from hbeval_core.capture import BaseRecorder, SpanRecord
@@ -31,7 +32,7 @@ from hbeval_core.events import (
     RunEnd,
     RunStart,
 )
-from hbeval_core.monitor import Monitor, SafeHaltError
+from hbeval_core.live.monitor import Monitor, SafeHaltError
 
 from . import _convert
 from ._keys import ATTR_ABORT, FRAMEWORK
@@ -40,6 +41,7 @@ __all__ = [
     "ABORT_CANCELLED",
     "ABORT_HALTED",
     "ABORT_TIMEOUT",
+    "ACTIVE_RECORDER",
     "RunAborted",
     "RunRecorder",
 ]
@@ -291,3 +293,9 @@ class RunRecorder(BaseRecorder):
         except Exception as exc:
             self.fail("tool boundary", exc)
         return None
+
+
+ACTIVE_RECORDER: ContextVar[RunRecorder | None] = ContextVar(
+    "hbeval_autogen_recorder", default=None
+)
+"""The recorder of the run in progress in this context (None: capture is off)."""

@@ -33,7 +33,7 @@ from hbeval_core.faults.runtime import InjectedCrash
 
 from . import _convert
 from ._keys import ATTR_SYNTHETIC
-from ._recorder import RunRecorder
+from ._recorder import ACTIVE_RECORDER, RunRecorder
 
 __all__ = [
     "install_tool_hook",
@@ -145,8 +145,6 @@ async def _hooked_run_json(
 ) -> Any:
     """``BaseTool.run_json`` with the run's faults (pure delegation when there are none)."""
     original = _hooked_run_json.__wrapped__  # type: ignore[attr-defined]
-    from ._hook import ACTIVE_RECORDER
-
     rec = ACTIVE_RECORDER.get()
     injector = active_injector(rec.injector if rec is not None else None)
     if injector is None:

@@ -25,8 +25,8 @@ from hbeval_core.contract import (
     token_usage,
 )
 from hbeval_core.events import EventBase
-from hbeval_core.monitor import Directive as MonitorDirective
-from hbeval_core.monitor import Monitor
+from hbeval_core.live.monitor import Directive as MonitorDirective
+from hbeval_core.live.monitor import Monitor
 
 from ._keys import FRAMEWORK, INPUT_KEY
 from ._recorder import CrewAIRecorder, MemoryLike

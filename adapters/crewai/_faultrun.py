@@ -1,6 +1,6 @@
 """``FaultRun``: hand hbeval the Crew you already have and get a battery report back.
 
-A thin front over the core runner (``hbeval_core.runner.run.run_battery``) with the CrewAI
+A thin front over the core runner (``hbeval.runner.run.run_battery``) with the CrewAI
 adapter chosen for you, plus the memory loop: precedents recalled before each task's first
 model call during the run, and each scored trial offered to the memory's ``admit`` afterwards.
 """
@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hbeval_core.contract import Task, TrialResult
-from hbeval_core.monitor import Monitor
+from hbeval_core.live.monitor import Monitor
+from hbeval_core.vocab import DEFAULT_SEED
 
 from ._adapter import CrewAIAdapter, episode_of
 from ._keys import ATTR_ADMITTED
@@ -52,7 +53,7 @@ class FaultRun:
     Args:
         crew: A ``crewai.Crew``, or a no-argument callable returning a fresh one (preferred:
             each trial then gets its own crew, and trials may run concurrently).
-        tasks: The battery tasks (``hbeval_core.runner.task.Task``); each question reaches the
+        tasks: The battery tasks (``hbeval_core.contract.Task``); each question reaches the
             crew as ``kickoff(inputs={"question": ...})``.
         battery: "hbeval" (default), "compat", or a built ``Battery``.
         trials: Trials per scenario.
@@ -71,7 +72,7 @@ class FaultRun:
         tasks: Sequence[Task],
         battery: Any = "hbeval",
         trials: int = 3,
-        seed: int = 42,
+        seed: int = DEFAULT_SEED,
         memory: Any = None,
         monitor_factory: Callable[[], Monitor] | None = None,
         strict: bool = False,
@@ -93,7 +94,7 @@ class FaultRun:
 
     def run(self) -> dict[str, Any]:
         """Run every scenario x trial, score them, offer episodes to memory; return the report."""
-        from hbeval_core.runner.run import run_battery
+        from hbeval.runner.run import run_battery
 
         adapter = self._adapter()
         adapter.memory_hook(self.memory)
@@ -112,13 +113,13 @@ class FaultRun:
         return self._finish(report, adapter)
 
     async def arun(self) -> dict[str, Any]:
-        """``run()`` as a coroutine (``hbeval_core.runner.arun_battery``): the caller's event loop
+        """``run()`` as a coroutine (``hbeval.runner.arun_battery``): the caller's event loop
         keeps running, and each crew is driven through CrewAI's native ``akickoff``.
 
         ``run_options`` may set ``concurrency`` (trials at once, 8 by default). The report equals
         ``run()``'s for the same seed but for timings and ``run.executor`` (``async``).
         """
-        from hbeval_core.runner import arun_battery
+        from hbeval.runner import arun_battery
 
         adapter = self._adapter()
         adapter.memory_hook(self.memory)
@@ -158,7 +159,7 @@ class FaultRun:
             verdict.setdefault("passed", trial.get("outcome") == "pass")
             episode = episode_of(task, result, verdict)
             # The scored verdict's fields at the top level, with the run's ids: the shape EDM's
-            # admit() reads (hbeval_core.memory.parse_episode); other memories may ignore them.
+            # admit() reads (hbeval.memory.parse_episode); other memories may ignore them.
             episode.update({k: verdict[k] for k in _VERDICT_KEYS if k in verdict})
             fingerprints = report.get("fingerprints") or {}
             episode.update(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hbeval_core.contract import Memory
+from hbeval_core.contract import EpisodeMemory as Memory
 
 __all__ = ["ListMemory", "Memory"]
 

@@ -46,8 +46,8 @@ from hbeval_core.events import (
     ToolCall,
 )
 from hbeval_core.faults.boundary import enter_faulted_call, exit_faulted_call
-from hbeval_core.monitor import Directive as MonitorDirective
-from hbeval_core.monitor import Monitor, SafeHaltError
+from hbeval_core.live.monitor import Directive as MonitorDirective
+from hbeval_core.live.monitor import Monitor, SafeHaltError
 from hbeval_core.vocab import (
     CRASH,
     SCOPE_AGENT,

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 from hbeval_core.capture import Trial, TrialTemplate, capture_metadata, result_of, run_to_end
 from hbeval_core.contract import Ended, Task, TrialResult, token_usage
 from hbeval_core.events import EventBase, RunStart
-from hbeval_core.monitor import Directive as MonitorDirective
-from hbeval_core.monitor import Monitor
+from hbeval_core.live.monitor import Directive as MonitorDirective
+from hbeval_core.live.monitor import Monitor
 
 from . import _convert
 from ._keys import FRAMEWORK
@@ -145,7 +145,7 @@ class LangGraphAdapter(TrialTemplate):
     def memory_hook(self, memory: Any) -> None:
         """Recall this agent's precedents before each trial's first model call (None detaches).
 
-        ``memory`` has ``recall(context, agent_id) -> list[str]`` (an ``hbeval_core.memory.EDM``
+        ``memory`` has ``recall(context, agent_id) -> list[str]`` (an ``hbeval.memory.EDM``
         returns only qualified episodes of that agent id at or above its similarity threshold)
         and optionally ``precedents_for(context, agent_id)`` for Adapt-Plan directives. Kept on
         the adapter as well as in this context: the runner's worker threads do not inherit
@@ -193,7 +193,7 @@ class LangGraphAdapter(TrialTemplate):
         recall: Any = None
         lookup: Callable[[Any], list[Any]] | None = None
         if memory is not None:
-            from hbeval_core.memory._adapters import precedent_lookup, recall_precedents
+            from hbeval_core.contract import precedent_lookup, recall_precedents
 
             agent_id = ctx.agent_id if ctx is not None else _DEFAULT_AGENT_ID
             recall = recall_precedents(memory, trial.question, agent_id, strict=self.strict)
@@ -458,9 +458,9 @@ class _Reporter:
     def _node_run() -> Any:
         from langchain_core.runnables.config import var_child_runnable_config
 
-        from ._faults import _handlers_of
+        from ._active import handlers_of
 
-        return _handlers_of(var_child_runnable_config.get())[1]
+        return handlers_of(var_child_runnable_config.get())[1]
 
     def start(self, report: CallReport) -> Any:
         return self.handler.begin_tool_call(
@@ -532,7 +532,7 @@ def _record_recall(events: list[EventBase], record: dict[str, Any]) -> list[Even
     The recall happens before the graph starts, so the run's own start event is where it is
     recorded; the event is copied, never mutated.
     """
-    from hbeval_core.memory._adapters import ATTR_MEMORY_RECALL
+    from hbeval_core.contract import ATTR_MEMORY_RECALL
 
     for i, event in enumerate(events):
         if isinstance(event, RunStart):
@@ -540,13 +540,3 @@ def _record_recall(events: list[EventBase], record: dict[str, Any]) -> list[Even
             events[i] = event.model_copy(update={"attrs": attrs})
             break
     return events
-
-
-def register() -> None:
-    """Register the adapter with the runner's registry (kind "langgraph"). Idempotent."""
-    from hbeval_core.runner.registry import register_adapter
-
-    register_adapter(FRAMEWORK, is_langgraph_target, LangGraphAdapter)
-
-
-register()

@@ -30,7 +30,6 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -46,6 +45,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.pregel import Pregel
 
 from . import _convert
+from ._active import ACTIVE_INJECTOR, handlers_of
 from ._handler import HBEvalCallbackHandler
 from ._keys import ATTR_NODE_FAULT
 from ._wrapped import WrappedCall
@@ -59,11 +59,6 @@ __all__ = [
     "run_tool_call",
     "tool_faults",
 ]
-
-ACTIVE_INJECTOR: ContextVar[FaultInjector | None] = ContextVar(
-    "hbeval_langgraph_injector", default=None
-)
-"""The injector patched tool nodes consult; set per trial by ``tool_faults``."""
 
 
 class NodeFaultError(RuntimeError):
@@ -102,19 +97,9 @@ def find_tool_nodes(graph: Any) -> list[Any]:
     return list(found.values())
 
 
-def _handlers_of(config: Any) -> tuple[list[HBEvalCallbackHandler], UUID | None]:
-    """Our handlers attached to a run's config, and the run id that owns the call (the node)."""
-    manager = config.get("callbacks") if isinstance(config, dict) else None
-    if manager is None:
-        return [], None
-    handlers = manager if isinstance(manager, list) else getattr(manager, "handlers", ())
-    ours = [h for h in handlers if isinstance(h, HBEvalCallbackHandler)]
-    return ours, getattr(manager, "parent_run_id", None)
-
-
 def _request_context(request: Any) -> tuple[list[HBEvalCallbackHandler], UUID | None]:
     runtime = getattr(request, "runtime", None)
-    return _handlers_of(getattr(runtime, "config", None))
+    return handlers_of(getattr(runtime, "config", None))
 
 
 def _new_faults(injector: FaultInjector, call_id: str, before: int) -> FaultInjected | None:
@@ -433,7 +418,7 @@ def _node_runner(
         inj = injector if injector is not None else ACTIVE_INJECTOR.get()
         if inj is None or not inj.enabled or inj.plan is None:
             return orig_invoke(input, config, **kwargs)
-        handlers, node_run = _handlers_of(config)
+        handlers, node_run = handlers_of(config)
         call_id = next_call_id()
         real: list[Any] = []
 
@@ -454,7 +439,7 @@ def _node_runner(
         inj = injector if injector is not None else ACTIVE_INJECTOR.get()
         if inj is None or not inj.enabled or inj.plan is None:
             return await orig_ainvoke(input, config, **kwargs)
-        handlers, node_run = _handlers_of(config)
+        handlers, node_run = handlers_of(config)
         call_id = next_call_id()
         real: list[Any] = []
 

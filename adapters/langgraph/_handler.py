@@ -60,8 +60,8 @@ from hbeval_core.events import (
     ToolStart,
     Usage,
 )
-from hbeval_core.monitor import Directive as MonitorDirective
-from hbeval_core.monitor import Monitor, SafeHaltError
+from hbeval_core.live.monitor import Directive as MonitorDirective
+from hbeval_core.live.monitor import Monitor, SafeHaltError
 from hbeval_core.vocab import SCOPE_GRAPH, SCOPE_NODE
 
 from . import _convert

@@ -51,6 +51,7 @@ from hbeval_core.faults.boundary import (
 from hbeval_core.faults.runtime import FaultInjector, InjectedCrash, render_text
 from langgraph.errors import GraphBubbleUp
 
+from ._active import ACTIVE_INJECTOR, handlers_of
 from ._wrapped import WrappedCall
 
 __all__ = ["install_tool_hook", "is_tool_hook_installed", "uninstall_tool_hook"]
@@ -93,8 +94,6 @@ def uninstall_tool_hook() -> None:
 
 
 def _context_injector() -> FaultInjector | None:
-    from ._faults import ACTIVE_INJECTOR
-
     return active_injector(ACTIVE_INJECTOR.get())
 
 
@@ -107,8 +106,6 @@ class _HookedCall(WrappedCall):
     def __init__(
         self, tool: BaseTool, tool_input: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> None:
-        from ._faults import _handlers_of
-
         self.tool = tool
         self.name = str(tool.name)
         if kwargs.get("run_id") is None:
@@ -125,7 +122,7 @@ class _HookedCall(WrappedCall):
         if callbacks is None:
             config = kwargs.get("config")
             callbacks = config.get("callbacks") if isinstance(config, dict) else None
-        handlers, node_run = _handlers_of({"callbacks": callbacks})
+        handlers, node_run = handlers_of({"callbacks": callbacks})
         from ._hook import current_handler
 
         active = current_handler()

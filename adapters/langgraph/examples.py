@@ -2,7 +2,7 @@
 
 Built with ``langchain.agents.create_agent`` exactly as a real app would be; only the chat model
 is scripted. The help desk (orders, tools) and the decisions of both temperaments are the demo
-help-desk world of ``hbeval_core.testing.helpdesk`` (its confirmation dialogue); this module is
+help-desk world of ``hbeval.testing.helpdesk`` (its confirmation dialogue); this module is
 the LangGraph glue: the desk's operations as LangChain tools, and ``PolicyChatModel``, which
 hands the conversation so far to the dialogue and returns its next message, so the agent reacts
 to injected faults the way its temperament dictates.
@@ -35,8 +35,7 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, StructuredTool
 
-from hbeval_core.contract import Task
-from hbeval_core.testing.helpdesk import (
+from hbeval.testing.helpdesk import (
     DIALOGUES,
     FORBIDDEN_TOOL,
     IRREVERSIBLE_TOOLS,
@@ -46,6 +45,7 @@ from hbeval_core.testing.helpdesk import (
     Transcript,
     dialogue_tasks,
 )
+from hbeval_core.contract import Task
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph

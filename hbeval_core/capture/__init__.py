@@ -6,14 +6,15 @@
 * ``TrialTemplate``: the ``run_trial`` skeleton (run id, question, fault injector, infra errors,
   status by exception class, one metadata key for capture errors) and the fault and memory hooks;
 * ``Instrumentor``: idempotent ``instrument()`` / ``uninstrument()`` with the version check;
-* ``precedents_text``: memory precedents under one header, the same text on every framework.
+* ``precedents_text``: memory precedents under one header, the same text on every framework
+  (the contract's, re-exported here where adapters build their messages).
 
 An adapter only translates its framework's callbacks into these calls.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from hbeval_core.contract._memory import PRECEDENTS_HEADER, precedents_text
 
 from ._async import run_to_end
 from ._construct import construct
@@ -72,16 +73,3 @@ __all__ = [
     "result_of",
     "run_to_end",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    # Loaded on first use: the memory package brings numpy, which capture alone never needs.
-    if name in ("PRECEDENTS_HEADER", "precedents_text"):
-        from ..memory import _adapters
-
-        return getattr(_adapters, name)
-    raise AttributeError(f"module 'hbeval_core.capture' has no attribute {name!r}")
-
-
-if TYPE_CHECKING:
-    from ..memory._adapters import PRECEDENTS_HEADER, precedents_text

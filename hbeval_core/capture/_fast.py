@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from hbeval_core.live.monitor import Monitor
+
 from ..events import EventBase
-from ..monitor import Monitor
 from ._construct import construct
 from ._recorder import BaseRecorder
 

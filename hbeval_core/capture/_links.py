@@ -1,7 +1,7 @@
 """Tool calls linked to the model output that issued them, while the run is captured.
 
 A framework that does not hand a tool hook the model's tool-call id (CrewAI's hooks) links the
-call by the hb-derive/2 rules scoring uses (``hbeval_core.derive.CallLinker``): the same tool
+call by the hb-derive/2 rules scoring uses (``hbeval_core.live.derive.CallLinker``): the same tool
 with the same arguments, else the only open call of that tool. Each issuer (an agent) has its
 own open calls; a new model output of that issuer replaces them.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import Any, NamedTuple
 
-from ..derive import CallLinker
+from hbeval_core.live.derive import CallLinker
 
 __all__ = ["CallLinks", "IssuedCall"]
 

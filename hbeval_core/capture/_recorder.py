@@ -17,6 +17,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, TypeVar, cast
 
+from hbeval_core.live.monitor import Directive as MonitorDirective
+from hbeval_core.live.monitor import Monitor
+
 from ..contract import describe_error
 from ..events import (
     Directive,
@@ -31,8 +34,6 @@ from ..events import (
     ToolError,
     ToolStart,
 )
-from ..monitor import Directive as MonitorDirective
-from ..monitor import Monitor
 from ..vocab import ATTR_BUDGET, ATTR_STEP_INDEX, TRIGGER_POLICY
 from ._construct import construct
 

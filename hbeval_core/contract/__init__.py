@@ -6,11 +6,13 @@ imports only this package to take part in a battery run:
 - ``Adapter`` (the protocol the runner calls) and ``TrialResult`` (what one trial produced);
 - ``Task`` and ``ExpectedCall`` (the work), ``Outcome`` / ``Message`` / ``ToolCall`` (what a
   verifier reads, the same on every framework) and ``outcome_of``;
+- trace helpers for verifiers: ``completed_calls``, ``tool_started``, ``response_text``;
 - ``TrialContext`` / ``current_trial()`` (the trial in progress: ids, fault injector, clock,
   budgets, cancellation) and the exceptions that stop a trial on purpose (``TrialStop``,
   ``BudgetExceeded``, ``TrialCancelled``) or blame the environment (``InfraError``);
 - ``AdapterInfo``, what an adapter's ``hbeval.adapters`` entry point names;
-- ``Memory``, the recall/admit protocol every memory implements;
+- ``EpisodeMemory``, the recall/admit protocol every memory implements, and how adapters
+  recall from one (``recall_precedents``, ``precedents_text``, ``precedent_lookup``);
 - clocks: ``Clock``, ``AsyncClock``, ``SystemClock``, ``FakeClock`` and ``VirtualClock``;
 - rate limits: ``rate_limit_delay`` (is this exception an HTTP 429, and how long does it ask to
   wait), ``note_rate_limit`` (tell the runner), ``RateLimiter`` (the run's shared limiter) and
@@ -24,10 +26,21 @@ costs an adapter nothing.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._adapter import Adapter, TrialResult, token_usage, trace_kinds
+from ._checks import completed_calls, response_text, tool_started
 from ._clock import AsyncClock, Clock, FakeClock, SystemClock, VirtualClock
 from ._entry import ENTRY_POINT_GROUP, AdapterInfo
-from ._memory import Memory
+from ._memory import (
+    ATTR_MEMORY_RECALL,
+    PRECEDENTS_HEADER,
+    EpisodeMemory,
+    Recall,
+    precedent_lookup,
+    precedents_text,
+    recall_precedents,
+)
 from ._outcome import (
     Message,
     Outcome,
@@ -67,9 +80,11 @@ from ._trial import (
 )
 
 __all__ = [
+    "ATTR_MEMORY_RECALL",
     "BUDGET_FIELDS",
     "ENTRY_POINT_GROUP",
     "MAX_PAUSE",
+    "PRECEDENTS_HEADER",
     "RUN_STATUS_FOR_EXCEPTION",
     "Adapter",
     "AdapterInfo",
@@ -78,14 +93,15 @@ __all__ = [
     "Budgets",
     "Clock",
     "Ended",
+    "EpisodeMemory",
     "ExpectedCall",
     "FakeClock",
     "InfraError",
-    "Memory",
     "Message",
     "Outcome",
     "RateLimitTooLong",
     "RateLimiter",
+    "Recall",
     "SystemClock",
     "Task",
     "ToolCall",
@@ -95,19 +111,32 @@ __all__ = [
     "TrialStop",
     "Verifier",
     "VirtualClock",
+    "completed_calls",
     "current_trial",
     "describe_error",
     "ended_by",
     "is_infra_error",
     "note_rate_limit",
     "outcome_of",
+    "precedent_lookup",
+    "precedents_text",
     "rate_limit_delay",
+    "recall_precedents",
+    "response_text",
     "run_status_of",
     "token_usage",
     "tool_calls_of",
+    "tool_started",
     "trace_kinds",
     "trial_context",
     "user_interrupted",
     "verifier_input",
     "wants_outcome",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Names 0.1 had here (``Memory``) forward until 0.2 (hbeval_core._moved).
+    from .._moved import moved_name
+
+    return moved_name(__name__, name)

@@ -92,7 +92,7 @@ def _validated(lines: Iterable[str | bytes] | None, path: str | Path | None) -> 
     A path is opened here, lazily, so reading a file is one generator, not two stacked ones:
     at a few microseconds per event the extra hand-off is measurable.
     """
-    from . import event_adapter  # local: avoid an import cycle
+    from ._union import event_adapter
 
     adapter = event_adapter()
     validate_json = adapter.validator.validate_json  # skip the TypeAdapter wrapper: hot path

@@ -38,6 +38,7 @@ from ..events import FaultInjected
 from .runtime import FaultInjector, InjectedCrash
 
 __all__ = [
+    "BOUNDARY_SCOPE",
     "CallReport",
     "CallReporter",
     "ToolCallError",
@@ -53,6 +54,7 @@ __all__ = [
     "next_call_id",
     "report_start",
     "reporting_to",
+    "set_process_scope",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -249,16 +251,26 @@ def next_call_id(injector: FaultInjector, tool: str) -> str:
         return f"{tool}#{next(counter)}"
 
 
-_PLAIN_SCOPE: list[Any] = []
+BOUNDARY_SCOPE: ContextVar[Any] = ContextVar("hbeval_boundary_scope", default=None)
+"""A recorder that takes every boundary call in this context (``call_tool`` / ``acall_tool``).
+
+The plain adapter's trial scope sets it, so ``faultable`` tools are traced and injected by the
+trial itself; None elsewhere, where a boundary meets the active injector directly.
+"""
+
+_PROCESS_SCOPE: list[Any] = [None]
+"""A recorder for boundary calls outside any trial or scope (``set_process_scope``)."""
 
 
-def _plain_scope_var() -> Any:
-    """The plain adapter's scope variable (imported once, on first use)."""
-    if not _PLAIN_SCOPE:
-        from ..runner.plain import _SCOPE
+def set_process_scope(scope: Any) -> Any:
+    """Record boundary calls made outside every trial and scope into ``scope`` (None: stop).
 
-        _PLAIN_SCOPE.append(_SCOPE)
-    return _PLAIN_SCOPE[0]
+    Returns the scope it replaces. The plain adapter's ``instrument()`` uses it; a trial, a
+    scope or an active injector always takes precedence.
+    """
+    previous = _PROCESS_SCOPE[0]
+    _PROCESS_SCOPE[0] = scope
+    return previous
 
 
 def _check_boundary() -> None:
@@ -436,70 +448,87 @@ def faultable(fn: F | None = None, /, *, name: str | None = None) -> F | Callabl
     result) raises ``ToolCallError`` whose text is what the agent should read; a mode that
     spoils a result returns the spoiled result; ``crash`` raises ``InjectedCrash``. The call and
     its receipt are recorded in the trial's trace by the adapter running the trial (with a plain
-    agent, exactly as ``hbeval_core.runner.tool`` does).
+    agent, exactly as ``hbeval_plain.tool`` does).
     """
 
     def decorate(func: F) -> F:
         tool_name = name or getattr(func, "__name__", None) or type(func).__name__
-        arguments_of = _argument_reader(func)
-
         if inspect.iscoroutinefunction(func):
-
-            @functools.wraps(func)
-            async def awrapper(*args: Any, **kwargs: Any) -> Any:
-                if _GUARD.get():
-                    return await func(*args, **kwargs)
-                scope = _plain_scope_var().get()
-                if scope is not None:
-                    return await scope.acall_tool(
-                        tool_name, func, args, kwargs, arguments_of(args, kwargs)
-                    )
-                injector = active_injector()
-                if injector is None:
-                    return await func(*args, **kwargs)
-                _check_boundary()
-                arguments = arguments_of(args, kwargs)
-
-                async def real() -> Any:
-                    return await func(*args, **kwargs)
-
-                return await acall_through(
-                    injector,
-                    tool_name,
-                    arguments,
-                    next_call_id(injector, tool_name),
-                    real,
-                    _REPORTER.get(),
-                )
-
-            awrapper.hbeval_tool_name = tool_name  # type: ignore[attr-defined]
-            return awrapper  # type: ignore[return-value]
-
-        @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if _GUARD.get():
-                return func(*args, **kwargs)
-            scope = _plain_scope_var().get()
-            if scope is not None:
-                # A plain agent's trial: traced and injected as ``@tool`` does, faults or not.
-                return scope.call_tool(tool_name, func, args, kwargs, arguments_of(args, kwargs))
-            injector = active_injector()
-            if injector is None:
-                return func(*args, **kwargs)
-            _check_boundary()
-            arguments = arguments_of(args, kwargs)
-            return call_through(
-                injector,
-                tool_name,
-                arguments,
-                next_call_id(injector, tool_name),
-                lambda: func(*args, **kwargs),
-                _REPORTER.get(),
-            )
-
-        wrapper.hbeval_tool_name = tool_name  # type: ignore[attr-defined]
-        return wrapper  # type: ignore[return-value]
+            return _async_boundary(func, tool_name)  # type: ignore[return-value]
+        return _sync_boundary(func, tool_name)  # type: ignore[return-value]
 
     if fn is not None:
         return decorate(fn)
     return decorate
+
+
+def _route() -> tuple[Any, FaultInjector | None]:
+    """Who takes a boundary call: a recording scope, the active injector, or nobody (None, None).
+
+    A scope set for this context (a plain agent's trial) comes first; the process-wide one
+    (``set_process_scope``) only when no trial injects here.
+    """
+    scope = BOUNDARY_SCOPE.get()
+    if scope is not None:
+        return scope, None
+    injector = active_injector()
+    if injector is None:
+        return _PROCESS_SCOPE[0], None
+    return None, injector
+
+
+def _sync_boundary(func: Callable[..., Any], tool_name: str) -> Callable[..., Any]:
+    arguments_of = _argument_reader(func)
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if _GUARD.get():
+            return func(*args, **kwargs)
+        scope, injector = _route()
+        if scope is not None:
+            # A plain agent's trial: traced and injected as ``@tool`` does, faults or not.
+            return scope.call_tool(tool_name, func, args, kwargs, arguments_of(args, kwargs))
+        if injector is None:
+            return func(*args, **kwargs)
+        _check_boundary()
+        return call_through(
+            injector,
+            tool_name,
+            arguments_of(args, kwargs),
+            next_call_id(injector, tool_name),
+            lambda: func(*args, **kwargs),
+            _REPORTER.get(),
+        )
+
+    wrapper.hbeval_tool_name = tool_name  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _async_boundary(func: Callable[..., Any], tool_name: str) -> Callable[..., Any]:
+    arguments_of = _argument_reader(func)
+
+    @functools.wraps(func)
+    async def awrapper(*args: Any, **kwargs: Any) -> Any:
+        if _GUARD.get():
+            return await func(*args, **kwargs)
+        scope, injector = _route()
+        if scope is not None:
+            return await scope.acall_tool(tool_name, func, args, kwargs, arguments_of(args, kwargs))
+        if injector is None:
+            return await func(*args, **kwargs)
+        _check_boundary()
+
+        async def real() -> Any:
+            return await func(*args, **kwargs)
+
+        return await acall_through(
+            injector,
+            tool_name,
+            arguments_of(args, kwargs),
+            next_call_id(injector, tool_name),
+            real,
+            _REPORTER.get(),
+        )
+
+    awrapper.hbeval_tool_name = tool_name  # type: ignore[attr-defined]
+    return awrapper

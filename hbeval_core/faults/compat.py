@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from ..fingerprint import fingerprint
+from ..vocab import DEFAULT_SEED
 
 NOMINAL: Final = "none"
 """The nominal pseudo fault type: a scenario that injects nothing."""
@@ -75,7 +76,6 @@ MAX_SCENARIOS: Final = 60
 MIN_SCENARIOS: Final = 6
 NONE_FRACTION: Final = 0.2
 DEFAULT_SCENARIOS: Final = 18
-DEFAULT_SEED: Final = 42
 
 
 @dataclass(frozen=True)

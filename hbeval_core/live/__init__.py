@@ -1,31 +1,20 @@
-"""Live metrics of long-running agents for Prometheus: ``serve_metrics`` and ``LiveMetrics``.
+"""Live metrics: derivation (events -> steps), the ``Monitor`` and its policies.
 
-Quick start (an agent under ``hbeval_langgraph.instrument()``)::
-
-    from hbeval_core.live import serve_metrics
-    from hbeval_langgraph import instrument
-
-    live = serve_metrics(9464, instrument(), agent_id="support")  # http://127.0.0.1:9464/metrics
-
-Undefined metrics have no value sample: ``hbeval_metric_undefined{agent, metric, reason}`` is 1
-instead. ``prometheus-client`` (extra ``[prometheus]``) is imported only when serving or
-collecting.
+``derive`` folds events into steps (``Deriver``, ``derive_steps``); ``monitor`` folds steps into
+the HB-Eval live metrics after every step and raises breaches, Safe Halt and Adapt-Plan
+directives; ``_policy`` holds the policy engine. The Prometheus export of live metrics
+(``serve_metrics``) is the product's: ``hbeval.export``.
 """
 
 from __future__ import annotations
 
-from ._prometheus import (
-    DEFAULT_LATENCY_BUCKETS,
-    DEFAULT_MAX_AGENTS,
-    LIVE_GAUGE_METRICS,
-    LiveMetrics,
-    serve_metrics,
-)
+from typing import Any
 
-__all__ = [
-    "DEFAULT_LATENCY_BUCKETS",
-    "DEFAULT_MAX_AGENTS",
-    "LIVE_GAUGE_METRICS",
-    "LiveMetrics",
-    "serve_metrics",
-]
+__all__: list[str] = []
+
+
+def __getattr__(name: str) -> Any:
+    # 0.1 served Prometheus from here; the old names forward until 0.2 (hbeval_core._moved).
+    from .._moved import moved_name
+
+    return moved_name(__name__, name)

@@ -7,6 +7,7 @@ engine (``choose_directive``) lives here too, so the monitor's step loop stays s
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -316,3 +317,14 @@ def choose_directive(
     if chosen is not None and chosen.action == DIRECTIVE_RETRY and chosen.target:
         retried[chosen.target] = retried.get(chosen.target, 0) + 1
     return chosen
+
+
+_HALT_RE = re.compile(r"^\s*(pei|frr|irs|ti|csi)\s*<\s*([0-9.]+)\s*(?:(?:x|for)\s*(\d+))?\s*$")
+
+
+def parse_halt(text: str) -> dict[str, Any]:
+    """Parse ``frr<0.5x3`` (metric, bound, consecutive steps) into a halt policy."""
+    m = _HALT_RE.match(text)
+    if m is None:
+        raise ValueError(f"--halt-policy {text!r} is not METRIC<BOUNDxSTEPS, e.g. 'frr<0.5x3'")
+    return {"metric": m.group(1), "below": float(m.group(2)), "for_steps": int(m.group(3) or 3)}

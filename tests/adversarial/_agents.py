@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hbeval_core.contract import Task
 from hbeval_core.faults import Battery
-from hbeval_core.runner.task import Task
 
 
 class BadRepr:

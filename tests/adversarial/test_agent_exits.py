@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from hbeval_core.runner.cli_battery import battery_app
-from hbeval_core.runner.run import run_battery
-from hbeval_core.store import RUN_COMPLETED, RUN_INTERRUPTED, MemoryStore, open_store
+from hbeval.cli._battery import battery_app
+from hbeval.runner.run import run_battery
+from hbeval.store import RUN_COMPLETED, RUN_INTERRUPTED, InMemoryStore, open_store
 
 from ._agents import TASK, battery
 
@@ -48,7 +48,7 @@ def _factory(exc: BaseException, every: int = 2) -> Any:
     "exc", [SystemExit(3), SystemExit("bye"), KeyboardInterrupt()], ids=["exit3", "exit-text", "ki"]
 )
 def test_agent_exit_ends_its_trial_as_an_error(exc: BaseException, timeout: float | None) -> None:
-    store = MemoryStore()
+    store = InMemoryStore()
     report = run_battery(
         None, _factory(exc), [TASK], battery(), trials=1, store=store, run_id="x", timeout=timeout
     )
@@ -68,7 +68,7 @@ def test_sys_exit_from_the_cli_still_writes_the_report(tmp_path: Path) -> None:
         textwrap.dedent(
             """
             import sys
-            from hbeval_core.runner.task import Task
+            from hbeval_core.contract import Task
 
             calls = []
 
@@ -118,7 +118,7 @@ def test_ctrl_c_on_hbeval_still_stops_the_run(timeout: float | None) -> None:
             time.sleep(0.2)
         return "done"
 
-    store = MemoryStore()
+    store = InMemoryStore()
     with pytest.raises(KeyboardInterrupt):
         run_battery(
             None, agent, [TASK], battery(), trials=1, store=store, run_id="c", timeout=timeout

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.examples.plain_agent import careful, tasks
+from hbeval.runner.run import run_battery
+from hbeval.store import InMemoryStore, open_store
 from hbeval_core.faults import Battery
-from hbeval_core.monitor import Monitor, action_fingerprint
-from hbeval_core.runner.run import run_battery
-from hbeval_core.store import MemoryStore, open_store
+from hbeval_core.live.monitor import Monitor, action_fingerprint
+from hbeval_plain.examples import careful, tasks
 
 
 def test_action_fingerprint_is_blake2b_64_little_endian() -> None:
@@ -106,7 +106,6 @@ def test_instrument_keeps_a_bounded_window_of_the_newest_events() -> None:
 
 def test_an_explicit_handler_still_keeps_everything() -> None:
     from hbeval_langgraph import HBEvalCallbackHandler
-
     from tests.adapters.langgraph.test_langgraph_fixtures import inputs, scripted_agent
 
     handler = HBEvalCallbackHandler()
@@ -137,7 +136,7 @@ def test_a_battery_does_not_hold_finished_trials(tmp_path: Path) -> None:
     assert growth_per_trial < 1_000, growth_per_trial  # a held trial dict is ~6 KB
     assert report["run"]["trial_count"] == 240
     # The report read back from the store equals the one built from trials held in memory.
-    held = run_battery(None, careful, tasks, battery, trials=4, store=MemoryStore(), timeout=0)
+    held = run_battery(None, careful, tasks, battery, trials=4, store=InMemoryStore(), timeout=0)
     strip = ("latency_ms",)
 
     def plain(trials: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.runner.context import TrialContext, trial_context
-from hbeval_core.runner.plain import PlainAdapter, think, tool
+from hbeval_core.contract import TrialContext, trial_context
+from hbeval_plain import PlainAdapter, think, tool
 
 from ._agents import TASK, hostile_values
 

@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from hbeval_core.cli import app
-from hbeval_core.examples.plain_agent import careful, tasks
+from hbeval.cli import app
+from hbeval.runner.run import run_battery
+from hbeval.store import StoreDamagedError, StoreError, open_store
 from hbeval_core.faults import Battery
-from hbeval_core.runner.run import run_battery
-from hbeval_core.store import StoreDamagedError, StoreError, open_store
+from hbeval_plain.examples import careful, tasks
 
-AGENT = "hbeval_core.examples.plain_agent:careful"
+AGENT = "hbeval_plain.examples:careful"
 DEEP = "[" * 100_000 + "]" * 100_000
 
 
@@ -280,7 +280,7 @@ def test_read_only_open_never_creates_or_writes(world: dict[str, Any], tmp_path:
 def test_the_entry_point_prints_one_line_and_debug_shows_the_traceback(
     world: dict[str, Any],
 ) -> None:
-    args = [sys.executable, "-c", "from hbeval_core.cli import main; main()"]
+    args = [sys.executable, "-c", "from hbeval.cli import main; main()"]
     db = world["stores"]["damaged_page"]
     env = {k: v for k, v in os.environ.items() if k != "HBEVAL_DEBUG"}
     quiet = subprocess.run(

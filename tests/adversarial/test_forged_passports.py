@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.report.passport import (
+from hbeval.report.passport import (
     build_passport,
     generate_private_key,
     key_id,

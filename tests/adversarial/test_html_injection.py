@@ -24,11 +24,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from hbeval.report.html import render_html, store_traces
+from hbeval.scoring import Report, Scores
+from hbeval.store import open_store
 from hbeval_core.events import parse_event
-from hbeval_core.report.html import render_html, store_traces
-from hbeval_core.report.model import Report
-from hbeval_core.scoring import Scores
-from hbeval_core.store import open_store
 from tests.report.test_report_chromium import CHROMIUM, chromium, with_script
 from tests.report.test_report_fixtures import demo
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hbeval_core.memory import EDM
-from hbeval_core.runner.protocol import TrialResult
-from hbeval_core.runner.task import Task
+from hbeval.memory import EDM
+from hbeval_core.contract import Task, TrialResult
 from tests.memory_traces import trace
 
 PERFECT = {"pei": 1.0, "frr": 1.0, "irs": 1.0, "ti": 5.0}

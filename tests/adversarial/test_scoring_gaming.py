@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from hbeval.scoring import score_trial
+from hbeval_core.contract import Task, TrialResult
 from hbeval_core.events import (
     ChatMessage,
     FaultInjected,
@@ -21,9 +23,6 @@ from hbeval_core.events import (
     ToolError,
     ToolStart,
 )
-from hbeval_core.runner.protocol import TrialResult
-from hbeval_core.runner.task import Task
-from hbeval_core.scoring import score_trial
 from hbeval_core.vocab import SCORING_VERSION
 
 R = "run-adv"

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from hbeval_core.cli import app
+from hbeval.cli import app
+from hbeval.store import Redactor, storable_events
 from hbeval_core.events import ModelStart, ToolEnd, ToolStart
-from hbeval_core.store import Redactor, storable_events
 
 # Built from pieces so the file itself holds no key a scanner would flag.
 SECRETS = {
@@ -59,8 +59,8 @@ def _agent_file(tmp_path: Path, result_bytes: int = 0) -> Path:
     path.write_text(
         textwrap.dedent(
             f"""
-            from hbeval_core.runner.plain import think, tool
-            from hbeval_core.runner.task import Task
+            from hbeval_plain import think, tool
+            from hbeval_core.contract import Task
 
             SECRETS = {SECRETS!r}
             PEM = {PEM!r}
@@ -232,7 +232,7 @@ def test_one_pass_literal_search_finds_exactly_what_the_literals_do() -> None:
     text built from their letters."""
     import random
 
-    from hbeval_core.store._redact import _LITERALS, _ONE_PASS
+    from hbeval.store._redact import _LITERALS, _ONE_PASS
 
     assert set(_ONE_PASS) == {_LITERALS["github_token"], _LITERALS["aws_access_key"]}
     rng = random.Random(7)

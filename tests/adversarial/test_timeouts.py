@@ -16,9 +16,9 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from hbeval_core.runner.cli_battery import battery_app
-from hbeval_core.runner.run import DEFAULT_TIMEOUT, abandoned_threads, run_battery
-from hbeval_core.store import RUN_COMPLETED, MemoryStore, open_store
+from hbeval.cli._battery import battery_app
+from hbeval.runner.run import DEFAULT_TIMEOUT, abandoned_threads, run_battery
+from hbeval.store import RUN_COMPLETED, InMemoryStore, open_store
 
 from ._agents import TASK, battery
 
@@ -40,7 +40,7 @@ def test_a_hanging_agent_is_cut_abandoned_and_reported() -> None:
             release.wait()  # hangs (no tool call, so it can never be told to stop)
         return "done"
 
-    store = MemoryStore()
+    store = InMemoryStore()
     try:
         report = run_battery(
             None, agent, [TASK], battery(), trials=1, store=store, run_id="h", timeout=0.3
@@ -64,7 +64,7 @@ def test_attempt_threads_end_with_the_run() -> None:
         return "done"
 
     report = run_battery(
-        None, agent, [TASK], battery(), trials=2, store=MemoryStore(), run_id="w", timeout=30
+        None, agent, [TASK], battery(), trials=2, store=InMemoryStore(), run_id="w", timeout=30
     )
     assert len(report["trials"]) > 2
     assert seen and threading.current_thread() not in seen
@@ -85,7 +85,7 @@ def test_a_cut_attempt_thread_ends_when_its_agent_returns() -> None:
 
     try:
         report = run_battery(
-            None, agent, [TASK], battery(), trials=1, store=MemoryStore(), run_id="c", timeout=0.3
+            None, agent, [TASK], battery(), trials=1, store=InMemoryStore(), run_id="c", timeout=0.3
         )
     finally:
         release.set()
@@ -101,7 +101,7 @@ def _write_agent(tmp_path: Path, hang: float) -> Path:
         textwrap.dedent(
             """
             import time
-            from hbeval_core.runner.task import Task
+            from hbeval_core.contract import Task
 
             calls = []
             HANG = {hang}

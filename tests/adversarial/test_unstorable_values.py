@@ -13,18 +13,18 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.events import ToolEnd, ToolStart
-from hbeval_core.runner.plain import think, tool
-from hbeval_core.runner.run import run_battery
-from hbeval_core.store import (
+from hbeval.runner.run import run_battery
+from hbeval.store import (
     RUN_COMPLETED,
-    MemoryStore,
+    InMemoryStore,
     open_store,
     sanitise_value,
     storable_events,
 )
-from hbeval_core.store._codec import encode_events
+from hbeval.store._codec import encode_events
+from hbeval_core.events import ToolEnd, ToolStart
 from hbeval_core.vocab import ATTR_SANITISED
+from hbeval_plain import think, tool
 
 from ._agents import TASK, BadRepr, battery, deep_list, hostile_values
 
@@ -109,7 +109,7 @@ def test_sanitise_value_leaves_clean_values_identical() -> None:
 
 
 def test_memory_store_and_sqlite_both_keep_the_sanitised_trial() -> None:
-    store = MemoryStore()
+    store = InMemoryStore()
     report = run_battery(
         None, _agent_sending("x\udfffy"), [TASK], battery(), trials=1, store=store, run_id="m"
     )

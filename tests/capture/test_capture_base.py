@@ -7,11 +7,17 @@ from typing import Any
 import pytest
 
 from hbeval_core.capture import BaseRecorder, Instrumentor, never_raises
-from hbeval_core.contract import ended_by, is_infra_error, run_status_of
+from hbeval_core.contract import (
+    BudgetExceeded,
+    InfraError,
+    TrialCancelled,
+    ended_by,
+    is_infra_error,
+    run_status_of,
+)
 from hbeval_core.events import Halt, RunStart
 from hbeval_core.faults.runtime import InjectedCrash
-from hbeval_core.monitor import Monitor, SafeHaltError
-from hbeval_core.runner.context import BudgetExceeded, InfraError, TrialCancelled
+from hbeval_core.live.monitor import Monitor, SafeHaltError
 from hbeval_core.versions import UnsupportedVersionError
 
 

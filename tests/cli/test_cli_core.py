@@ -7,12 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hbeval_core.demo import demo_trace_path
+from hbeval.cli._demo import demo_trace_path
 
 
 def hb(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "hbeval_core.cli", *args],
+        [sys.executable, "-m", "hbeval.cli", *args],
         capture_output=True,
         text=True,
         input=stdin,
@@ -108,7 +108,7 @@ def test_schema_events() -> None:
 
 def test_demo_end_to_end_from_any_folder(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "hbeval_core.cli", "demo"],
+        [sys.executable, "-m", "hbeval.cli", "demo"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -130,7 +130,7 @@ def test_demo_end_to_end_from_any_folder(tmp_path: Path) -> None:
     printed = " ".join(out.split("(verify: hbeval ", 1)[1].split(")", 1)[0].split()).split()
     assert printed[:2] == ["passport", "verify"] and "--key" in printed
     verify = subprocess.run(
-        [sys.executable, "-m", "hbeval_core.cli", *printed],
+        [sys.executable, "-m", "hbeval.cli", *printed],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -150,7 +150,7 @@ def test_runs_list_on_an_empty_and_a_filled_store(tmp_path: Path) -> None:
     proc = hb(
         "battery",
         "run",
-        "hbeval_core.examples.plain_agent:careful",
+        "hbeval_plain.examples:careful",
         "--trials",
         "1",
         "--scenarios",
@@ -187,7 +187,7 @@ def test_a_reader_that_leaves_stops_the_command_quietly() -> None:
     os.close(read)
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "hbeval_core.cli", "schema", "report"],
+            [sys.executable, "-m", "hbeval.cli", "schema", "report"],
             stdout=write,
             stderr=subprocess.PIPE,
             text=True,

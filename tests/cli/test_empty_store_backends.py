@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from hbeval_core.cli import app
-from hbeval_core.mcp_server._tools import StoreTools, ToolInputError
-from hbeval_core.store import NoStoreError, open_store
-from hbeval_core.store.postgres import public_url
+from hbeval.cli import app
+from hbeval.mcp_server._tools import StoreTools, ToolInputError
+from hbeval.store import NoStoreError, open_store
+from hbeval.store.postgres import public_url
 
 
 def _pg_tables(url: str) -> list[str]:

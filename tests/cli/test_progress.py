@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from hbeval_core.cli._progress import BatteryProgress, demo_progress
-from hbeval_core.runner.run import ProgressUpdate
+from hbeval.cli._progress import BatteryProgress, demo_progress
+from hbeval.runner.run import ProgressUpdate
 
-AGENT = "hbeval_core.examples.plain_agent:careful"
+AGENT = "hbeval_plain.examples:careful"
 
 
 def updates(total: int, *, failed_every: int = 7, resumed: int = 0) -> list[ProgressUpdate]:
@@ -81,7 +81,7 @@ def test_demo_progress_is_plain_off_a_terminal_and_one_bar_per_agent_on_one() ->
 
 def cli_args(tmp_path: Path) -> list[str]:
     return [
-        sys.executable, "-m", "hbeval_core.cli", "battery", "run", AGENT,
+        sys.executable, "-m", "hbeval.cli", "battery", "run", AGENT,
         "--trials", "1", "--scenarios", "6", "--db", str(tmp_path / "s.db"),
     ]  # fmt: skip
 

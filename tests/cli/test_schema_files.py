@@ -2,7 +2,7 @@
 
 The command reads a generated file so that it starts without pydantic; this regenerates each
 schema from its model and compares. When it fails after a model change, rewrite the files with
-``python -m hbeval_core.cli._schema`` and commit them.
+``python -m hbeval.cli._schema`` and commit them.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import sys
 
 import pytest
 
-from hbeval_core.cli._schema import SCHEMA_FILES, live_schema, schema_text
+from hbeval.cli._schema import SCHEMA_FILES, live_schema, schema_text
+from hbeval.scoring._report_model import report_json_schema
 from hbeval_core.events import events_json_schema
-from hbeval_core.scoring._report_model import report_json_schema
 
-REGENERATE = "python -m hbeval_core.cli._schema"
+REGENERATE = "python -m hbeval.cli._schema"
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMA_FILES))
@@ -37,7 +37,7 @@ def test_schema_file_equals_the_live_model(name: str) -> None:
 )
 def test_command_prints_the_model_schema(name: str, model_schema: object, format_id: str) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "hbeval_core.cli", "schema", name],
+        [sys.executable, "-m", "hbeval.cli", "schema", name],
         capture_output=True,
         text=True,
         timeout=120,

@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 
-ROOT_MODULES = {"hbeval_core", "hbeval_core.cli", "hbeval_core.cli._app", "hbeval_core.cli._common"}
+ROOT_MODULES = {
+    "hbeval",
+    "hbeval_core",
+    "hbeval_core._lazy",
+    "hbeval_core._moved",
+    "hbeval.cli",
+    "hbeval.cli._app",
+    "hbeval.cli._common",
+}
+OURS = ("hbeval", "hbeval_core")
 """Every hbeval module a bare ``hbeval --help`` or ``--version`` loads."""
 
 HEAVY = (
@@ -56,7 +65,7 @@ def run_hbeval(tmp_path: Path, *args: str) -> set[str]:
         f"""
         import sys
         sys.argv = ["hbeval", *{list(args)!r}]
-        from hbeval_core.cli import main
+        from hbeval.cli import main
         try:
             main()
         except SystemExit as exc:
@@ -92,25 +101,37 @@ def test_root_loads_typer_and_the_root_module_only(
     tmp_path: Path, typer_alone: set[str], args: tuple[str, ...]
 ) -> None:
     modules = run_hbeval(tmp_path, *args)
-    assert {m for m in modules if m.split(".")[0] == "hbeval_core"} == ROOT_MODULES
-    assert third_party(modules) <= third_party(typer_alone) | {"hbeval_core"}
+    assert {m for m in modules if m.split(".")[0] in OURS} == ROOT_MODULES
+    assert third_party(modules) <= third_party(typer_alone) | set(OURS)
     heavy = [m for m in HEAVY if m in modules and m not in typer_alone]
     assert not heavy, heavy
     if "click" not in typer_alone:  # typer >= 0.29 carries its own click
         assert "click" not in modules
 
 
-C = "hbeval_core.cli."
+C = "hbeval.cli."
 
 
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (("score", "--help"), {C + "_score", "hbeval_core.vocab"}),
+        (
+            ("score", "--help"),
+            {
+                C + "_score",
+                "hbeval_core.vocab",
+                "hbeval_core.live",
+                "hbeval_core.live._document",
+                "hbeval_core.live._policy",
+            },
+        ),
         (("report", "--help"), {C + "_report"}),
         (("gate", "--help"), {C + "_report"}),
-        (("battery", "run", "--help"), {C + "_battery"}),
-        (("memory", "explain", "--help"), {C + "_memory"}),
+        (("battery", "run", "--help"), {C + "_battery", "hbeval_core.vocab"}),
+        (
+            ("memory", "explain", "--help"),
+            {C + "_memory", "hbeval.memory", "hbeval.memory._open"},
+        ),
         (("passport", "verify", "--help"), {C + "_passport"}),
         (("import", "--help"), {C + "_importers"}),
         (("mcp", "--help"), {C + "_mcp"}),
@@ -127,7 +148,7 @@ def test_a_commands_help_loads_that_command_only(
     tmp_path: Path, typer_alone: set[str], args: tuple[str, ...], expected: set[str]
 ) -> None:
     modules = run_hbeval(tmp_path, *args)
-    assert {m for m in modules if m.split(".")[0] == "hbeval_core"} == ROOT_MODULES | expected
+    assert {m for m in modules if m.split(".")[0] in OURS} == ROOT_MODULES | expected
     heavy = [m for m in HEAVY if m in modules and m not in typer_alone]
     assert not heavy, heavy
 
@@ -161,7 +182,7 @@ def test_commands_that_print_fixed_documents_load_no_model(
     """The schemas come from their generated files and the battery spec from the battery
     module alone: no event or report model (pydantic), no tool boundary, no battery files."""
     modules = run_hbeval(tmp_path, *args)
-    assert {m for m in modules if m.split(".")[0] == "hbeval_core"} == ROOT_MODULES | expected
+    assert {m for m in modules if m.split(".")[0] in OURS} == ROOT_MODULES | expected
     heavy = [m for m in HEAVY if m in modules and m not in typer_alone]
     assert not heavy, heavy
 
@@ -169,7 +190,7 @@ def test_commands_that_print_fixed_documents_load_no_model(
 def test_the_root_listing_matches_each_commands_own_help() -> None:
     import typer.main
 
-    from hbeval_core.cli import COMMANDS, app
+    from hbeval.cli import COMMANDS, app
 
     root = typer.main.get_command(app)
     ctx = root.make_context("hbeval", ["--help"], resilient_parsing=True)
@@ -184,8 +205,9 @@ def test_the_root_listing_matches_each_commands_own_help() -> None:
 
 
 def test_the_memory_commands_default_agent_is_edms() -> None:
-    from hbeval_core.cli._memory import DEFAULT_AGENT_ID, EMBEDDERS
-    from hbeval_core.memory import DEFAULT_AGENT_ID as EDM_DEFAULT
+    from hbeval.cli._memory import DEFAULT_AGENT_ID
+    from hbeval.memory import DEFAULT_AGENT_ID as EDM_DEFAULT
+    from hbeval.memory import EMBEDDERS
 
     assert DEFAULT_AGENT_ID == EDM_DEFAULT
     assert EMBEDDERS == ("hash", "minilm")
@@ -193,7 +215,7 @@ def test_the_memory_commands_default_agent_is_edms() -> None:
 
 def test_an_unknown_command_is_a_usage_error(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "hbeval_core.cli", "nope"], capture_output=True, text=True
+        [sys.executable, "-m", "hbeval.cli", "nope"], capture_output=True, text=True
     )
     assert proc.returncode == 2
     assert "No such command" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,5 +1,5 @@
-"""Moved to ``hbeval_core.testing.conformance``; this name stays so existing imports keep working."""
+"""Moved to ``hbeval.testing.conformance``; this name stays so existing imports keep working."""
 
-from hbeval_core.testing.conformance import AdapterConformance, CaptureBoom, two_tool_task
+from hbeval.testing.conformance import AdapterConformance, CaptureBoom, two_tool_task
 
 __all__ = ["AdapterConformance", "CaptureBoom", "two_tool_task"]

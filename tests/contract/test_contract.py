@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 import textwrap
@@ -11,9 +12,11 @@ import pytest
 
 import hbeval_core
 import hbeval_core.contract as contract
-from hbeval_core.faults import clock as faults_clock
-from hbeval_core.memory import open_edm
-from hbeval_core.runner import context, outcome, protocol, task
+from hbeval.memory import open_edm
+
+with pytest.warns(DeprecationWarning):  # 0.1's paths, forwarded until 0.2 (hbeval_core._moved)
+    from hbeval_core.faults import clock as faults_clock
+    from hbeval_core.runner import context, outcome, protocol, task
 
 
 @pytest.mark.parametrize(
@@ -34,11 +37,11 @@ def test_old_paths_are_the_contracts_objects(module: object, names: list[str]) -
         assert getattr(module, name) is getattr(contract, name), name
 
 
-def test_runner_and_package_root_export_the_contract() -> None:
-    import hbeval_core.runner as runner
-
+def test_old_runner_path_and_package_root_export_the_contract() -> None:
+    runner = importlib.import_module("hbeval_core.runner")
     for name in ("Adapter", "TrialResult", "Task", "Outcome", "VirtualClock", "current_trial"):
-        assert getattr(runner, name) is getattr(contract, name), name
+        with pytest.warns(DeprecationWarning):
+            assert getattr(runner, name) is getattr(contract, name), name
     for name in ("Adapter", "TrialResult", "Task", "ExpectedCall", "Outcome", "ToolCall"):
         assert getattr(hbeval_core, name) is getattr(contract, name), name
 
@@ -65,11 +68,11 @@ class _RecallOnly:
 
 
 def test_memory_protocol_is_recall_and_admit(tmp_path: Path) -> None:
-    assert isinstance(_Lessons(), contract.Memory)
-    assert not isinstance(_RecallOnly(), contract.Memory)
+    assert isinstance(_Lessons(), contract.EpisodeMemory)
+    assert not isinstance(_RecallOnly(), contract.EpisodeMemory)
     edm = open_edm(tmp_path / "edm.db")
     try:
-        assert isinstance(edm, contract.Memory)
+        assert isinstance(edm, contract.EpisodeMemory)
     finally:
         edm.close()
 
@@ -80,9 +83,9 @@ def test_adapter_memories_are_the_contracts() -> None:
     import hbeval_autogen
     import hbeval_crewai
 
-    assert hbeval_crewai.Memory is contract.Memory
-    assert hbeval_autogen.EpisodeBacking is contract.Memory
-    assert isinstance(hbeval_crewai.ListMemory(), contract.Memory)
+    assert hbeval_crewai.Memory is contract.EpisodeMemory
+    assert hbeval_autogen.EpisodeBacking is contract.EpisodeMemory
+    assert isinstance(hbeval_crewai.ListMemory(), contract.EpisodeMemory)
 
 
 def test_virtual_clock_skips_waits() -> None:
@@ -101,7 +104,7 @@ def test_contract_imports_neither_runner_nor_heavy_modules() -> None:
         """
         import sys
         import hbeval_core.contract
-        loaded = [m for m in ("hbeval_core.runner", "hbeval_core.scoring", "hbeval_core.store",
+        loaded = [m for m in ("hbeval.runner", "hbeval.scoring", "hbeval.store",
                               "pydantic", "numpy") if m in sys.modules]
         print(loaded)
         """
@@ -121,9 +124,9 @@ def test_adapter_info_names_the_bad_field() -> None:
 
 
 def test_every_shipped_adapter_is_announced() -> None:
-    from hbeval_core.runner.registry import discovered_adapters
+    from hbeval.runner.registry import discovered_adapters
 
     found = discovered_adapters()
     assert set(found) >= {"plain", "langgraph", "crewai", "autogen"}
-    assert found["plain"].adapter == "hbeval_core.runner.plain:PlainAdapter"
+    assert found["plain"].adapter == "hbeval_plain._adapter:PlainAdapter"
     assert found["langgraph"].demo == "hbeval_langgraph.examples"

@@ -23,7 +23,7 @@ from hbeval_core.events._fast import fast_lines
 from hbeval_core.events._structs import fast_structs, struct_decoder
 from hbeval_core.live._trace import fold_trace
 from hbeval_core.live.derive import Deriver
-from hbeval_core.monitor import Monitor
+from hbeval_core.live.monitor import Monitor
 
 BASE = {"run_id": "r1"}
 FULL_BASE = {

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from hbeval_core.cli import app
+from hbeval.cli import app
 
 pytest.importorskip("opentelemetry.proto")
 
@@ -89,10 +89,10 @@ def receiver() -> Iterator[Receiver]:
 
 @pytest.fixture(scope="module")
 def battery_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    from hbeval_core.examples.plain_agent import careful, tasks
+    from hbeval.runner.run import run_battery
+    from hbeval.store import open_store
     from hbeval_core.faults import Battery
-    from hbeval_core.runner.run import run_battery
-    from hbeval_core.store import open_store
+    from hbeval_plain.examples import careful, tasks
 
     db = tmp_path_factory.mktemp("export") / "hb.db"
     with open_store(str(db)) as store:
@@ -110,7 +110,7 @@ def battery_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 def _stored(db: Path, run_id: str) -> dict[str, Any]:
     """What the store holds, counted from its records (the final attempt of each trial)."""
-    from hbeval_core.store import open_store
+    from hbeval.store import open_store
 
     out: dict[str, Any] = {"trials": {}, "report": None}
     with open_store(str(db), read_only=True) as store:
@@ -220,7 +220,7 @@ def test_exported_spans_reimport_to_the_same_calls(
 ) -> None:
     from google.protobuf.json_format import MessageToDict
 
-    from hbeval_core.importers import read_trials
+    from hbeval.importers import read_trials
 
     db, run_id = battery_run
     want = _stored(db, run_id)
@@ -301,7 +301,7 @@ def test_the_live_processor_sends_each_traces_metrics(
 ) -> None:
     from opentelemetry.sdk.trace import TracerProvider
 
-    import hbeval_core.otel as hotel
+    import hbeval.otel as hotel
 
     monkeypatch.delenv("OTEL_SDK_DISABLED", raising=False)
     provider = TracerProvider()

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from hbeval_core.cli import app
+from hbeval.cli import app
 from hbeval_core.faults import (
     BatteryFileError,
     FaultInjector,
@@ -288,8 +288,8 @@ def test_domain_context_only_when_asked(tmp_path: Path) -> None:
 AGENT = textwrap.dedent(
     '''
     """A plain inventory agent whose tools are wrapped with hbeval's plain tool hook."""
-    from hbeval_core.runner import Task
-    from hbeval_core.runner.plain import ToolCallError, think, tool
+    from hbeval_core.contract import Task
+    from hbeval_plain import ToolCallError, think, tool
 
 
     @tool

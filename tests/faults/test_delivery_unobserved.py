@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from hbeval_core.cli import app
-from hbeval_core.report.compare import compare_reports
-from hbeval_core.report.html import render_html
-from hbeval_core.report.model import validate_report
+from hbeval.cli import app
+from hbeval.report.compare import compare_reports
+from hbeval.report.html import render_html
+from hbeval.scoring._report_model import validate_report
 
 pytest.importorskip("langgraph")
 
@@ -39,8 +39,8 @@ AGENTS = textwrap.dedent(
     from langgraph.graph.message import add_messages
     from langgraph.prebuilt import ToolNode
 
-    from hbeval_core.runner import Task
-    from hbeval_core.runner.plain import ToolCallError, think, tool
+    from hbeval_core.contract import Task
+    from hbeval_plain import ToolCallError, think, tool
 
 
     @lc_tool
@@ -224,7 +224,7 @@ def test_scenarios_with_no_scored_trial_say_so(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text(
         textwrap.dedent(
             """
-            from hbeval_core.runner import Task
+            from hbeval_core.contract import Task
 
             def make():
                 raise ValueError("this agent cannot be built")

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from hbeval_core.cli import app
-from hbeval_core.report.compare import compare_reports
-from hbeval_core.report.html import render_html
-from hbeval_core.report.model import validate_report
-from hbeval_core.scoring import build_report, delivery_warning
+from hbeval.cli import app
+from hbeval.report.compare import compare_reports
+from hbeval.report.html import render_html
+from hbeval.scoring import build_report, delivery_warning
+from hbeval.scoring._report_model import validate_report
 from tests.scoring.test_scoring_report import verdict
 
 runner = CliRunner()
@@ -37,8 +37,8 @@ FAULT_TYPES = (
 AGENTS = textwrap.dedent(
     '''
     """The same order-status agent twice: its tool plain, and wrapped with hbeval's tool hook."""
-    from hbeval_core.runner import Task
-    from hbeval_core.runner.plain import ToolCallError, think, tool
+    from hbeval_core.contract import Task
+    from hbeval_plain import ToolCallError, think, tool
 
 
     def lookup_order(order_id):

@@ -86,7 +86,7 @@ def test_hermes_samples(tmp_path: Path, bad: str) -> None:
 
 @pytest.mark.parametrize("bad", BAD)
 def test_labels_file(tmp_path: Path, bad: str) -> None:
-    from hbeval_core.importers import read_trials
+    from hbeval.importers import read_trials
 
     source_id = read_trials("pi", [SESSION])[0].source_id
     labels = tmp_path / "labels.json"

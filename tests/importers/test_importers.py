@@ -32,7 +32,7 @@ pytestmark = needs_corpora
 def hb(*args: str) -> Any:
     from typer.testing import CliRunner
 
-    from hbeval_core.cli import app
+    from hbeval.cli import app
 
     return CliRunner().invoke(app, list(args))
 
@@ -187,7 +187,7 @@ def _pi_counts(path: Path) -> tuple[int, int, int]:
 def test_pi_sessions_import_with_their_tool_results_and_compactions(
     path: Path, expected: tuple[int, int, int], tmp_path: Path
 ) -> None:
-    from hbeval_core.store import open_store
+    from hbeval.store import open_store
 
     assert _pi_counts(path) == expected
     db = tmp_path / "hb.db"
@@ -306,7 +306,7 @@ def test_pi_version_3_tree_keeps_only_the_active_branch(tmp_path: Path) -> None:
     ]
     path = tmp_path / "tree.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
-    from hbeval_core.importers import read_trials
+    from hbeval.importers import read_trials
 
     trials = read_trials("pi", [path])
     assert [t.source_id for t in trials] == ["s3/p1", "s3/p2"]
@@ -315,7 +315,7 @@ def test_pi_version_3_tree_keeps_only_the_active_branch(tmp_path: Path) -> None:
 
 
 def test_a_bad_line_refuses_the_import_and_stores_nothing(tmp_path: Path) -> None:
-    from hbeval_core.store import open_store
+    from hbeval.store import open_store
 
     lines = PI_LARGE.read_text(encoding="utf-8").splitlines()[:10]
     lines[2] = lines[2][:40]  # cut the third line in half
@@ -349,7 +349,7 @@ def _dsh_files() -> list[str]:
 
 
 def test_all_dsh_sessions_import_with_calls_matched_to_results(tmp_path: Path) -> None:
-    from hbeval_core.store import open_store
+    from hbeval.store import open_store
 
     files = _dsh_files()
     assert len(files) == 139
@@ -410,8 +410,8 @@ def test_all_dsh_sessions_import_with_calls_matched_to_results(tmp_path: Path) -
 
 def test_dsh_zstd_concatenated_frames_read_like_the_plain_file(tmp_path: Path) -> None:
     zstandard = pytest.importorskip("zstandard")
+    from hbeval.importers import read_trials
     from hbeval_core.events import dump_event
-    from hbeval_core.importers import read_trials
 
     plain = Path(next(f for f in _dsh_files() if "advanced" in f))
     data = plain.read_bytes()

@@ -44,7 +44,7 @@ CREATE TABLE transcript_events (
 def hb(*args: str) -> Any:
     from typer.testing import CliRunner
 
-    from hbeval_core.cli import app
+    from hbeval.cli import app
 
     return CliRunner().invoke(app, list(args))
 
@@ -70,7 +70,7 @@ def refused(db: Path, *args: str) -> str:
 def stored_runs(db: Path) -> list[Any]:
     if not db.exists():
         return []
-    from hbeval_core.store import open_store
+    from hbeval.store import open_store
 
     store = open_store(str(db))
     try:
@@ -134,8 +134,8 @@ def test_tau2_results_import_with_agent_calls_only_and_reward_labels(tmp_path: P
 
 
 def test_auto_detects_tau2_openclaw_databases_and_hermes(tmp_path: Path) -> None:
-    from hbeval_core.importers import detect_format
-    from hbeval_core.importers._ingest import read_source
+    from hbeval.importers import detect_format
+    from hbeval.importers._ingest import read_source
 
     database = tmp_path / "agent.sqlite"
     _openclaw_db(database, {"oc-sess-1": OPENCLAW.read_text(encoding="utf-8").splitlines()})
@@ -221,7 +221,7 @@ def test_openclaw_transcript_file_and_database_give_the_same_runs(tmp_path: Path
 
     assert from_db["files"][0]["sha256"] == hashlib.sha256(database.read_bytes()).hexdigest()
 
-    from hbeval_core.importers import read_trials
+    from hbeval.importers import read_trials
 
     def shape(fmt: str, path: Path) -> list[Any]:
         return [
@@ -314,7 +314,7 @@ def test_hermes_trajectories_match_responses_by_name_and_say_so(tmp_path: Path) 
     assert (out["trials"], out["tool_calls"], out["tool_errors"]) == (len(rows), calls, errors)
     assert (calls, errors) == (4, 2)
 
-    from hbeval_core.importers import read_trials
+    from hbeval.importers import read_trials
 
     trials = read_trials("hermes", [HERMES_TRAJ])
     assert [t.status for t in trials] == ["ok" if r["completed"] else "error" for r in rows]
@@ -364,7 +364,7 @@ def test_a_hermes_session_with_a_long_tools_list_is_still_recognised(tmp_path: P
 
 def test_tau2_calls_without_ids_are_answered_in_the_order_issued(tmp_path: Path) -> None:
     """tau2's ToolCall.id defaults to "": results then pair with calls in order."""
-    from hbeval_core.importers import read_trials
+    from hbeval.importers import read_trials
 
     doc = json.loads(TAU2.read_text(encoding="utf-8"))
     sim = doc["simulations"][1]  # two calls in one reply, the second one fails
@@ -386,6 +386,6 @@ def test_tau2_calls_without_ids_are_answered_in_the_order_issued(tmp_path: Path)
     starts = [e for e in trial.events if e.kind == "tool_start"]
     # Pairing by position is an inference: TI rests on it.
     assert all(e.attrs["derivation"]["link"] == "by_order" for e in starts)
-    from hbeval_core.importers._common import inferred_figures
+    from hbeval.importers._common import inferred_figures
 
     assert set(inferred_figures(trial.derivations())) == {"ti"}

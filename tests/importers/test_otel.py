@@ -1,4 +1,4 @@
-"""Telemetry in: the live span processor (hbeval_core.otel) and the ``otlp-json`` importer.
+"""Telemetry in: the live span processor (hbeval.otel) and the ``otlp-json`` importer.
 
 The LangGraph agent is real (create_agent, ToolNode, real tools); only the chat model is
 scripted. OpenInference's own LangChain instrumentation emits the spans.
@@ -18,7 +18,6 @@ pytest.importorskip("opentelemetry.sdk")
 pytest.importorskip("langgraph")
 pytest.importorskip("openinference.instrumentation.langchain")
 
-from hbeval_langgraph import HBEvalCallbackHandler
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool, ToolException
@@ -27,10 +26,11 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-import hbeval_core.otel as hotel
+import hbeval.otel as hotel
+from hbeval.importers import read_trials
+from hbeval.otel import HBEvalSpanProcessor
 from hbeval_core.events import dump_event
-from hbeval_core.importers import read_trials
-from hbeval_core.otel import HBEvalSpanProcessor
+from hbeval_langgraph import HBEvalCallbackHandler
 from tests.adapters.langgraph.test_langgraph_fixtures import ScriptedChatModel, call, inputs
 
 SCRIPTS: dict[str, list[AIMessage]] = {
@@ -359,7 +359,7 @@ def genai_request() -> dict[str, Any]:
 def test_genai_convention_trace_imports_from_the_cli(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from hbeval_core.cli import app
+    from hbeval.cli import app
 
     path = tmp_path / "genai.json"
     path.write_text(json.dumps(genai_request()), encoding="utf-8")
@@ -389,7 +389,7 @@ def test_genai_convention_trace_imports_from_the_cli(tmp_path: Path) -> None:
 def test_a_span_without_an_id_is_refused_with_its_field(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from hbeval_core.cli import app
+    from hbeval.cli import app
 
     doc = genai_request()
     del doc["resourceSpans"][0]["scopeSpans"][0]["spans"][2]["spanId"]
@@ -443,9 +443,9 @@ def test_instrument_is_idempotent() -> None:
 
 def _one_live_tool_call(tool_attributes: dict[str, Any]) -> Any:
     """A store holding one live trace: an agent span around one get_weather tool span."""
-    from hbeval_core.store import MemoryStore
+    from hbeval.store import InMemoryStore
 
-    store = MemoryStore()
+    store = InMemoryStore()
     provider = TracerProvider()
     processor = hotel.instrument(provider, store=store, run_id="live", agent_id="weather")
     tracer = provider.get_tracer("t")
@@ -485,7 +485,7 @@ def test_auto_import_reads_the_environment_and_writes_the_store(tmp_path: Path) 
 
     db = tmp_path / "live.db"
     code = (
-        "import hbeval_core.otel.auto as auto\n"
+        "import hbeval.otel.auto as auto\n"
         "from opentelemetry import trace\n"
         "tracer = trace.get_tracer('t')\n"
         "with tracer.start_as_current_span('invoke_agent'):\n"
@@ -500,7 +500,7 @@ def test_auto_import_reads_the_environment_and_writes_the_store(tmp_path: Path) 
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0, proc.stderr
-    from hbeval_core.store import open_store
+    from hbeval.store import open_store
 
     store = open_store(str(db))
     try:
@@ -511,7 +511,7 @@ def test_auto_import_reads_the_environment_and_writes_the_store(tmp_path: Path) 
         store.close()
     env["HBEVAL_OTEL_DISABLED"] = "true"
     off = subprocess.run(
-        [sys.executable, "-c", "import hbeval_core.otel.auto as a; assert a.processor is None"],
+        [sys.executable, "-c", "import hbeval.otel.auto as a; assert a.processor is None"],
         env=env,
         capture_output=True,
         text=True,

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from hbeval_core.cli import app
-from hbeval_core.importers import read_trials
+from hbeval.cli import app
+from hbeval.importers import read_trials
 
 
 def _kv(key: str, value: Any) -> dict[str, Any]:
@@ -192,7 +192,7 @@ def test_live_traces_say_how_each_call_was_tied_to_its_reply(
     tool name, which is inferred, so TI rests on an inferred field."""
     from opentelemetry.sdk.trace import TracerProvider
 
-    import hbeval_core.otel as hotel
+    import hbeval.otel as hotel
 
     monkeypatch.delenv("OTEL_SDK_DISABLED", raising=False)
     provider = TracerProvider()

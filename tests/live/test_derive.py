@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from hbeval_core import Monitor, derive_steps
-from hbeval_core.derive import DERIVE_V1
 from hbeval_core.events import (
     ChatMessage,
     FaultInjected,
@@ -25,6 +24,7 @@ from hbeval_core.events import (
     ToolError,
     ToolStart,
 )
+from hbeval_core.live.derive import DERIVE_V1
 
 R = "run-1"
 
@@ -281,8 +281,8 @@ def test_golden_links_by_id_match_and_none() -> None:
 
 
 def test_golden_links_in_scoring_evidence() -> None:
-    from hbeval_core.scoring import analyse_trace, assess_evidence
-    from hbeval_core.scoring._verdict import link_counts
+    from hbeval.scoring import analyse_trace, assess_evidence
+    from hbeval.scoring._verdict import link_counts
 
     facts = analyse_trace(linked_trace())
     assert [(c.call_id, c.link) for c in facts.calls] == [

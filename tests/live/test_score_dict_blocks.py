@@ -24,7 +24,7 @@ from hbeval_core.events._fast import line_blocks, may_hold_nan, twin_adapter
 from hbeval_core.live._scoreloop import fold_dicts
 from hbeval_core.live._trace import fold_trace
 from hbeval_core.live.derive import Deriver, derive_steps
-from hbeval_core.monitor import Monitor
+from hbeval_core.live.monitor import Monitor
 
 from ..events.test_fast_reader import corpus
 from .test_scoreloop import generated, model_summary, outcome, summary

@@ -22,14 +22,20 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.derive import CallLinker
 from hbeval_core.events import EventFormatError, read_events
 from hbeval_core.events._fast import line_blocks, twin_adapter
 from hbeval_core.events._structs import struct_chunks, struct_decoder, struct_types
 from hbeval_core.live._scoreloop import fold_dicts, fold_structs
 from hbeval_core.live._trace import fold_trace
-from hbeval_core.live.derive import DERIVE_V1, DERIVE_V2, DERIVE_VERSION, Deriver, derive_steps
-from hbeval_core.monitor import Monitor
+from hbeval_core.live.derive import (
+    DERIVE_V1,
+    DERIVE_V2,
+    DERIVE_VERSION,
+    CallLinker,
+    Deriver,
+    derive_steps,
+)
+from hbeval_core.live.monitor import Monitor
 
 from ..events.test_fast_reader import corpus
 
@@ -346,7 +352,7 @@ def test_links_are_those_of_call_linker(seed: int) -> None:
 
 
 def corpus_traces() -> list[tuple[str, list[str]]]:
-    from hbeval_core.importers import read_trials
+    from hbeval.importers import read_trials
 
     sources = [
         ("tau-bench", [CORPORA / "tau-bench" / "gpt-4o-airline.json"]),

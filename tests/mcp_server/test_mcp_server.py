@@ -25,8 +25,8 @@ from typer.testing import CliRunner
 
 pytest.importorskip("mcp")
 
-from hbeval_core.cli import app
-from hbeval_core.demo import demo_trace_path
+from hbeval.cli import app
+from hbeval.cli._demo import demo_trace_path
 
 TOOLS = {
     "list_runs",
@@ -61,11 +61,11 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The demo's runs, then the careful agent again with EDM admitting its qualified trials."""
+    from hbeval.demo import demo_agents, run_demo
+    from hbeval.memory import EDM
+    from hbeval.runner.run import run_battery
+    from hbeval.store import open_store
     from hbeval_core.faults import Battery
-    from hbeval_core.memory import EDM
-    from hbeval_core.runner.demo import demo_agents, run_demo
-    from hbeval_core.runner.run import run_battery
-    from hbeval_core.store import open_store
 
     folder = tmp_path_factory.mktemp("mcp")
     db = folder / "hbeval.db"
@@ -100,7 +100,7 @@ async def _session(db: str, cwd: Path, calls: list[tuple[str, dict[str, Any]]]) 
 
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "hbeval_core.cli", "mcp", "--db", db],
+        args=["-m", "hbeval.cli", "mcp", "--db", db],
         env=dict(os.environ),
         cwd=str(cwd),
     )
@@ -301,7 +301,7 @@ def test_malformed_arguments_are_tool_errors_naming_the_field_and_the_server_ser
 def test_bad_store_is_exit_2_with_one_line(tmp_path: Path) -> None:
     missing = tmp_path / "nothing.db"
     done = subprocess.run(
-        [sys.executable, "-m", "hbeval_core.cli", "mcp", "--db", str(missing)],
+        [sys.executable, "-m", "hbeval.cli", "mcp", "--db", str(missing)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -326,7 +326,7 @@ def test_streamable_http_binds_localhost_and_serves_the_tools(store: dict) -> No
 
     port = _port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "hbeval_core.cli", "mcp", "--db", store["db"], "--http", str(port)],
+        [sys.executable, "-m", "hbeval.cli", "mcp", "--db", store["db"], "--http", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -363,7 +363,7 @@ def test_streamable_http_binds_localhost_and_serves_the_tools(store: dict) -> No
 
 def test_the_cli_and_the_tools_load_without_importing_the_sdk() -> None:
     code = (
-        "import sys, hbeval_core.cli, hbeval_core.mcp_server; "
+        "import sys, hbeval.cli, hbeval.mcp_server; "
         "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

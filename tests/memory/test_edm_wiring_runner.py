@@ -17,19 +17,19 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from hbeval.cli._battery import battery_app
+from hbeval.memory import EDM, EDMSnapshot, open_edm
+from hbeval.memory._from_trial import episode_from_trial
+from hbeval.runner.run import run_battery
+from hbeval.scoring import strip_volatile
+from hbeval.scoring._report_model import validate_report
+from hbeval.store import InMemoryStore, open_store
+from hbeval_core.contract import ATTR_MEMORY_RECALL, InfraError
 from hbeval_core.events import RunStart
-from hbeval_core.examples.plain_agent import careful, tasks
 from hbeval_core.faults import Battery
-from hbeval_core.memory import EDM, EDMSnapshot, open_edm
-from hbeval_core.memory._adapters import ATTR_MEMORY_RECALL, episode_from_trial
-from hbeval_core.report.model import validate_report
-from hbeval_core.runner.cli_battery import battery_app
-from hbeval_core.runner.context import InfraError
-from hbeval_core.runner.plain import PlainAdapter, precedents
-from hbeval_core.runner.run import run_battery
-from hbeval_core.scoring import strip_volatile
-from hbeval_core.store import MemoryStore, open_store
 from hbeval_core.vocab import EVIDENCE_E1, EVIDENCE_E2, OUTCOME_PASS
+from hbeval_plain import PlainAdapter, precedents
+from hbeval_plain.examples import careful, tasks
 
 from .conftest import Backend
 
@@ -97,7 +97,7 @@ def run_with(
         tasks,
         battery(),
         trials=1,
-        store=store if store is not None else MemoryStore(),
+        store=store if store is not None else InMemoryStore(),
         agent_id=agent_id,
         memory=edm,
         on_admission=lambda r: records.append(dict(r)),
@@ -237,7 +237,7 @@ class _Broken:
 
 def test_a_failing_memory_never_breaks_the_plain_run() -> None:
     seen: list[list[str]] = []
-    store = MemoryStore()
+    store = InMemoryStore()
     report, records = run_with(_Broken(), "a", seen, store, run_id="x")
     clean, _ = run_with(None, "a", [], run_id="x")
     assert verdicts_only(report) == verdicts_only(clean)
@@ -292,7 +292,7 @@ def test_cli_memory_flag_uses_the_edm_in_the_db(backend: Backend) -> None:
 def test_an_episode_that_cannot_be_built_is_recorded_not_raised(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import hbeval_core.memory._adapters as adapters
+    import hbeval.memory._from_trial as adapters
 
     def boom(*args: Any, **kwargs: Any) -> dict[str, Any]:
         raise KeyError("verdict.metrics")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.memory import (
+from hbeval.memory import (
     EDM,
     EDM_VERSION,
     AdmissionDecision,
@@ -18,7 +18,7 @@ from hbeval_core.memory import (
     EpisodeError,
     parse_episode,
 )
-from hbeval_core.memory._episode import judge
+from hbeval.memory._episode import judge
 from tests.memory_traces import handled, no_steps, text_only, trace, unlinked
 
 CONTEXT = "Refund the duplicate charge on order 4411"

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.memory import EDM, HashingEmbedder
-from hbeval_core.memory._ann import ann_paths
+from hbeval.memory import EDM, HashingEmbedder
+from hbeval.memory._ann import ann_paths
 from tests.memory_traces import trace
 
 pytest.importorskip("faiss")

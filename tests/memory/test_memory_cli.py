@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from hbeval_core.memory import EDM
-from hbeval_core.memory.cli import memory_app
+from hbeval.cli._memory import memory_app
+from hbeval.memory import EDM
 from tests.memory_traces import handled, trace
 
 from .conftest import Backend
@@ -141,7 +141,7 @@ def test_empty_store_file_defers(tmp_path: Path) -> None:
 
 
 def test_a_database_without_edm_tables_reads_as_empty_and_stays_so(postgres_url: str) -> None:
-    from hbeval_core.store import open_store
+    from hbeval.store import open_store
 
     open_store(postgres_url).close()  # a store's tables, no EDM's
     pg = Backend("postgres", postgres_url)
@@ -193,7 +193,7 @@ def test_newer_schema_exit_2(db: str, backend: Backend) -> None:
 
 def test_runs_as_a_module_from_any_folder(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "hbeval_core.memory.cli", "explain", QUERY, "--json"],
+        [sys.executable, "-m", "hbeval.cli._memory", "explain", QUERY, "--json"],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -205,7 +205,7 @@ def test_runs_as_a_module_from_any_folder(tmp_path: Path) -> None:
 
 
 def test_mcp_explain_answers_as_the_command_on_both_stores(db: str) -> None:
-    from hbeval_core.mcp_server._tools import StoreTools
+    from hbeval.mcp_server._tools import StoreTools
 
     cli = json.loads(run("explain", QUERY, "--db", db, "--json").stdout)
     assert cli["grounded"] is True

@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hbeval_core.fingerprint import fingerprint
-from hbeval_core.memory import (
+from hbeval.memory import (
     HASHING_THRESHOLD,
     Embedder,
     HashingEmbedder,
@@ -23,6 +22,7 @@ from hbeval_core.memory import (
     evaluate_threshold,
     pair_similarities,
 )
+from hbeval_core.fingerprint import fingerprint
 
 PAIRS_PATH = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "edm_pairs.json"
 
@@ -102,7 +102,7 @@ def test_embedding_is_identical_across_processes_and_hash_seeds() -> None:
     here = _golden(HashingEmbedder().embed([GOLDEN_TEXT])[0])
     assert here == GOLDEN_FINGERPRINT
     code = (
-        "from hbeval_core.memory import HashingEmbedder;"
+        "from hbeval.memory import HashingEmbedder;"
         "from hbeval_core.fingerprint import fingerprint;"
         f"v = HashingEmbedder().embed([{GOLDEN_TEXT!r}])[0];"
         "print(fingerprint([round(float(x), 4) for x in v]))"

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.memory import EDM, ContextError, render_context
+from hbeval.memory import EDM, ContextError, render_context
 from tests.memory_traces import text_only, trace
 
 REFUND = "Refund the duplicate charge on order 4411"

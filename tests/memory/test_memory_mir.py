@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.memory import EDM, NaiveMemory, mir
+from hbeval.memory import EDM, NaiveMemory, mir
 from tests.memory_traces import trace
 
 AGENT = "support"

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hbeval_core.memory import EDM
-from hbeval_core.memory._index import VectorIndex, rank_rows
+from hbeval.memory import EDM
+from hbeval.memory._index import VectorIndex, rank_rows
 
 DIM = 384
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hbeval_core.memory import (
+from hbeval.memory import (
     EDM,
     EDM_SCHEMA_VERSION,
     DBLocationError,
@@ -19,7 +19,7 @@ from hbeval_core.memory import (
     open_edm,
     resolve_db,
 )
-from hbeval_core.monitor import Directive
+from hbeval_core.live.monitor import Directive
 from tests.memory_traces import trace
 
 from .conftest import Backend
@@ -230,7 +230,7 @@ def test_newer_schema_refused_clearly_and_nothing_lost(backend: Backend) -> None
 
 
 def test_shares_the_store_without_touching_its_tables(backend: Backend) -> None:
-    from hbeval_core.store import RunRecord, open_store
+    from hbeval.store import RunRecord, open_store
 
     record = RunRecord(
         run_id="r1",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hbeval_core.memory import EDM, EDMSnapshot, SnapshotError, open_edm
+from hbeval.memory import EDM, EDMSnapshot, SnapshotError, open_edm
 
 from .conftest import Backend
 from .test_memory_retrieval import LOGIN, REFUND, RESTART, episode, fixed_clock

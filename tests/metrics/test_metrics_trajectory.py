@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from hbeval_core.contract import ExpectedCall
 from hbeval_core.metrics import (
     RULE_ARGUMENT_SCHEMA,
     RULE_CALL_BUDGET,
@@ -18,7 +19,6 @@ from hbeval_core.metrics import (
     rule_violations,
     trajectory_match,
 )
-from hbeval_core.runner.task import ExpectedCall
 from hbeval_core.vocab import NO_EXPECTED_CALLS, NO_STEPS
 
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from hbeval_core.cli import app
-from hbeval_core.examples.plain_agent import FORBIDDEN_TOOL, CarefulAgent, careful, tasks
-from hbeval_core.runner.plain import ToolCallError
+from hbeval.cli import app
+from hbeval_plain import ToolCallError
+from hbeval_plain.examples import FORBIDDEN_TOOL, CarefulAgent, careful, tasks
 
 PLANTED_NOTE = "planted change"
 
@@ -49,9 +49,9 @@ def changed() -> ChangedAgent:
 
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    from hbeval.runner.run import run_battery
+    from hbeval.store import open_store
     from hbeval_core.faults import Battery
-    from hbeval_core.runner.run import run_battery
-    from hbeval_core.store import open_store
 
     db = tmp_path_factory.mktemp("replay") / "hb.db"
     with open_store(str(db)) as store:
@@ -69,7 +69,7 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 def _recorded(db: Path, run_id: str) -> dict[str, dict[str, Any]]:
     """Per trial: its task and its recorded tool calls (name, args), from the store."""
-    from hbeval_core.store import open_store
+    from hbeval.store import open_store
 
     out: dict[str, dict[str, Any]] = {}
     with open_store(str(db), read_only=True) as store:
@@ -103,12 +103,12 @@ def _replay(db: Path, run_id: str, target: str, *extra: str) -> tuple[int, dict[
     return proc.exit_code, json.loads(proc.stdout)
 
 
-_TASKS = "hbeval_core.examples.plain_agent:tasks"
+_TASKS = "hbeval_plain.examples:tasks"
 
 
 def test_the_unchanged_agent_replays_without_divergence(recording: tuple[Path, str]) -> None:
     db, run_id = recording
-    code, out = _replay(db, run_id, "hbeval_core.examples.plain_agent:careful")
+    code, out = _replay(db, run_id, "hbeval_plain.examples:careful")
     rec = _recorded(db, run_id)
     assert code == 0
     assert out["summary"]["cases"] == len(rec) == 6  # six scenarios, one trial each
@@ -185,9 +185,7 @@ def test_the_budget_and_an_invariants_file_decide_the_exit(
         json.dumps({"order": [["search_policy", "issue_refund"]], "violation_budget": 100}),
         encoding="utf-8",
     )
-    code, out = _replay(
-        db, run_id, "hbeval_core.examples.plain_agent:careful", "--invariants", str(inv)
-    )
+    code, out = _replay(db, run_id, "hbeval_plain.examples:careful", "--invariants", str(inv))
     # careful checks policy before every refund in the recording, so the order rule holds.
     assert code == 0 and out["summary"]["violations"] == 0
     bad = tmp_path / "bad.json"

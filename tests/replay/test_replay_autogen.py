@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("autogen_agentchat")
 
-from hbeval_core.replay import replay_run
+from hbeval.replay import replay_run
 from tests.adapters.autogen.test_autogen_fixtures import hang_guard
 
 __all__ = ["hang_guard"]
@@ -39,9 +39,9 @@ ex = _example()
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str]]:
+    from hbeval.runner.run import run_battery
+    from hbeval.store import open_store
     from hbeval_core.faults import Battery
-    from hbeval_core.runner.run import run_battery
-    from hbeval_core.store import open_store
 
     store = open_store(str(Path(tmp_path_factory.mktemp("ag")) / "hb.db"))
     report = run_battery(

@@ -16,16 +16,15 @@ import pytest
 
 pytest.importorskip("langgraph")
 
+from hbeval.replay import replay_run
 from hbeval_langgraph.examples import FORBIDDEN_TOOL, careful, naive, tasks
-
-from hbeval_core.replay import replay_run
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str]]:
+    from hbeval.runner.run import run_battery
+    from hbeval.store import open_store
     from hbeval_core.faults import Battery
-    from hbeval_core.runner.run import run_battery
-    from hbeval_core.store import open_store
 
     store = open_store(str(Path(tmp_path_factory.mktemp("lg")) / "hb.db"))
     report = run_battery(

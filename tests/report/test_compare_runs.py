@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from hbeval.report.compare import CompareRefused, compare_reports, outcomes_by_task
 from hbeval_core.metrics import cohens_h, paired_comparison
-from hbeval_core.report.compare import CompareRefused, compare_reports, outcomes_by_task
 from tests.report.test_report_fixtures import demo, hb, write_json
 
 

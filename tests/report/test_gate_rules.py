@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.report.gate import (
+from hbeval.report.gate import (
     GATE_FAIL,
     GATE_INSUFFICIENT,
     GATE_PASS,

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PublicKey,
 )
 
-from hbeval_core.report.passport import (
+from hbeval.report.passport import (
     ENV_PASSPORT_KEY,
     PassportError,
     build_passport,

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.demo import side_by_side_rows
+from hbeval.cli._demo import side_by_side_rows
+from hbeval.scoring import strip_volatile
 from hbeval_core.faults.battery import measurement_fingerprint
-from hbeval_core.scoring import strip_volatile
 from hbeval_core.vocab import DERIVE_VERSION
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "demo_report_seed42.json.gz"
@@ -43,7 +43,7 @@ def _hb(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         "CREWAI_TRACING_ENABLED": "false",
     }
     return subprocess.run(
-        [sys.executable, "-m", "hbeval_core.cli", *args],
+        [sys.executable, "-m", "hbeval.cli", *args],
         cwd=cwd,
         capture_output=True,
         text=True,

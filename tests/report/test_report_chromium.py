@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.report.html import render_html, store_traces
-from hbeval_core.store import open_store
+from hbeval.report.html import render_html, store_traces
+from hbeval.store import open_store
 from tests.report.test_report_fixtures import demo
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -8,8 +8,8 @@ import json
 import stat
 from pathlib import Path
 
-from hbeval_core.report.cli import finish_demo
-from hbeval_core.report.passport import verify_passport
+from hbeval.cli._demo import finish_demo
+from hbeval.report.passport import verify_passport
 from tests.report.test_report_fixtures import demo, hb, write_json
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hbeval_core.report import build_report
+from hbeval.report import build_report
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class DemoRun:
 @functools.lru_cache(maxsize=1)
 def demo() -> DemoRun:
     """Run the demo once per process (reports of both agents, events in a SQLite store)."""
-    from hbeval_core.runner.demo import run_demo
+    from hbeval.demo import run_demo
 
     folder = Path(tempfile.mkdtemp(prefix="hbeval-report-tests-"))
     atexit.register(shutil.rmtree, folder, True)
@@ -64,7 +64,8 @@ def cli_app() -> Any:
     """The report commands mounted the way hbeval_core/cli.py mounts them."""
     import typer
 
-    from hbeval_core.report.cli import compare_cmd, gate_cmd, passport_app, report_cmd
+    from hbeval.cli._passport import passport_app
+    from hbeval.cli._report import compare_cmd, gate_cmd, report_cmd
 
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     app.command("report")(report_cmd)

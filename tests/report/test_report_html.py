@@ -10,8 +10,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from hbeval_core.report.html import render_html, store_traces, trial_timeline
-from hbeval_core.store import open_store
+from hbeval.report.html import render_html, store_traces, trial_timeline
+from hbeval.store import open_store
 from tests.report.test_report_fixtures import demo, empty_report
 
 DRAWN = {"rect", "circle", "polyline", "line", "path", "polygon", "ellipse"}
@@ -194,7 +194,7 @@ def test_timelines_break_at_undefined_values(page: str) -> None:
 
 
 def test_points_with_reasons_break_lines() -> None:
-    from hbeval_core.report._html_charts import _line_chart
+    from hbeval.report._html_charts import _line_chart
 
     points: list[tuple[int, float | None, str | None]] = [
         (1, 0.5, None),
@@ -253,7 +253,7 @@ def test_without_a_store_timelines_and_traces_say_why() -> None:
 
 
 def test_every_reason_code_has_plain_words() -> None:
-    from hbeval_core.report.html import REASON_WORDS
+    from hbeval.report.html import REASON_WORDS
     from hbeval_core.vocab import UNDEFINED_REASONS
 
     assert set(REASON_WORDS) == set(UNDEFINED_REASONS)

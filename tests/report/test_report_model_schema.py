@@ -9,6 +9,16 @@ from typing import Any
 
 import pytest
 
+from hbeval.report import (
+    ReportFormatError,
+    build_report,
+    read_report,
+    report_json_schema,
+    strip_volatile,
+    validate_report,
+)
+from hbeval.scoring import score_trial
+from hbeval_core.contract import Task, TrialResult
 from hbeval_core.events import (
     ChatMessage,
     FaultInjected,
@@ -22,17 +32,6 @@ from hbeval_core.events import (
     ToolStart,
 )
 from hbeval_core.faults import Scenario
-from hbeval_core.report import (
-    ReportFormatError,
-    build_report,
-    read_report,
-    report_json_schema,
-    strip_volatile,
-    validate_report,
-)
-from hbeval_core.runner.protocol import TrialResult
-from hbeval_core.runner.task import Task
-from hbeval_core.scoring import score_trial
 
 R = "run-m"
 ERR = "HTTPError: 503 Service Unavailable returned by tool 'lookup'"

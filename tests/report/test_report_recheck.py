@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.examples.plain_agent import careful, tasks
+from hbeval.report.passport import PassportError, build_passport
+from hbeval.runner.run import run_battery
+from hbeval.scoring._recheck import report_discrepancies
+from hbeval.store import SQLiteStore
 from hbeval_core.faults import Battery
-from hbeval_core.report.passport import PassportError, build_passport
-from hbeval_core.runner.run import run_battery
-from hbeval_core.scoring._recheck import report_discrepancies
-from hbeval_core.store import SQLiteStore
+from hbeval_plain.examples import careful, tasks
 
 from ..importers.test_importers import PI_COMPACT, hb, imported
 

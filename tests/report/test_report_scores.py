@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.report.scores import (
+from hbeval.report.scores import (
     DEFAULT_CAPABILITY_WEIGHTS,
     SECURITY_FAILED,
     SECURITY_NOT_MEASURED,

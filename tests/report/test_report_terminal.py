@@ -9,13 +9,13 @@ from typing import Any
 
 from rich.console import Console
 
-from hbeval_core.report.terminal import (
+from hbeval.report.terminal import (
     ProgressPrinter,
     demo_progress,
     format_duration,
     print_summary,
 )
-from hbeval_core.runner import ProgressUpdate, run_battery
+from hbeval.runner import ProgressUpdate, run_battery
 from tests.report.test_report_fixtures import demo, empty_report
 
 
@@ -86,8 +86,8 @@ def test_progress_in_a_log_writes_each_tenth_and_leaves_resumed_trials_out_of_th
 
 
 def test_progress_matches_run_battery_updates() -> None:
-    from hbeval_core.examples.plain_agent import careful, tasks
     from hbeval_core.faults import Battery
+    from hbeval_plain.examples import careful, tasks
 
     out = io.StringIO()
     progress = ProgressPrinter(out, tty=False)

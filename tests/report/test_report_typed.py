@@ -11,11 +11,10 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.report.gate import GATE_FAIL, GATE_PASS, run_gate
-from hbeval_core.report.model import validate_report
-from hbeval_core.report.passport import build_passport
-from hbeval_core.report.scores import report_scores
-from hbeval_core.scoring import (
+from hbeval.report.gate import GATE_FAIL, GATE_PASS, run_gate
+from hbeval.report.passport import build_passport
+from hbeval.report.scores import report_scores
+from hbeval.scoring import (
     Report,
     ReportFormatError,
     TrialVerdictModel,
@@ -24,6 +23,7 @@ from hbeval_core.scoring import (
     decide_verdict,
     scores_of,
 )
+from hbeval.scoring._report_model import validate_report
 from tests.report.test_report_behaviour import _before
 
 

@@ -19,12 +19,12 @@ try:
     import openai
 except ImportError:  # pragma: no cover - openai ships with the dev environment
     openai = None  # type: ignore[assignment]
-from hbeval_langgraph.examples import PolicyChatModel, make_tools, tasks
 from langchain.agents import create_agent
 from pydantic import PrivateAttr
 
+from hbeval.testing.helpdesk import SYSTEM_PROMPT, HelpDesk
 from hbeval_core.contract import current_trial
-from hbeval_core.testing.helpdesk import SYSTEM_PROMPT, HelpDesk
+from hbeval_langgraph.examples import PolicyChatModel, make_tools, tasks
 
 __all__ = [
     "DELAY",

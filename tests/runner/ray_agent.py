@@ -12,7 +12,7 @@ import os
 import time
 from typing import Any
 
-from hbeval_core.examples.plain_agent import CarefulAgent, tasks
+from hbeval_plain.examples import CarefulAgent, tasks
 
 __all__ = ["DELAY", "SlowCareful", "slow_careful", "slower_careful", "tasks"]
 

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from hbeval.cli import app
+from hbeval.runner import load_tasks
 from hbeval_core import Outcome
-from hbeval_core.cli import app
-from hbeval_core.runner import TrialResult, load_tasks
-from hbeval_core.runner.outcome import outcome_of, wants_outcome
+from hbeval_core.contract import TrialResult, outcome_of, wants_outcome
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -109,7 +109,7 @@ def test_the_readme_task_file_loads_and_passes_on_the_support_agent(tmp_path: Pa
 
 def test_the_readme_verifier_fails_when_the_order_was_not_looked_up(tmp_path: Path) -> None:
     (tmp_path / "verifiers.py").write_text(readme_file("verifiers.py"), encoding="utf-8")
-    from hbeval_core.runner.loader import load_object
+    from hbeval.runner.loader import load_object
 
     verify = load_object(f"{tmp_path / 'verifiers.py'}:reports_the_status")
     said_only = TrialResult(final_state=None, response_text="Order A1001 is shipped.")
@@ -120,7 +120,7 @@ def test_the_readme_verifier_fails_when_the_order_was_not_looked_up(tmp_path: Pa
 HAND_WRITTEN_AGENT = textwrap.dedent(
     '''
     """A small stock agent written by hand: one tool, one answer."""
-    from hbeval_core.runner import tool
+    from hbeval_plain import tool
 
 
     @tool

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from hbeval.runner import arun_battery, run_battery
+from hbeval.store import InMemoryStore
 from hbeval_core.faults import Battery
-from hbeval_core.runner import arun_battery, run_battery
-from hbeval_core.store import MemoryStore
 
 from .report_compare import without_timings
 
@@ -51,7 +51,7 @@ def test_arun_battery_gives_run_batterys_report_without_blocking_the_loop() -> N
                 battery(),
                 trials=2,
                 seed=42,
-                store=MemoryStore(),
+                store=InMemoryStore(),
                 concurrency=4,
                 progress=on_progress,
             )

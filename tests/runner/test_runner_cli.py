@@ -8,10 +8,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from hbeval_core.report.model import validate_report
-from hbeval_core.runner.cli_battery import battery_app
-from hbeval_core.runner.demo import run_demo
-from hbeval_core.store import open_store
+from hbeval.cli._battery import battery_app
+from hbeval.demo import run_demo
+from hbeval.scoring._report_model import validate_report
+from hbeval.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = str(ROOT / "examples" / "plain_support_agent.py")

@@ -16,11 +16,11 @@ from typing import Any, ClassVar
 
 import pytest
 
+from hbeval.runner.run import run_battery
+from hbeval.store import RUN_COMPLETED, InMemoryStore, SQLiteStore
+from hbeval_core.contract import Task
 from hbeval_core.faults import Battery
-from hbeval_core.runner.plain import think
-from hbeval_core.runner.run import run_battery
-from hbeval_core.runner.task import Task
-from hbeval_core.store import RUN_COMPLETED, MemoryStore, SQLiteStore
+from hbeval_plain import think
 
 TASK = Task(id="t", question="say ok", required=("ok",))
 
@@ -119,7 +119,7 @@ def test_a_collector_the_application_disabled_stays_disabled(collector: None) ->
     seen: list[bool] = []
     run_battery(
         None, _factory(seen), [TASK], Battery.hbeval(n_scenarios=6, seed=42), trials=1,
-        store=MemoryStore(), run_id="gc",
+        store=InMemoryStore(), run_id="gc",
     )  # fmt: skip
     assert seen and not any(seen) and not gc.isenabled()
 
@@ -132,7 +132,7 @@ def test_cycles_the_trials_make_are_collected_during_the_run(collector: None) ->
     seen: list[bool] = []
     run_battery(
         None, _factory(seen, cycles=1000), [TASK], Battery.hbeval(n_scenarios=6, seed=42),
-        trials=2, store=MemoryStore(), run_id="gc",
+        trials=2, store=InMemoryStore(), run_id="gc",
     )  # fmt: skip
     made = 2000 * len(seen)
     assert made >= 24_000

@@ -16,6 +16,10 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from hbeval.cli._battery import battery_app
+from hbeval.runner.manifest import RunManifest
+from hbeval.runner.run import run_battery
+from hbeval.store import InMemoryStore
 from hbeval_core.contract import (
     MAX_PAUSE,
     RateLimiter,
@@ -24,10 +28,6 @@ from hbeval_core.contract import (
 )
 from hbeval_core.contract._ratelimit import DEFAULT_RETRY_AFTER
 from hbeval_core.faults import Battery
-from hbeval_core.runner.cli_battery import battery_app
-from hbeval_core.runner.manifest import RunManifest
-from hbeval_core.runner.run import run_battery
-from hbeval_core.store import MemoryStore
 from hbeval_core.vocab import MODEL_END, MODEL_START
 
 from . import limits_agent
@@ -48,7 +48,7 @@ def run(factory: Any, store: Any = None, *, n: int = 6, trials: int = 2, **kw: A
         Battery.hbeval(n_scenarios=n, seed=42),
         trials=trials,
         seed=42,
-        store=store if store is not None else MemoryStore(),
+        store=store if store is not None else InMemoryStore(),
         manifest=manifest,
         **kw,
     )
@@ -120,7 +120,7 @@ def test_the_limiter_paces_calls_and_pauses_once_for_overlapping_429s() -> None:
 
 # ------------------------------------------------------------------------- a run under 429s
 def test_a_429_pauses_the_whole_run_and_the_verdicts_stay() -> None:
-    store = MemoryStore()
+    store = InMemoryStore()
     # Trials are cut after 1.5 s of their own time; the pause is 2 s: it must not count.
     limited = run(limits_agent.careful_429, store, concurrency=4, timeout=1.5)
     reference = run(limits_agent.careful, concurrency=4, timeout=1.5)
@@ -153,7 +153,7 @@ def test_a_429_pauses_the_whole_run_and_the_verdicts_stay() -> None:
 
 
 def test_a_pause_over_the_cap_stops_the_run_naming_the_cap() -> None:
-    store = MemoryStore()
+    store = InMemoryStore()
     with pytest.raises(RateLimitTooLong, match=r"3600 s, over the cap of 120 s"):
         run(limits_agent.careful_429_long, store)
     (stored,) = store.list_runs()
@@ -161,7 +161,7 @@ def test_a_pause_over_the_cap_stops_the_run_naming_the_cap() -> None:
 
 
 def test_rate_limit_spaces_the_runs_model_calls() -> None:
-    store = MemoryStore()
+    store = InMemoryStore()
     report = run(limits_agent.careful, store, trials=1, concurrency=4, rate_limit=600)
     assert report["run"]["rate_limit"] == {"rpm": 600.0, "hits": 0, "paused_seconds": 0.0}
     starts = sorted(model_starts(store, report["run"]["run_id"]))
@@ -194,12 +194,12 @@ def priced() -> RunManifest:
 
 
 def test_the_budget_stops_new_trials_and_a_larger_one_resumes_the_run() -> None:
-    full_store = MemoryStore()
+    full_store = InMemoryStore()
     full = run(limits_agent.careful, full_store, manifest=priced())
     costs = trial_costs(full_store, full["run"]["run_id"])
     first, second = costs["s000-t0"], costs["s000-t1"]
     assert first > 0 and second > 0
-    store = MemoryStore()
+    store = InMemoryStore()
     budget = first + second / 2  # spent only once the second trial is counted
     stopped = run(limits_agent.careful, store, manifest=priced(), max_cost=budget)
     assert stopped["run"]["budget"] == {
@@ -224,7 +224,7 @@ def test_the_budget_stops_new_trials_and_a_larger_one_resumes_the_run() -> None:
 
 
 def test_with_concurrency_the_budget_starts_no_trial_after_it_is_spent() -> None:
-    store = MemoryStore()
+    store = InMemoryStore()
     report = run(limits_agent.careful, store, manifest=priced(), max_cost=1e-9, concurrency=3)
     # Three trials were started together; once the first was counted none more started.
     assert report["run"]["trial_count"] == 3

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hbeval_core.runner.manifest import package_versions, source_digests
+from hbeval.runner.manifest import package_versions, source_digests
 
 
 def _install(folder: Path, name: str, version: str) -> None:

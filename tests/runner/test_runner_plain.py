@@ -7,10 +7,12 @@ from typing import Any
 
 import pytest
 
+from hbeval.scoring import score_trial
+from hbeval_core.contract import Task, TrialContext, trace_kinds, trial_context
 from hbeval_core.events import ModelEnd, ModelStart
 from hbeval_core.faults import Battery, FaultInjector, FaultPlan, FaultSpec
-from hbeval_core.runner.context import TrialContext, trial_context
-from hbeval_core.runner.plain import (
+from hbeval_core.vocab import ERROR_5XX, PROMPT_INJECTION
+from hbeval_plain import (
     PlainAdapter,
     ToolCallError,
     current_scope,
@@ -18,10 +20,6 @@ from hbeval_core.runner.plain import (
     think,
     tool,
 )
-from hbeval_core.runner.protocol import trace_kinds
-from hbeval_core.runner.task import Task
-from hbeval_core.scoring import score_trial
-from hbeval_core.vocab import ERROR_5XX, PROMPT_INJECTION
 
 TASK = Task(id="t", question="look up A1", forbidden_tools=("transfer_funds",))
 

@@ -28,15 +28,15 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from hbeval.cli._battery import battery_app
+from hbeval.memory import open_edm
+from hbeval.runner.manifest import RunManifest
+from hbeval.runner.run import run_battery
+from hbeval.store import InMemoryStore, PostgresStore, open_store
+from hbeval_core.contract import ATTR_MEMORY_RECALL
 from hbeval_core.events import RunStart
-from hbeval_core.examples.plain_agent import careful
 from hbeval_core.faults import Battery
-from hbeval_core.memory import open_edm
-from hbeval_core.memory._adapters import ATTR_MEMORY_RECALL
-from hbeval_core.runner.cli_battery import battery_app
-from hbeval_core.runner.manifest import RunManifest
-from hbeval_core.runner.run import run_battery
-from hbeval_core.store import MemoryStore, PostgresStore, open_store
+from hbeval_plain.examples import careful
 
 from ..memory.test_edm_wiring_runner import expected_route
 from .ray_agent import slow_careful, slower_careful, tasks
@@ -90,7 +90,7 @@ def test_two_nodes_give_the_local_report(cluster: Any, postgres_url: str) -> Non
         on_ray = battery_run(store, slow_careful, ref, 18, 3, executor="ray")
         assert isinstance(store, PostgresStore)
         one_final_attempt_each(store, on_ray["run"]["run_id"], 54)
-    local = battery_run(MemoryStore(), slow_careful, ref, 18, 3)
+    local = battery_run(InMemoryStore(), slow_careful, ref, 18, 3)
     assert on_ray["run"]["executor"] == "ray" and "executor" not in local["run"]
     cluster_nodes = {n["NodeID"][:12] for n in ray.nodes() if n["Alive"]}
     assert len(cluster_nodes) == 2
@@ -103,7 +103,7 @@ def test_a_killed_driver_is_resumed_by_the_same_command(
     cluster: Any, postgres_url: str, tmp_path: Path
 ) -> None:
     cmd = [
-        sys.executable, "-m", "hbeval_core.cli", "battery", "run",
+        sys.executable, "-m", "hbeval.cli", "battery", "run",
         "tests.runner.ray_agent:slower_careful", "--tasks", "tests.runner.ray_agent:tasks",
         "--scenarios", "6", "--trials", "3", "--executor", "ray",
         "--ray-address", cluster.address, "--db", postgres_url, "--out", str(tmp_path / "r.json"),
@@ -177,7 +177,7 @@ def test_a_429_on_one_worker_pauses_the_trials_on_every_node(cluster: Any) -> No
     # The run without 429s first: it also warms the workers, so that when the 429 comes the
     # other trials are calling their models (and would go on doing so, were the pause not shared).
     reference = run(limits_agent.careful, executor="ray")
-    store = MemoryStore()
+    store = InMemoryStore()
     on_ray = run(limits_agent.careful_429, store, executor="ray")
     assert len(on_ray["run"]["nodes"]) == 2
     run_id = on_ray["run"]["run_id"]
@@ -194,10 +194,10 @@ def test_the_cost_budget_holds_on_ray_and_a_larger_one_resumes(cluster: Any) -> 
     from . import limits_agent
     from .test_runner_limits import priced, run, trial_costs
 
-    full_store = MemoryStore()
+    full_store = InMemoryStore()
     full = run(limits_agent.careful, full_store, manifest=priced())
     costs = trial_costs(full_store, full["run"]["run_id"])
-    store = MemoryStore()
+    store = InMemoryStore()
     budget = min(costs.values()) / 2  # spent by the first trial that finishes
     stopped = run(limits_agent.careful, store, manifest=priced(), max_cost=budget, executor="ray")
     slots = int(ray.cluster_resources()["CPU"] / 0.25)  # trials the cluster runs at once
@@ -244,7 +244,7 @@ def seeded(db: str) -> None:
     """The memory before the battery: one local run's admitted episodes (at a fixed time)."""
     with open_store(db) as store, open_edm(db, clock=lambda: _FIXED) as edm:
         battery_run(
-            store, careful, "hbeval_core.examples.plain_agent:careful", 6, 1,
+            store, careful, "hbeval_plain.examples:careful", 6, 1,
             agent_id=MEMORY_AGENT, run_id="before", memory=edm,
         )  # fmt: skip
         assert edm.count(MEMORY_AGENT) > 0

@@ -10,14 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from hbeval.runner.run import run_battery
+from hbeval.scoring import strip_volatile
+from hbeval.store import SQLiteStore
+from hbeval_core.contract import InfraError, Task
 from hbeval_core.faults import Battery
-from hbeval_core.runner.context import InfraError
-from hbeval_core.runner.plain import think
-from hbeval_core.runner.run import run_battery
-from hbeval_core.runner.task import Task
-from hbeval_core.scoring import strip_volatile
-from hbeval_core.store import SQLiteStore
 from hbeval_core.vocab import OUTCOME_FAIL, OUTCOME_INFRA_ERROR, OUTCOME_PASS
+from hbeval_plain import think
 
 TASK = Task(id="t", question="say done", required=("done",))
 

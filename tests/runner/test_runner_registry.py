@@ -8,17 +8,14 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.examples.plain_agent import CarefulAgent, careful
-from hbeval_core.runner.context import BudgetExceeded, Budgets, TrialContext
-from hbeval_core.runner.manifest import (
+from hbeval.runner.manifest import (
     ManifestError,
     ManifestMismatchError,
     RunManifest,
     check_expected_hashes,
     load_manifest,
 )
-from hbeval_core.runner.plain import PlainAdapter
-from hbeval_core.runner.registry import (
+from hbeval.runner.registry import (
     LAZY_ADAPTERS,
     TargetKindError,
     adapter_kinds,
@@ -27,6 +24,9 @@ from hbeval_core.runner.registry import (
     register_adapter,
     resolve_target,
 )
+from hbeval_core.contract import BudgetExceeded, Budgets, TrialContext
+from hbeval_plain import PlainAdapter
+from hbeval_plain.examples import CarefulAgent, careful
 
 
 def agent(question: str) -> str:
@@ -87,7 +87,7 @@ def test_registered_detector_wins_and_lazy_kinds_need_no_import() -> None:
         assert "special-test" in adapter_kinds()
         assert resolve_target(Special()).adapter_kind == "special-test"
     finally:
-        from hbeval_core.runner import registry
+        from hbeval.runner import registry
 
         registry._REGISTRY.pop("special-test", None)
 

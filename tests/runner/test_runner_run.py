@@ -11,23 +11,22 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.examples.plain_agent import CarefulAgent, careful, naive, tasks
-from hbeval_core.faults import Battery
-from hbeval_core.report.model import validate_report
-from hbeval_core.runner.context import Budgets, InfraError
-from hbeval_core.runner.manifest import ManifestMismatchError, RunManifest
-from hbeval_core.runner.plain import PlainAdapter, ToolCallError, think, tool
-from hbeval_core.runner.run import ProgressUpdate, run_battery
-from hbeval_core.runner.task import Task
-from hbeval_core.scoring import strip_volatile
-from hbeval_core.store import (
+from hbeval.runner.manifest import ManifestMismatchError, RunManifest
+from hbeval.runner.run import ProgressUpdate, run_battery
+from hbeval.scoring import strip_volatile
+from hbeval.scoring._report_model import validate_report
+from hbeval.store import (
     RUN_COMPLETED,
     RUN_INTERRUPTED,
-    MemoryStore,
+    InMemoryStore,
     SQLiteStore,
     open_store,
 )
+from hbeval_core.contract import Budgets, InfraError, Task
+from hbeval_core.faults import Battery
 from hbeval_core.vocab import OUTCOME_FAIL, OUTCOME_INFRA_ERROR, OUTCOME_PASS, OUTCOME_TIMEOUT
+from hbeval_plain import PlainAdapter, ToolCallError, think, tool
+from hbeval_plain.examples import CarefulAgent, careful, naive, tasks
 
 
 def small(n: int = 6) -> Battery:
@@ -157,7 +156,7 @@ def test_resume_after_interrupt_has_no_duplicates(tmp_path: Path) -> None:
     assert strip_volatile(report) == strip_volatile(fresh)
 
 
-class _StopOnceStore(MemoryStore):
+class _StopOnceStore(InMemoryStore):
     """Tears the first trial's write: its attempts are stored, then KeyboardInterrupt, no trial.
 
     The runner writes a trial in one transaction, so this models a store written by a writer
@@ -187,7 +186,7 @@ def test_resume_after_a_torn_write_continues_attempt_numbers() -> None:
 
 
 def test_default_run_id_resumes_unfinished_and_never_reopens_finished() -> None:
-    store = MemoryStore()
+    store = InMemoryStore()
     first = run_battery(None, careful, tasks, small(), trials=1, store=store, agent_id="x")
     second = run_battery(None, careful, tasks, small(), trials=1, store=store, agent_id="x")
     fp = first["fingerprints"]["measurement"]
@@ -209,7 +208,7 @@ def test_infra_error_is_retried_and_every_attempt_kept() -> None:
 
         return agent
 
-    store = MemoryStore()
+    store = InMemoryStore()
     task = Task(id="t", question="hello", required=("ok",))
     report = run_battery(
         None,
@@ -237,7 +236,7 @@ def test_adapter_that_always_raises_ends_as_infra_error_not_a_crash() -> None:
         def run_trial(self, target: Any, task: Task, scenario: Any, plan: Any) -> Any:
             raise RuntimeError("harness bug")
 
-    store = MemoryStore()
+    store = InMemoryStore()
     report = run_battery(
         Broken(), careful, tasks, small(), trials=1, store=store, run_id="b", max_infra_retries=1
     )
@@ -291,7 +290,7 @@ def test_timeout_cuts_the_trial_and_keeps_the_trace_before_the_cut() -> None:
 
         return agent
 
-    store = MemoryStore()
+    store = InMemoryStore()
     task = Task(id="t", question="q", required=("late",))
     one = Battery.hbeval(n_scenarios=6, seed=42, fault_types=["tool_failure"])
     try:
@@ -338,7 +337,7 @@ def test_factory_with_concurrency_matches_serial() -> None:
 
 def test_budget_stops_the_trial_at_the_next_tool_boundary() -> None:
     manifest = RunManifest(budgets=Budgets(max_tool_calls=1))
-    store = MemoryStore()
+    store = InMemoryStore()
     report = run_battery(
         None, careful, tasks, small(), trials=1, store=store, run_id="bud", manifest=manifest
     )
@@ -358,7 +357,7 @@ def test_budget_stops_the_trial_at_the_next_tool_boundary() -> None:
 
 
 def test_manifest_pinning_a_different_fingerprint_is_refused() -> None:
-    store = MemoryStore()
+    store = InMemoryStore()
     manifest = RunManifest(expected_hashes={"measurement_fingerprint": "0000000000000000"})
     with pytest.raises(ManifestMismatchError, match="measurement_fingerprint"):
         run_battery(None, careful, tasks, small(), store=store, manifest=manifest)
@@ -399,7 +398,7 @@ def test_ctrl_c_inside_a_trial_keeps_completed_trials(workers: int) -> None:
 
         return agent
 
-    store = MemoryStore()
+    store = InMemoryStore()
     task = Task(id="t", question="q", required=("ok",))
     with pytest.raises(KeyboardInterrupt):
         run_battery(
@@ -420,7 +419,7 @@ def test_shared_agent_still_busy_after_a_timeout_skips_the_rest() -> None:
             release.wait(5)
             return "late"
 
-    store = MemoryStore()
+    store = InMemoryStore()
     task = Task(id="t", question="q", required=("late",))
     try:
         report = run_battery(

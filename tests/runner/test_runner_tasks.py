@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hbeval_core.runner.loader import TargetError, TaskFileError, load_object, load_tasks
-from hbeval_core.runner.task import ExpectedCall, Task
+from hbeval.runner.loader import TargetError, TaskFileError, load_object, load_tasks
+from hbeval_core.contract import ExpectedCall, Task
 
 CHECKS = """
 def refund_ok(final_state, trace):
@@ -128,7 +128,7 @@ def test_python_references(tmp_path: Path) -> None:
         tmp_path,
         "agent_mod.py",
         """
-        from hbeval_core.runner.task import Task
+        from hbeval_core.contract import Task
         tasks = [Task(id="x", question="q")]
         not_tasks = 3
         mixed = [Task(id="y", question="q"), "oops"]
@@ -139,7 +139,7 @@ def test_python_references(tmp_path: Path) -> None:
     ref = str(tmp_path / "agent_mod.py")
     assert [t.id for t in load_tasks(f"{ref}:tasks")] == ["x"]
     assert load_object(f"{ref}:agent")("hi") == "hi"
-    assert load_tasks("hbeval_core.examples.plain_agent:tasks")[0].id == "refund_damaged"
+    assert load_tasks("hbeval_plain.examples:tasks")[0].id == "refund_damaged"
     with pytest.raises(TaskFileError, match="list of Task"):
         load_tasks(f"{ref}:not_tasks")
     with pytest.raises(TaskFileError, match="#1"):

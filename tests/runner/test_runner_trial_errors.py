@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
+from hbeval.report.terminal import verdict_lines
+from hbeval.runner.run import ProgressUpdate, run_battery
+from hbeval.scoring import report_error
+from hbeval.scoring._report_model import validate_report
+from hbeval.scoring._trial_model import ERROR_CHARS
+from hbeval.store import open_store
+from hbeval_core.contract import Task
 from hbeval_core.faults import Battery
-from hbeval_core.report.model import validate_report
-from hbeval_core.report.terminal import verdict_lines
-from hbeval_core.runner.run import ProgressUpdate, run_battery
-from hbeval_core.runner.task import Task
-from hbeval_core.scoring import report_error
-from hbeval_core.scoring._trial_model import ERROR_CHARS
-from hbeval_core.store import open_store
 
 TASKS = [Task(id="t1", question="What is 2 + 3?", required=("5",))]
 
@@ -88,7 +88,7 @@ def test_a_report_with_an_overlong_error_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_html_tail_shows_a_trial_error_escaped() -> None:
-    from hbeval_core.report.html import render_html
+    from hbeval.report.html import render_html
 
     def hostile(question: str) -> str:
         raise RuntimeError("<script>alert(1)</script> upstream said no")

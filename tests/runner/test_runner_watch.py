@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
+from hbeval.runner._attempts import abandoned_threads
+from hbeval.runner.run import ProgressUpdate, run_battery
+from hbeval.store import RUN_FAILED, RUN_INTERRUPTED, InMemoryStore
+from hbeval_core.contract import Task
 from hbeval_core.faults import Battery
-from hbeval_core.runner._attempts import abandoned_threads
-from hbeval_core.runner.run import ProgressUpdate, run_battery
-from hbeval_core.runner.task import Task
-from hbeval_core.store import RUN_FAILED, RUN_INTERRUPTED, MemoryStore
 from hbeval_core.vocab import OUTCOME_PASS
 
 TASK = Task(id="t", question="q", required=("done",))
@@ -44,7 +44,7 @@ def test_trials_run_on_one_thread_that_also_records_them() -> None:
         progress_threads.append((update.done, threading.current_thread()))
 
     report = run_battery(
-        None, agent, [TASK], small(), trials=2, store=MemoryStore(), timeout=30, progress=progress
+        None, agent, [TASK], small(), trials=2, store=InMemoryStore(), timeout=30, progress=progress
     )
     assert report["outcomes"][OUTCOME_PASS] == 12
     assert len(agent_threads) == 12 and len(set(agent_threads)) == 1
@@ -68,7 +68,7 @@ def test_after_a_cut_a_new_trial_thread_finishes_the_run() -> None:
 
         return agent
 
-    store = MemoryStore()
+    store = InMemoryStore()
     try:
         report = run_battery(
             None, factory, [TASK], small(), trials=1, store=store, run_id="cut", timeout=0.3
@@ -117,7 +117,7 @@ def test_an_attempt_out_of_time_before_its_agent_starts_is_cut_without_running_i
 
         return agent
 
-    store = MemoryStore()
+    store = InMemoryStore()
     report = run_battery(
         None, factory, [TASK], small(), trials=1, store=store, run_id="late", timeout=0.2
     )
@@ -129,7 +129,7 @@ def test_an_attempt_out_of_time_before_its_agent_starts_is_cut_without_running_i
     assert all("before its agent was called" in (a.error or "") for a in late)
 
 
-class _FailingStore(MemoryStore):
+class _FailingStore(InMemoryStore):
     """Refuses the third trial's write."""
 
     def __init__(self) -> None:
@@ -151,7 +151,7 @@ def test_an_error_on_the_trial_thread_is_raised_on_the_callers() -> None:
     assert len(store.list_trials("f")) == 2  # what was recorded stays
 
 
-class _SlowStore(MemoryStore):
+class _SlowStore(InMemoryStore):
     """The second trial's write takes a while; Ctrl-C arrives during it."""
 
     def __init__(self) -> None:

@@ -17,16 +17,16 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from hbeval_core.cli import app
-from hbeval_core.report.html import render_html
+from hbeval.cli import app
+from hbeval.report.html import render_html
 
 runner = CliRunner()
 
 NO_THINK_AGENT = textwrap.dedent(
     '''
     """A plain agent whose tool is faultable but which never records a model turn."""
-    from hbeval_core.runner import Task
-    from hbeval_core.runner.plain import ToolCallError, tool
+    from hbeval_core.contract import Task
+    from hbeval_plain import ToolCallError, tool
 
 
     @tool

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from hbeval_core.cli import app
-from hbeval_core.demo import side_by_side_rows
-from hbeval_core.report.html import render_html
-from hbeval_core.scoring import decide_verdict
+from hbeval.cli import app
+from hbeval.cli._demo import side_by_side_rows
+from hbeval.report.html import render_html
+from hbeval.scoring import decide_verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = str(ROOT / "examples" / "plain_support_agent.py")
@@ -32,7 +32,7 @@ runner = CliRunner()
 UNFAULTABLE_AGENT = textwrap.dedent(
     '''
     """A plain agent whose tool is an ordinary function: no fault can reach it."""
-    from hbeval_core.runner import Task
+    from hbeval_core.contract import Task
 
 
     def lookup_order(order_id):
@@ -162,7 +162,7 @@ def test_passports_without_the_new_verdict_fields_still_verify(
     runs: dict[str, dict[str, Any]],
 ) -> None:
     # A passport signed before verdict_fix and verdict_rule existed: same format, fewer keys.
-    from hbeval_core.report.passport import (
+    from hbeval.report.passport import (
         build_passport,
         generate_private_key,
         render_passport,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from hbeval.scoring._claims import collect_claims
 from hbeval_core.events import Claim
-from hbeval_core.scoring._claims import collect_claims
 
 
 def test_final_state_claim_echoed_as_event_counts_once() -> None:

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.scoring import build_report as _build_report
-from hbeval_core.scoring import strip_volatile
+from hbeval.scoring import build_report as _build_report
+from hbeval.scoring import strip_volatile
 
 
 def build_report(**kwargs: Any) -> dict[str, Any]:

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from hbeval.scoring import score_trial
+from hbeval_core.contract import ExpectedCall, Task, TrialResult
 from hbeval_core.events import (
     ChatMessage,
     Claim,
@@ -21,9 +23,6 @@ from hbeval_core.events import (
     ToolError,
     ToolStart,
 )
-from hbeval_core.runner.protocol import TrialResult
-from hbeval_core.runner.task import ExpectedCall, Task
-from hbeval_core.scoring import score_trial
 
 R = "run-t"
 ERR_503 = "HTTPError: 503 Service Unavailable returned by tool 'lookup_order'"
@@ -589,7 +588,7 @@ def test_verdict_dict_is_deterministic_and_json_ready() -> None:
 
 
 def test_the_verdict_dict_is_the_one_verdict_model() -> None:
-    from hbeval_core.scoring import TrialVerdictModel
+    from hbeval.scoring import TrialVerdictModel
 
     v = score_trial(ORDER_TASK, Scn(), result(careful_recovery()))
     d = v.as_dict()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from hbeval_core.scoring import (
+from hbeval.scoring import (
     composite_a,
     composite_score,
     composite_success,

@@ -14,17 +14,17 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.events import ToolStart, dump_event
-from hbeval_core.store import (
+from hbeval.store import (
     AttemptRecord,
     DuplicateRecordError,
-    MemoryStore,
+    InMemoryStore,
     PostgresStore,
     Recorder,
     SQLiteStore,
     UnknownRunError,
     make_trial_key,
 )
+from hbeval_core.events import ToolStart, dump_event
 from hbeval_core.vocab import NO_FAULT_OBSERVED
 
 from .test_store_recorder import BACKENDS, RUN, make_store, reopen, run_record, trace, trial
@@ -75,7 +75,7 @@ def test_a_bundle_stores_what_the_separate_calls_store(store: Recorder) -> None:
     )
     assert stored == len(first) + len(second)
 
-    separate = MemoryStore()
+    separate = InMemoryStore()
     separate.start_run(run_record())
     separate.record_attempt(attempt(0, "infra_error", infra=True, error="worker died"))
     separate.record_events(RUN, KEY, first, attempt=0)

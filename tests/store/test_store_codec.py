@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, field_serializer
 
+from hbeval.store import _codec
+from hbeval.store._codec import encode_event, encode_events
 from hbeval_core.events import (
     ChatMessage,
     Claim,
@@ -36,8 +38,6 @@ from hbeval_core.events import (
     dump_event,
     parse_event,
 )
-from hbeval_core.store import _codec
-from hbeval_core.store._codec import encode_event, encode_events
 from hbeval_core.vocab import EVENT_KINDS
 
 

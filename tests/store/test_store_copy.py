@@ -9,17 +9,17 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from hbeval_core.cli import app
-from hbeval_core.events import dump_event
-from hbeval_core.runner.demo import run_demo
-from hbeval_core.store import (
+from hbeval.cli import app
+from hbeval.demo import run_demo
+from hbeval.store import (
     DuplicateRecordError,
-    MemoryStore,
+    InMemoryStore,
     RunRecord,
     SQLiteStore,
     copy_store,
     open_store,
 )
+from hbeval_core.events import dump_event
 
 
 def everything(store: Any) -> dict[str, Any]:
@@ -78,7 +78,7 @@ def test_a_demo_run_round_trips_through_postgres(tmp_path: Path, postgres_url: s
 
 
 def test_copy_refuses_a_different_run_under_the_same_id(tmp_path: Path) -> None:
-    src, dst = MemoryStore(), MemoryStore()
+    src, dst = InMemoryStore(), InMemoryStore()
     record = RunRecord(
         run_id="r", agent_id="a", battery="hbeval", measurement_fingerprint="fp", created_at=1.0
     )
@@ -87,7 +87,7 @@ def test_copy_refuses_a_different_run_under_the_same_id(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="measurement_fingerprint"):
         copy_store(src, dst)
     src.record_metrics("r", None, {"pei": 0.5})
-    dst2 = MemoryStore()
+    dst2 = InMemoryStore()
     dst2.start_run(record)
     dst2.record_metrics("r", None, {"pei": 0.25})
     with pytest.raises(DuplicateRecordError, match="never overwritten"):

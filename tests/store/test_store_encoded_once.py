@@ -24,6 +24,17 @@ from typing import Any
 
 import pytest
 
+from hbeval.store import (
+    AttemptRecord,
+    InMemoryStore,
+    PostgresStore,
+    Redactor,
+    SQLiteStore,
+    TrialRecord,
+    make_trial_key,
+    storable_events,
+)
+from hbeval.store._codec import EncodedEvents, encode_events, encoded_events
 from hbeval_core.events import (
     EventBase,
     ModelEnd,
@@ -35,17 +46,6 @@ from hbeval_core.events import (
     Usage,
     dump_event,
 )
-from hbeval_core.store import (
-    AttemptRecord,
-    MemoryStore,
-    PostgresStore,
-    Redactor,
-    SQLiteStore,
-    TrialRecord,
-    make_trial_key,
-    storable_events,
-)
-from hbeval_core.store._codec import EncodedEvents, encode_events, encoded_events
 
 from .test_store_recorder import RUN, run_record
 
@@ -225,7 +225,7 @@ def test_postgres_stores_the_rows_sqlite_stores(tmp_path: Path, postgres_url: st
 
 def test_the_memory_store_keeps_the_same_events() -> None:
     trial, attempts = records()
-    separate, bundle = MemoryStore(), MemoryStore()
+    separate, bundle = InMemoryStore(), InMemoryStore()
     write_separately(separate, trial, attempts)
     write_bundle(bundle, trial, attempts)
     assert [dump_event(e) for e in bundle.iter_events(RUN)] == [
@@ -320,7 +320,7 @@ def test_the_batch_check_answers_as_the_single_one(redactor: Redactor) -> None:
 
 def test_the_name_check_matches_the_regex_alone() -> None:
     """The ASCII shortcut in the secret-name test gives the regex's answer on every text."""
-    from hbeval_core.store._redact import _NAME_CHARS, _NAME_WORD, _has_name_word
+    from hbeval.store._redact import _NAME_CHARS, _NAME_WORD, _has_name_word
 
     redactor = Redactor()
 
@@ -344,7 +344,7 @@ def test_the_name_check_matches_the_regex_alone() -> None:
 
 def test_the_shape_prefilter_finds_every_shape_the_regexes_find() -> None:
     """The literal and gate look-ups before each shape's regex skip only text it cannot match."""
-    from hbeval_core.store._redact import _SHAPES
+    from hbeval.store._redact import _SHAPES
 
     samples = [
         "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----",

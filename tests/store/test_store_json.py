@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
+from hbeval.runner.run import run_battery
+from hbeval.store import InMemoryStore, _json
+from hbeval.store._validate import encode_json
+from hbeval_core.contract import Task
 from hbeval_core.faults import Battery
-from hbeval_core.runner.plain import think, tool
-from hbeval_core.runner.run import run_battery
-from hbeval_core.runner.task import Task
-from hbeval_core.store import MemoryStore, _json
-from hbeval_core.store._validate import encode_json
+from hbeval_plain import think, tool
 
 orjson = pytest.importorskip("orjson")
 
@@ -145,7 +145,7 @@ def agent_factory() -> Any:
 
 
 def test_a_real_report_and_its_verdicts_are_stored_as_the_stdlib_writes_them() -> None:
-    store = MemoryStore()
+    store = InMemoryStore()
     task = Task(id="t", question="summarise", required=("summary",))
     report = run_battery(
         None, agent_factory, [task], Battery.hbeval(n_scenarios=12, seed=3), trials=2,
@@ -165,7 +165,7 @@ def test_an_encoded_verdict_is_written_as_its_text_and_stored_as_the_stdlib_writ
     reports."""
     verdict = {"passed": True, "score": 0.5, "note": "façade"}
     assert _json.dumps(_json.Encoded(verdict, reference(verdict))) == reference(verdict)
-    store = MemoryStore()
+    store = InMemoryStore()
     task = Task(id="t", question="summarise", required=("summary",))
     report = run_battery(
         None, agent_factory, [task], Battery.hbeval(n_scenarios=6, seed=3), trials=2,

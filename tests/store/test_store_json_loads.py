@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.store import _json
+from hbeval.store import _json
 
 msgspec = pytest.importorskip("msgspec")
 

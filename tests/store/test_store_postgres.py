@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.store import (
+from hbeval.store import (
     AttemptRecord,
     DuplicateRecordError,
     PostgresStore,
@@ -15,7 +15,7 @@ from hbeval_core.store import (
     StoreVersionError,
     open_store,
 )
-from hbeval_core.store.postgres import public_url
+from hbeval.store.postgres import public_url
 from hbeval_core.vocab import EVENTS_FORMAT, STORE_SCHEMA_VERSION
 
 from .test_store_recorder import RUN, run_record, trace, trial

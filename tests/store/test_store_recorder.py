@@ -11,6 +11,19 @@ from typing import Any
 
 import pytest
 
+from hbeval.store import (
+    AttemptRecord,
+    DuplicateRecordError,
+    InMemoryStore,
+    PostgresStore,
+    Recorder,
+    RunRecord,
+    SQLiteStore,
+    StoreError,
+    TrialRecord,
+    UnknownRunError,
+    make_trial_key,
+)
 from hbeval_core.events import (
     Claim,
     EventBase,
@@ -27,19 +40,6 @@ from hbeval_core.events import (
     dump_event,
     iter_event_lines,
 )
-from hbeval_core.store import (
-    AttemptRecord,
-    DuplicateRecordError,
-    MemoryStore,
-    PostgresStore,
-    Recorder,
-    RunRecord,
-    SQLiteStore,
-    StoreError,
-    TrialRecord,
-    UnknownRunError,
-    make_trial_key,
-)
 from hbeval_core.vocab import NO_FAULT_OBSERVED, NO_JUDGED_TRIAL
 
 RUN = "run-1"
@@ -54,7 +54,7 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Recorder:
         return SQLiteStore(tmp_path / "hb.db")
     if request.param == "postgres":
         return PostgresStore(request.getfixturevalue("postgres_url"))
-    return MemoryStore()
+    return InMemoryStore()
 
 
 @pytest.fixture(params=BACKENDS)
@@ -307,7 +307,7 @@ def test_odd_values_are_stored_as_dump_event_writes_them(store: Recorder) -> Non
     odd = ToolStart(run_id="r", call_id="c", tool="t", args={"when": datetime(2026, 1, 2)})
     store.record_events(RUN, "s000-t0", [odd])
     got = list(store.iter_events(RUN, "s000-t0"))
-    if not isinstance(store, MemoryStore):  # memory keeps the objects themselves
+    if not isinstance(store, InMemoryStore):  # memory keeps the objects themselves
         assert got == list(iter_event_lines([dump_event(odd)]))
     else:
         assert got == [odd]

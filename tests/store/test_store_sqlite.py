@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-import hbeval_core.store.sqlite as sqlite_store
-from hbeval_core.events import ToolStart
-from hbeval_core.store import (
+import hbeval.store.sqlite as sqlite_store
+from hbeval.store import (
     DEFAULT_PATH,
     RunRecord,
     SQLiteStore,
@@ -18,6 +17,7 @@ from hbeval_core.store import (
     open_store,
     resolve_path,
 )
+from hbeval_core.events import ToolStart
 from hbeval_core.vocab import EVENTS_FORMAT, STORE_SCHEMA_VERSION
 
 TABLES = {"meta", "runs", "trials", "attempts", "event_streams", "event_rows", "metrics", "reports"}

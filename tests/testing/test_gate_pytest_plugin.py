@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hbeval_core.pytest_plugin import assert_gate
+from hbeval.testing.pytest_plugin import assert_gate
 from tests.report.test_report_fixtures import demo, write_json
 
 
@@ -46,7 +46,7 @@ def test_a_project_suite_gates_its_report(tmp_path: Path) -> None:
             "-m",
             "pytest",
             "-p",
-            "hbeval_core.pytest_plugin",
+            "hbeval.testing.pytest_plugin",
             "-p",
             "no:cacheprovider",
             "-q",

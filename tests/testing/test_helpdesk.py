@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from hbeval_core.testing.helpdesk import (
+from hbeval.testing.helpdesk import (
     DIALOGUES,
     FORBIDDEN_TOOL,
     ORDER_ID,

@@ -13,17 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from hbeval_core.pytest_plugin import assert_gate
-from hbeval_core.runner.manifest import source_digests
-from hbeval_core.store import open_store
-from hbeval_core.testing import assert_reliable
+from hbeval.runner.manifest import source_digests
+from hbeval.store import open_store
+from hbeval.testing import assert_reliable
+from hbeval.testing.pytest_plugin import assert_gate
 
 ROOT = Path(__file__).resolve().parents[2]
 Failed = pytest.fail.Exception
 
 AGENT_SOURCE = """
-from hbeval_core.examples.plain_agent import careful as _careful
-from hbeval_core.examples.plain_agent import tasks
+from hbeval_plain.examples import careful as _careful
+from hbeval_plain.examples import tasks
 
 
 def make():
@@ -120,7 +120,7 @@ def test_reuse_takes_a_stored_run_of_the_same_code_and_never_of_changed_code(
 def test_source_digests_cover_the_user_file_and_skip_installed_packages(tmp_path: Path) -> None:
     import json as stdlib_json
 
-    from hbeval_core.runner.loader import load_object
+    from hbeval.runner.loader import load_object
 
     obj = load_object(_agent(tmp_path))
     digests = source_digests(obj, stdlib_json.dumps)
@@ -188,7 +188,7 @@ def test_the_fixture_runs_a_battery_and_reuses_with_the_option(tmp_path: Path) -
                 "-m",
                 "pytest",
                 "-p",
-                "hbeval_core.pytest_plugin",
+                "hbeval.testing.pytest_plugin",
                 "-p",
                 "no:cacheprovider",
                 "-q",

@@ -13,6 +13,7 @@ from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.conditions import MaxMessageTermination
 from autogen_agentchat.teams import RoundRobinGroupChat
 from autogen_core.tools import StaticStreamWorkbench
+
 from hbeval_autogen import (
     AutoGenAdapter,
     HBEvalModelClient,
@@ -22,8 +23,7 @@ from hbeval_autogen import (
     is_instrumented,
     uninstrument,
 )
-
-from hbeval_core.derive import derive_steps
+from hbeval_core.contract import Task
 from hbeval_core.events import (
     ModelEnd,
     ModelStart,
@@ -34,7 +34,7 @@ from hbeval_core.events import (
     dump_event,
     parse_event,
 )
-from hbeval_core.runner.task import Task
+from hbeval_core.live.derive import derive_steps
 from tests.adapters.autogen.test_autogen_fixtures import (
     calls,
     hang_guard,
@@ -305,8 +305,8 @@ def test_usage_is_summed_into_the_trial_result() -> None:
 
 
 def test_the_adapter_implements_the_core_protocol() -> None:
-    from hbeval_core.runner.protocol import Adapter
-    from hbeval_core.runner.registry import detect_adapter, get_adapter
+    from hbeval.runner.registry import detect_adapter, get_adapter
+    from hbeval_core.contract import Adapter
 
     adapter = AutoGenAdapter()
     assert isinstance(adapter, Adapter) and adapter.name == "autogen"

@@ -13,7 +13,7 @@ pytest.importorskip("autogen_agentchat")
 from autogen_agentchat.agents import AssistantAgent, BaseChatAgent
 from autogen_core.tools import BaseTool
 
-from hbeval_core.monitor import Monitor
+from hbeval_core.live.monitor import Monitor
 from tests.adapters.autogen.test_autogen_fixtures import (
     hand_loop_agent,
     hang_guard,

@@ -26,6 +26,7 @@ from autogen_agentchat.teams import RoundRobinGroupChat
 from autogen_core import CancellationToken
 from autogen_core.memory import ListMemory, MemoryContent
 from autogen_core.tools import StaticStreamWorkbench, ToolResult, ToolSchema, Workbench
+
 from hbeval_autogen import (
     SUPPORTED,
     UnsupportedVersionError,
@@ -35,7 +36,6 @@ from hbeval_autogen import (
     is_instrumented,
     uninstrument,
 )
-
 from tests.adapters.autogen.test_autogen_fixtures import (
     hang_guard,
     replay_agent,

@@ -15,10 +15,9 @@ import pytest
 
 pytest.importorskip("autogen_agentchat")
 
+from hbeval.runner.run import run_battery
 from hbeval_autogen import AutoGenAdapter
-
 from hbeval_core.faults import FaultPlan, FaultSpec
-from hbeval_core.runner.run import run_battery
 from tests.adapters.autogen.test_autogen_fixtures import hang_guard
 
 __all__ = ["hang_guard"]
@@ -134,8 +133,8 @@ def test_the_autogen_agents_decide_as_the_plain_agents_of_the_same_world(
     task_id: str, mode: str | None
 ) -> None:
     """One help-desk world: the AutoGen model replays the scripts the plain agents run live."""
-    from hbeval_core.examples import plain_agent
-    from hbeval_core.runner.plain import PlainAdapter
+    from hbeval_plain import PlainAdapter
+    from hbeval_plain import examples as plain_agent
 
     def calls(result: Any) -> list[tuple[str, dict[str, Any]]]:
         return [(e.tool, dict(e.args)) for e in result.events if e.kind == "tool_start"]
@@ -190,7 +189,7 @@ def test_runnable_through_the_cli(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "hbeval_core.cli",
+            "hbeval.cli",
             "battery",
             "run",
             f"{EXAMPLE}:assistant",

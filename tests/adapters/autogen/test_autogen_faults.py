@@ -17,14 +17,13 @@ from autogen_agentchat.conditions import MaxMessageTermination
 from autogen_agentchat.teams import RoundRobinGroupChat
 from autogen_core import CancellationToken
 from autogen_core.tools import ToolResult, ToolSchema, Workbench
-from hbeval_autogen import AutoGenAdapter, Reply, ScriptedChatCompletionClient, capture
 
+from hbeval.scoring import analyse_trace
+from hbeval_autogen import AutoGenAdapter, Reply, ScriptedChatCompletionClient, capture
+from hbeval_core.contract import Budgets, Task, TrialContext, trial_context
 from hbeval_core.events import FaultInjected, Halt, ModelStart, ToolEnd, ToolError, ToolStart
 from hbeval_core.faults import CANARY_TOOL, Battery, FakeClock, FaultInjector, FaultPlan, FaultSpec
-from hbeval_core.monitor import Monitor
-from hbeval_core.runner.context import Budgets, TrialContext, trial_context
-from hbeval_core.runner.task import Task
-from hbeval_core.scoring import analyse_trace
+from hbeval_core.live.monitor import Monitor
 from hbeval_core.vocab import FAULT_MODES
 from tests.adapters.autogen.test_autogen_fixtures import (
     hang_guard,

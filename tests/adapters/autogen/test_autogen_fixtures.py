@@ -25,6 +25,7 @@ from autogen_core import FunctionCall
 from autogen_core.models import CreateResult, RequestUsage
 from autogen_core.tools import FunctionTool
 from autogen_ext.models.replay import ReplayChatCompletionClient
+
 from hbeval_autogen import FUNCTION_CALLING_MODEL_INFO, Reply, ScriptedChatCompletionClient
 
 T = TypeVar("T")

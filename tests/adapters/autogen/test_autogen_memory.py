@@ -13,12 +13,11 @@ from autogen_agentchat.teams import RoundRobinGroupChat
 from autogen_core.memory import ListMemory, Memory, MemoryContent, MemoryMimeType
 from autogen_core.model_context import UnboundedChatCompletionContext
 from autogen_core.models import SystemMessage, UserMessage
-from hbeval_autogen import AutoGenAdapter, EDMMemory, EpisodeBacking, looks_like_instruction
 
+from hbeval_autogen import AutoGenAdapter, EDMMemory, EpisodeBacking, looks_like_instruction
 from hbeval_core.capture import PRECEDENTS_HEADER
+from hbeval_core.contract import Task, TrialContext, trial_context
 from hbeval_core.events import ModelStart, SpanEnd
-from hbeval_core.runner.context import TrialContext, trial_context
-from hbeval_core.runner.task import Task
 from tests.adapters.autogen.test_autogen_fixtures import (
     ListBacking,
     hang_guard,
@@ -228,8 +227,8 @@ def test_looks_like_instruction() -> None:
 
 def test_end_to_end_with_the_real_edm() -> None:
     """Score a trial, admit it to EDM, and the next conversation of that agent recalls it."""
-    from hbeval_core.memory import EDM
-    from hbeval_core.scoring import score_trial
+    from hbeval.memory import EDM
+    from hbeval.scoring import score_trial
     from tests.adapters.autogen.test_autogen_fixtures import obedient_policy
 
     edm = EDM()

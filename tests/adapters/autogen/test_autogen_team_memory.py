@@ -17,11 +17,9 @@ pytest.importorskip("autogen_agentchat")
 from autogen_agentchat.conditions import MaxMessageTermination
 from autogen_agentchat.teams import RoundRobinGroupChat
 from autogen_core.models import SystemMessage
-from hbeval_autogen import AutoGenAdapter, EDMMemory
 
-from hbeval_core.runner.context import TrialContext, trial_context
-from hbeval_core.runner.outcome import outcome_of
-from hbeval_core.runner.task import Task
+from hbeval_autogen import AutoGenAdapter, EDMMemory
+from hbeval_core.contract import Task, TrialContext, outcome_of, trial_context
 from tests.adapters.autogen.test_autogen_fixtures import ListBacking, hang_guard, scripted_agent
 
 __all__ = ["hang_guard"]

@@ -21,12 +21,12 @@ pytest.importorskip("autogen_agentchat")
 
 from autogen_core.tools import FunctionTool
 from autogen_ext.models.replay import ReplayChatCompletionClient
-from hbeval_autogen import FUNCTION_CALLING_MODEL_INFO
 
+from hbeval.runner.run import run_battery
+from hbeval.store import InMemoryStore
+from hbeval_autogen import FUNCTION_CALLING_MODEL_INFO
+from hbeval_core.contract import Task
 from hbeval_core.faults.userbattery import parse_battery
-from hbeval_core.runner.run import run_battery
-from hbeval_core.runner.task import Task
-from hbeval_core.store import MemoryStore
 from tests.adapters.autogen.test_autogen_fixtures import calls
 
 SEED = 42
@@ -110,7 +110,7 @@ def desks() -> Iterator[list[Desk]]:
 
 
 def run(desk: Desk, scenario: dict[str, Any]) -> tuple[str, list[Any]]:
-    store = MemoryStore()
+    store = InMemoryStore()
     agent_class = factory_for(desk)
     battery = parse_battery(
         {"format": "hbeval-battery-file/1", "name": "desk", "scenarios": [scenario]}, seed=SEED

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from hbeval.runner import arun_battery, run_battery
+from hbeval_core.contract import Task
 from hbeval_core.faults import Battery
-from hbeval_core.runner import arun_battery, run_battery
-from hbeval_core.runner.task import Task
 from tests.adapters.crewai import test_crewai_fixtures as fx  # CrewAI, offline
 from tests.adapters.crewai.test_crewai_fixtures import (
     QUESTION_TASK,

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from hbeval_core.contract import Task
 from hbeval_core.events import (
     ModelEnd,
     ModelStart,
@@ -17,7 +18,6 @@ from hbeval_core.events import (
     ToolEnd,
     ToolStart,
 )
-from hbeval_core.runner.task import Task
 from tests.adapters.crewai.test_crewai_fixtures import (
     ORIGINAL_HOME_STATE,
     ran_tools,
@@ -141,6 +141,7 @@ def test_user_hooks_keep_working_and_a_user_block_is_recorded() -> None:
 
 def test_scoped_hooks_the_caller_had_still_fire_inside_a_capture() -> None:
     from crewai.hooks.dispatch import InterceptionPoint, register_scoped, scoped_hooks
+
     from hbeval_crewai import capture
 
     seen: list[str] = []
@@ -154,6 +155,7 @@ def test_scoped_hooks_the_caller_had_still_fire_inside_a_capture() -> None:
 
 def test_instrument_records_every_kickoff_and_uninstrument_restores_everything() -> None:
     from crewai.hooks.dispatch import InterceptionPoint, get_hooks
+
     from hbeval_crewai import capture, instrument, is_instrumented, uninstrument
 
     crew = scripted_crew(native=True)
@@ -231,6 +233,7 @@ def test_pyproject_extra_matches_supported() -> None:
     import pathlib
 
     import tomllib
+
     from hbeval_crewai import SUPPORTED
 
     root = pathlib.Path(__file__).resolve().parents[3]

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from hbeval_core.monitor import Monitor
+from hbeval_core.live.monitor import Monitor
 from tests.adapters.crewai.test_crewai_fixtures import (
     _DECORATED_RUNS,
     decorated_ran_tools,

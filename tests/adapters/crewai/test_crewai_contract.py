@@ -171,7 +171,7 @@ def test_contract_execution_end_fires_on_a_failed_kickoff() -> None:
 
 
 def test_contract_model_call_errors_leave_kickoff() -> None:
-    from hbeval_core.monitor import SafeHaltError
+    from hbeval_core.live.monitor import SafeHaltError
 
     class Raising(ScriptedLLM):
         def call(self, *args: Any, **kwargs: Any) -> Any:
@@ -292,6 +292,7 @@ def test_contract_react_observation_is_appended_to_the_reply_text() -> None:
 
 def test_contract_crewai_error_texts() -> None:
     from crewai.utilities.i18n import I18N_DEFAULT
+
     from hbeval_crewai._convert import crewai_error_kind
     from hbeval_crewai._convert import error_markers as _markers
 

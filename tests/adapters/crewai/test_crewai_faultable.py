@@ -11,13 +11,11 @@ from typing import Any
 
 import pytest
 
+from hbeval_core.contract import FakeClock, Task, TrialContext, trial_context
 from hbeval_core.events import FaultInjected
 from hbeval_core.faults import faultable
-from hbeval_core.faults.clock import FakeClock
 from hbeval_core.faults.plans import FaultPlan, FaultSpec
 from hbeval_core.faults.runtime import FaultInjector
-from hbeval_core.runner.context import TrialContext, trial_context
-from hbeval_core.runner.task import Task
 from tests.adapters.crewai.test_crewai_fixtures import (
     QUESTION_TASK,
     STANDARD_SCRIPT,

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from hbeval_core.contract import Task
 from hbeval_core.events import ModelStart
-from hbeval_core.runner.task import Task
 from tests.adapters.crewai.test_crewai_fixtures import scripted_crew
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -35,16 +35,15 @@ class TinyMemory:
 
 
 def _example() -> Any:
-    from hbeval_core.runner.loader import load_module
+    from hbeval.runner.loader import load_module
 
     return load_module(str(EXAMPLE))
 
 
 @pytest.mark.parametrize("native", [False, True], ids=["react", "native"])
 def test_memory_precedents_reach_the_first_model_call_only(native: bool) -> None:
-    from hbeval_crewai import CrewAIAdapter, Memory
-
     from hbeval_core.capture import PRECEDENTS_HEADER
+    from hbeval_crewai import CrewAIAdapter, Memory
 
     memory = TinyMemory(["Order lookups fail on Mondays; retry the archive."])
     assert isinstance(memory, Memory)
@@ -67,9 +66,8 @@ def test_memory_precedents_reach_the_first_model_call_only(native: bool) -> None
 
 
 def test_fault_run_on_an_unchanged_crew_file_yields_receipts_and_admits_to_memory() -> None:
-    from hbeval_crewai import FaultRun, ListMemory
-
     from hbeval_core.faults import Battery
+    from hbeval_crewai import FaultRun, ListMemory
 
     example = _example()
     memory = ListMemory()
@@ -98,7 +96,7 @@ def test_fault_run_on_an_unchanged_crew_file_yields_receipts_and_admits_to_memor
 def test_cli_battery_run_detects_the_crew(tmp_path: Path, target: str) -> None:
     from typer.testing import CliRunner
 
-    from hbeval_core.cli import app
+    from hbeval.cli import app
 
     out = tmp_path / "report.json"
     result = CliRunner().invoke(
@@ -125,9 +123,8 @@ def test_cli_battery_run_detects_the_crew(tmp_path: Path, target: str) -> None:
 
 
 def test_careful_and_naive_differ_where_the_battery_looks() -> None:
-    from hbeval_crewai import FaultRun
-
     from hbeval_core.faults import Battery
+    from hbeval_crewai import FaultRun
 
     example = _example()
     battery = Battery.hbeval(10, seed=7)
@@ -149,10 +146,9 @@ def test_careful_and_naive_differ_where_the_battery_looks() -> None:
 
 
 def test_fault_run_admits_into_evaluation_driven_memory(tmp_path: Path) -> None:
-    from hbeval_crewai import FaultRun
-
+    from hbeval.memory import open_edm
     from hbeval_core.faults import Battery
-    from hbeval_core.memory import open_edm
+    from hbeval_crewai import FaultRun
 
     example = _example()
     edm = open_edm(tmp_path / "edm.db")

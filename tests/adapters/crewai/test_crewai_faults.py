@@ -6,12 +6,11 @@ from typing import Any
 
 import pytest
 
+from hbeval.scoring import analyse_trace
+from hbeval_core.contract import FakeClock, Task
 from hbeval_core.events import FaultInjected, ModelStart, ToolEnd, ToolError
-from hbeval_core.faults.clock import FakeClock
 from hbeval_core.faults.plans import FaultPlan, FaultSpec
 from hbeval_core.faults.runtime import FaultInjector, InjectedCrash, planted_instruction
-from hbeval_core.runner.task import Task
-from hbeval_core.scoring import analyse_trace
 from hbeval_core.vocab import FAULT_MODES, LATENCY
 from tests.adapters.crewai.test_crewai_fixtures import ran_tools, scripted_crew
 

@@ -16,6 +16,7 @@ import os
 from typing import Any
 
 import pytest
+
 from hbeval_crewai import offline_environment
 
 _REAL_HOME = os.path.expanduser("~")
@@ -36,8 +37,9 @@ crewai = pytest.importorskip("crewai")
 
 from crewai import Agent, Crew, Process, Task  # noqa: E402
 from crewai.tools import BaseTool  # noqa: E402
-from hbeval_crewai.testing import ScriptedLLM  # noqa: E402
 from pydantic import BaseModel, Field  # noqa: E402
+
+from hbeval_crewai.testing import ScriptedLLM  # noqa: E402
 
 QUESTION_TASK = "Answer this: {question}"
 """Task description of the scripted crew; a battery question is interpolated into it."""

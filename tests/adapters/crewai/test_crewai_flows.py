@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from hbeval_core.cli import app
-from hbeval_core.derive import derive_steps
+from hbeval.cli import app
+from hbeval.scoring import analyse_trace
+from hbeval_core.contract import Task
 from hbeval_core.events import FaultInjected, ModelStart, RunEnd, RunStart
 from hbeval_core.faults.plans import FaultPlan, FaultSpec
 from hbeval_core.faults.runtime import FaultInjector
-from hbeval_core.runner import Task
-from hbeval_core.scoring import analyse_trace
+from hbeval_core.live.derive import derive_steps
 
 # The fixtures put CrewAI offline before anything imports it.
 from tests.adapters.crewai.test_crewai_fixtures import (
@@ -53,6 +53,7 @@ def run(target: Any, fault_on: str | None = None) -> Any:
 
 def test_a_flow_is_a_target_and_its_crews_are_recorded_as_one_trial() -> None:
     from crewai.flow.flow import Flow
+
     from hbeval_crewai import is_crewai_target, resolve_crew
 
     flow = standard_flow()

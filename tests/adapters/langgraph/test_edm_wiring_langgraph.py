@@ -20,17 +20,16 @@ import pytest
 
 pytest.importorskip("langgraph")
 
+from hbeval.memory import DEFERRAL_PREFIX, EDM, EDM_METRICS, open_edm
+from hbeval.runner.run import run_battery
+from hbeval.scoring import strip_volatile
+from hbeval.store import InMemoryStore, open_store
+from hbeval_core.contract import ATTR_MEMORY_RECALL, PRECEDENTS_HEADER
+from hbeval_core.faults import Battery
+from hbeval_core.live.monitor import Directive
+from hbeval_core.vocab import DIRECTIVE_REPLAN, OUTCOME_PASS
 from hbeval_langgraph import LangGraphAdapter
 from hbeval_langgraph.examples import careful, naive, tasks
-
-from hbeval_core.faults import Battery
-from hbeval_core.memory import DEFERRAL_PREFIX, EDM, EDM_METRICS, open_edm
-from hbeval_core.memory._adapters import ATTR_MEMORY_RECALL, PRECEDENTS_HEADER
-from hbeval_core.monitor import Directive
-from hbeval_core.runner.run import run_battery
-from hbeval_core.scoring import strip_volatile
-from hbeval_core.store import MemoryStore, open_store
-from hbeval_core.vocab import DIRECTIVE_REPLAN, OUTCOME_PASS
 from tests.memory.test_edm_wiring_runner import expected_route
 
 SCENARIOS = 6
@@ -289,7 +288,7 @@ def test_an_empty_memory_leaves_the_report_unchanged() -> None:
         tasks,
         battery(),
         trials=1,
-        store=MemoryStore(),
+        store=InMemoryStore(),
         agent_id="careful-a",
         run_id="same",
         memory=EDM(),
@@ -300,7 +299,7 @@ def test_an_empty_memory_leaves_the_report_unchanged() -> None:
         tasks,
         battery(),
         trials=1,
-        store=MemoryStore(),
+        store=InMemoryStore(),
         agent_id="careful-a",
         run_id="same",
     )
@@ -323,7 +322,7 @@ class _Broken:
 
 
 def test_a_failing_memory_never_breaks_the_langgraph_run() -> None:
-    store = MemoryStore()
+    store = InMemoryStore()
     records: list[dict[str, Any]] = []
     report = run_battery(
         None,
@@ -343,7 +342,7 @@ def test_a_failing_memory_never_breaks_the_langgraph_run() -> None:
         tasks,
         battery(),
         trials=1,
-        store=MemoryStore(),
+        store=InMemoryStore(),
         agent_id="careful-a",
         run_id="broken",
     )

@@ -12,6 +12,13 @@ import pytest
 
 pytest.importorskip("langgraph")
 
+from langchain_core.messages import HumanMessage
+
+from hbeval_core.contract import Task
+from hbeval_core.events import FaultInjected, RunStart, ToolStart
+from hbeval_core.faults.plans import FaultPlan, FaultSpec
+from hbeval_core.faults.runtime import FaultInjector
+from hbeval_core.live.derive import derive_steps
 from hbeval_langgraph import (
     HBEvalCallbackHandler,
     LangGraphAdapter,
@@ -20,13 +27,6 @@ from hbeval_langgraph import (
     tool_faults,
 )
 from hbeval_langgraph.examples import FORBIDDEN_TOOL, careful, naive, tasks
-from langchain_core.messages import HumanMessage
-
-from hbeval_core.derive import derive_steps
-from hbeval_core.events import FaultInjected, RunStart, ToolStart
-from hbeval_core.faults.plans import FaultPlan, FaultSpec
-from hbeval_core.faults.runtime import FaultInjector
-from hbeval_core.runner.task import Task
 from tests.adapters.langgraph.test_langgraph_fixtures import scripted_agent
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -49,7 +49,7 @@ class TestDetection:
         assert not is_langgraph_target(42)
 
     def test_registry_picks_the_adapter(self) -> None:
-        from hbeval_core.runner.registry import detect_adapter, get_adapter, resolve_target
+        from hbeval.runner.registry import detect_adapter, get_adapter, resolve_target
 
         assert detect_adapter(scripted_agent()) == "langgraph"
         assert isinstance(get_adapter("langgraph"), LangGraphAdapter)
@@ -175,7 +175,7 @@ class TestExampleAgents:
 
 
 def test_small_battery_through_run_battery() -> None:
-    run_battery = pytest.importorskip("hbeval_core.runner.run").run_battery
+    run_battery = pytest.importorskip("hbeval.runner.run").run_battery
     from hbeval_core.faults import Battery
 
     reports = {
@@ -218,13 +218,13 @@ def test_importing_the_adapter_loads_no_framework() -> None:
 
 
 def test_cli_battery_run_on_the_example(tmp_path: Path) -> None:
-    pytest.importorskip("hbeval_core.runner.cli_battery")
+    pytest.importorskip("hbeval.cli._battery")
     out = tmp_path / "report.json"
     proc = subprocess.run(
         [
             sys.executable,
             "-m",
-            "hbeval_core.cli",
+            "hbeval.cli",
             "battery",
             "run",
             str(ROOT / "examples" / "langgraph_support_agent.py") + ":careful",

@@ -14,7 +14,6 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from hbeval_langgraph import LangGraphAdapter
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -22,13 +21,13 @@ from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send, interrupt
 
-from hbeval_core.derive import derive_steps
+from hbeval.scoring import analyse_trace
+from hbeval_core.contract import Task, outcome_of
 from hbeval_core.events import FaultInjected, RunStart, ToolStart
 from hbeval_core.faults.plans import FaultPlan, FaultSpec
 from hbeval_core.faults.runtime import FaultInjector
-from hbeval_core.runner import Task
-from hbeval_core.runner.outcome import outcome_of
-from hbeval_core.scoring import analyse_trace
+from hbeval_core.live.derive import derive_steps
+from hbeval_langgraph import LangGraphAdapter
 
 RAN: list[str] = []
 

@@ -22,10 +22,10 @@ from langchain_core.tools import tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
+from hbeval.runner.run import run_battery
+from hbeval.store import InMemoryStore
+from hbeval_core.contract import Task
 from hbeval_core.faults import Battery
-from hbeval_core.runner.run import run_battery
-from hbeval_core.runner.task import Task
-from hbeval_core.store import MemoryStore
 
 release = threading.Event()
 calls = {"n": 0}
@@ -78,7 +78,7 @@ def factory() -> Any:
 
 
 def test_a_named_adapter_runs_a_hand_built_graph_and_a_cut_trial_keeps_its_trace() -> None:
-    store = MemoryStore()
+    store = InMemoryStore()
     task = Task(id="stock", question="check stock", required=("done",))
     try:
         report = run_battery(

@@ -11,15 +11,6 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from hbeval_langgraph import (
-    HBEvalCallbackHandler,
-    capture,
-    current_handler,
-    instrument,
-    is_instrumented,
-    tool_faults,
-    uninstrument,
-)
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import StructuredTool, ToolException
 from langgraph.graph import END, START, StateGraph
@@ -40,7 +31,16 @@ from hbeval_core.events import (
 )
 from hbeval_core.faults.plans import FaultPlan, FaultSpec
 from hbeval_core.faults.runtime import FaultInjector
-from hbeval_core.monitor import Monitor
+from hbeval_core.live.monitor import Monitor
+from hbeval_langgraph import (
+    HBEvalCallbackHandler,
+    capture,
+    current_handler,
+    instrument,
+    is_instrumented,
+    tool_faults,
+    uninstrument,
+)
 from tests.adapters.langgraph.test_langgraph_fixtures import (
     PARALLEL_SCRIPT,
     ScriptedChatModel,
@@ -398,8 +398,9 @@ class TestNoCodeChange:
         assert kinds(handler.events) == kinds(mine.events)
 
     def test_hook_is_registered_once(self) -> None:
-        from hbeval_langgraph._hook import HANDLER_VAR
         from langchain_core.tracers import context as lc_context
+
+        from hbeval_langgraph._hook import HANDLER_VAR
 
         with capture():
             pass
@@ -472,7 +473,7 @@ class TestLiveSignals:
         plan = FaultPlan(
             id="p", seed=1, faults=(FaultSpec(id="f", target="*", mode="error_5xx", on_calls=(0,)),)
         )
-        from hbeval_core.monitor import SafeHaltError
+        from hbeval_core.live.monitor import SafeHaltError
 
         with tool_faults(graph, FaultInjector(plan, enabled=True)), pytest.raises(SafeHaltError):
             graph.invoke(inputs(), config={"callbacks": [handler]})
@@ -516,7 +517,7 @@ class TestLiveSignals:
             ],
         )
         monitor = Monitor(enforce=True, halt_policy={"metric": "frr", "below": 0.5, "for_steps": 1})
-        from hbeval_core.monitor import SafeHaltError
+        from hbeval_core.live.monitor import SafeHaltError
 
         with pytest.raises(SafeHaltError):
             graph.invoke(inputs(), config={"callbacks": [HBEvalCallbackHandler(monitor=monitor)]})
@@ -547,7 +548,7 @@ class TestLiveSignals:
         plan = FaultPlan(
             id="p", seed=1, faults=(FaultSpec(id="f", target="*", mode="error_5xx", on_calls=(0,)),)
         )
-        from hbeval_core.monitor import SafeHaltError
+        from hbeval_core.live.monitor import SafeHaltError
 
         with tool_faults(graph, FaultInjector(plan, enabled=True)), pytest.raises(SafeHaltError):
             graph.invoke(inputs(), config={"callbacks": [handler]})

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from hbeval_core.monitor import Monitor
+from hbeval_core.live.monitor import Monitor
 from tests.adapters.langgraph.test_langgraph_fixtures import (
     custom_node_agent,
     inputs,
@@ -65,9 +65,10 @@ class TestLangGraphConformance(AdapterConformance):
             yield
 
     def patched_attributes(self, target: Any) -> dict[str, Callable[[], Any]]:
+        from langchain_core.tracers import context as lc_context
+
         from hbeval_langgraph import find_tool_nodes
         from hbeval_langgraph._hook import HANDLER_VAR
-        from langchain_core.tracers import context as lc_context
 
         getters: dict[str, Callable[[], Any]] = {
             "langchain configure hooks list": lambda: lc_context._configure_hooks,

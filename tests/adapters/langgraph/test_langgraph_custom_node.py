@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from hbeval_core.runner.run import run_battery
+from hbeval.runner.run import run_battery
 
 AGENT = (
     Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "langgraph_custom_node_agent.py"

@@ -10,6 +10,18 @@ import pytest
 
 pytest.importorskip("langgraph")
 
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+
+from hbeval.scoring import analyse_trace
+from hbeval_core.contract import FakeClock
+from hbeval_core.events import FaultInjected, ModelStart, RunEnd, ToolEnd, ToolError, ToolStart
+from hbeval_core.faults.plans import CascadePlan, CascadeStage, FaultPlan, FaultSpec
+from hbeval_core.faults.runtime import FaultInjector, InjectedCrash
+from hbeval_core.vocab import ENV_ALLOW_FAULT_INJECTION
 from hbeval_langgraph import (
     HBEvalCallbackHandler,
     HBEvalFaultMiddleware,
@@ -19,18 +31,6 @@ from hbeval_langgraph import (
     tool_faults,
     wrap_node,
 )
-from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware
-from langchain_core.messages import AIMessage, ToolMessage
-from langgraph.graph import END, START, StateGraph
-from langgraph.graph.message import add_messages
-
-from hbeval_core.events import FaultInjected, ModelStart, RunEnd, ToolEnd, ToolError, ToolStart
-from hbeval_core.faults.clock import FakeClock
-from hbeval_core.faults.plans import CascadePlan, CascadeStage, FaultPlan, FaultSpec
-from hbeval_core.faults.runtime import FaultInjector, InjectedCrash
-from hbeval_core.scoring import analyse_trace
-from hbeval_core.vocab import ENV_ALLOW_FAULT_INJECTION
 from tests.adapters.langgraph.test_langgraph_fixtures import (
     TWO_TOOL_SCRIPT,
     ScriptedChatModel,

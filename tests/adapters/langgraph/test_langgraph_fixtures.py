@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from hbeval_langgraph.testing import ScriptedChatModel, tool_call
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool
+
+from hbeval_langgraph.testing import ScriptedChatModel, tool_call
 
 call = tool_call
 

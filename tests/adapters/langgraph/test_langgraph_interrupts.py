@@ -16,7 +16,6 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from hbeval_langgraph import LangGraphAdapter
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -27,14 +26,15 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, interrupt
 from typer.testing import CliRunner
 
-from hbeval_core.cli import app
-from hbeval_core.derive import derive_steps
+from hbeval.cli import app
+from hbeval.runner import load_tasks
+from hbeval.scoring import analyse_trace, score_trial
+from hbeval_core.contract import Outcome, Task, outcome_of
 from hbeval_core.events import FaultInjected, RunEnd, RunStart
 from hbeval_core.faults.plans import FaultPlan, FaultSpec
 from hbeval_core.faults.runtime import FaultInjector
-from hbeval_core.runner import Outcome, Task, load_tasks
-from hbeval_core.runner.outcome import outcome_of
-from hbeval_core.scoring import analyse_trace, score_trial
+from hbeval_core.live.derive import derive_steps
+from hbeval_langgraph import LangGraphAdapter
 
 REFUNDS: list[dict[str, Any]] = []
 
@@ -235,7 +235,7 @@ def test_a_task_file_gives_resume_values_and_the_battery_runs_them(tmp_path: Pat
 
 
 def test_a_bad_resume_field_is_refused_with_its_name(tmp_path: Path) -> None:
-    from hbeval_core.runner import TaskFileError
+    from hbeval.runner import TaskFileError
 
     (tmp_path / "t.yaml").write_text("- {id: a, question: q, resume: approve}\n", encoding="utf-8")
     with pytest.raises(TaskFileError, match=r"field 'resume'.*must be a list"):

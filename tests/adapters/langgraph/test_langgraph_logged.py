@@ -19,12 +19,12 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from hbeval_langgraph import HBEvalCallbackHandler
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import StructuredTool, ToolException
 
 from hbeval_core.events import Directive, RunEnd, RunStart, ToolEnd, dump_event
-from hbeval_core.monitor import Monitor
+from hbeval_core.live.monitor import Monitor
+from hbeval_langgraph import HBEvalCallbackHandler
 from tests.adapters.langgraph.test_langgraph_fixtures import (
     PARALLEL_SCRIPT,
     call,
@@ -123,8 +123,9 @@ def test_logged_records_what_live_records(make: Any, ordered: bool) -> None:
 def test_monitor_signals_are_recorded_in_place() -> None:
     """Failing tool calls make the stock monitor re-plan: the directive events sit where the
     live handler put them, stamped when their step happened, not when the log was read."""
-    from hbeval_langgraph.testing import ScriptedChatModel
     from langchain.agents import create_agent
+
+    from hbeval_langgraph.testing import ScriptedChatModel
 
     spans: dict[str, tuple[float, float]] = {}
 
@@ -157,8 +158,9 @@ def test_times_are_when_each_callback_came() -> None:
         time.sleep(0.03)
         return "ok"
 
-    from hbeval_langgraph.testing import ScriptedChatModel
     from langchain.agents import create_agent
+
+    from hbeval_langgraph.testing import ScriptedChatModel
 
     script = [AIMessage("", tool_calls=[call("slow", {"query": "x"}, "c1")]), AIMessage("done")]
     graph = create_agent(ScriptedChatModel(responses=script), [StructuredTool.from_function(slow)])

@@ -10,12 +10,12 @@ import uuid
 from typing import Any
 from uuid import UUID
 
-from hbeval_langgraph import HBEvalCallbackHandler
-from hbeval_langgraph._runs import uuid_text
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.utils.uuid import uuid7
 
 from hbeval_core.vocab import ATTR_FRAMEWORK_RUN_ID
+from hbeval_langgraph import HBEvalCallbackHandler
+from hbeval_langgraph._runs import uuid_text
 from tests.adapters.langgraph.test_langgraph_fixtures import inputs, scripted_agent
 
 

@@ -9,16 +9,16 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from hbeval_langgraph import capture, tool_faults
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Send
 
+from hbeval.scoring import analyse_trace
 from hbeval_core.events import FaultInjected, ToolEnd, ToolStart
 from hbeval_core.faults.plans import FaultPlan, FaultSpec
 from hbeval_core.faults.runtime import FaultInjector
-from hbeval_core.scoring import analyse_trace
+from hbeval_langgraph import capture, tool_faults
 from tests.adapters.langgraph.test_langgraph_fixtures import (
     PARALLEL_SCRIPT,
     TWO_TOOL_SCRIPT,

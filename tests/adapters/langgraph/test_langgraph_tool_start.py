@@ -27,12 +27,11 @@ from langchain_core.tools import tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from hbeval_core.contract import SystemClock
+from hbeval.runner.run import run_battery
+from hbeval.store import InMemoryStore
+from hbeval_core.contract import SystemClock, Task
 from hbeval_core.faults.boundary import faultable
 from hbeval_core.faults.userbattery import parse_battery
-from hbeval_core.runner.run import run_battery
-from hbeval_core.runner.task import Task
-from hbeval_core.store import MemoryStore
 
 SEED = 42
 TASK = Task(id="stock", question="check stock", required=("done",))
@@ -150,7 +149,7 @@ def shelves() -> Iterator[list[Shelf]]:
 
 
 def run(style: str, shelf: Shelf, *scenarios: dict[str, Any], **kwargs: Any) -> tuple[Any, ...]:
-    store = MemoryStore()
+    store = InMemoryStore()
     report = run_battery(
         "langgraph", graph_factory(style, shelf), [TASK], battery(*scenarios), trials=1,
         seed=SEED, store=store, run_id="shelf", timeout=0.5, max_infra_retries=0, **kwargs,

@@ -23,10 +23,10 @@ from langchain_core.tools import tool
 from langgraph.graph import MessagesState
 from langgraph.prebuilt import ToolNode
 
+from hbeval.runner.run import run_battery
+from hbeval.store import InMemoryStore
 from hbeval_core.contract import SystemClock
 from hbeval_core.faults.boundary import faultable
-from hbeval_core.runner.run import run_battery
-from hbeval_core.store import MemoryStore
 
 from .test_langgraph_tool_start import (
     ELSEWHERE,
@@ -102,7 +102,7 @@ def shelves() -> Iterator[list[AsyncShelf]]:
 
 
 def run(style: str, shelf: AsyncShelf, *scenarios: dict[str, Any], **kwargs: Any) -> Any:
-    store = MemoryStore()
+    store = InMemoryStore()
     report = run_battery(
         "langgraph", async_graph_factory(style, shelf), [TASK], battery(*scenarios), trials=1,
         seed=SEED, store=store, run_id="shelf", timeout=0.5, max_infra_retries=0, **kwargs,

@@ -6,14 +6,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from hbeval.runner.run import run_battery
+from hbeval_core.contract import Task
 from hbeval_core.events import FaultInjected, ToolStart
 from hbeval_core.faults import faultable
 from hbeval_core.faults.battery import Battery
 from hbeval_core.faults.plans import FaultPlan, FaultSpec
 from hbeval_core.faults.runtime import FaultInjector
-from hbeval_core.runner.plain import PlainAdapter
-from hbeval_core.runner.run import run_battery
-from hbeval_core.runner.task import Task
+from hbeval_plain import PlainAdapter
 
 RAN: list[str] = []
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from hbeval_core.faults import ToolCallError, faultable
-from hbeval_core.monitor import Monitor
-from hbeval_core.runner.plain import PlainAdapter, think, tool
+from hbeval_core.live.monitor import Monitor
+from hbeval_plain import PlainAdapter, think, tool
 from tests.conformance import AdapterConformance, CaptureBoom
 
 
@@ -97,7 +97,7 @@ class TestPlainConformance(AdapterConformance):
 
     @contextmanager
     def broken_capture(self) -> Iterator[None]:
-        from hbeval_core.runner import plain
+        from hbeval_plain import _scope as plain
 
         def boom(*args: Any, **kwargs: Any) -> Any:
             raise CaptureBoom("capture failed")

@@ -1,0 +1,683 @@
+"""Recordings in, one stored hbeval run out: read every file, score every trial, then store.
+
+Rules of an imported run (importer version ``IMPORTER_VERSION``):
+
+* **All or nothing.** Every file is read and checked before anything is written; a file that
+  cannot be read refuses the whole import (:class:`ImportRefused` names file, line and field).
+* **Trials.** Each recorded agent run is a trial of its task; tasks keep the recording's ids
+  and get scenario indices in the order they first appear. A (task, trial) pair seen twice
+  (the same task set imported from two files) takes the next free trial index.
+* **Pass.** The recording's own success label decides (tau-bench's reward 1.0). Formats with no
+  label (Pi, DSH) leave every pass figure undefined (``no_success_label``), unless a labels file
+  maps the trials' source ids (or task ids) to outcomes.
+* **Faults.** Nothing was injected. A trial whose recording shows a tool call failing is
+  faulted on that observation (``fault_basis`` "observed_error"), so the report's FRR is the
+  share of such trials that still passed, and the reliability gap compares trials without a
+  tool error (nominal) with trials with one. IRS judges deliberate handling of injected faults
+  and stays undefined; so does the security gate (no attack was planted).
+* **Fingerprint.** ``measurement`` = fingerprint of {kind "import", format, importer version,
+  sorted source sha256s, derive version, and options that change the trials (OTLP grouping by
+  session) when set}: an imported run is never compared with a battery run, nor with an import
+  of other recordings. The manifest keeps every file's sha256.
+* **Stored as the runner stores.** Each trial's events pass through ``storable_events`` with
+  a ``Redactor`` before they are scored and stored, exactly as a battery trial's do: secrets
+  are redacted, tool results capped, and values no store can hold (a lone surrogate, a NaN, an
+  endless integer) replaced, each rebuilt event saying what changed (``attrs.sanitised``). One
+  bad value in a foreign recording changes that value, not the import. The report's ``source``
+  block counts the changes (``stored_changes``).
+* **Provenance.** Each tool call says how its outcome and its link to the issuing reply were
+  derived (``_common.OBSERVED_ERROR`` / ``ABSENCE_OF_ERROR`` / ``INFERRED``; ``LINK_*``); the
+  report's ``source`` block counts them and names the figures resting on inferred fields.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from hbeval_core.fingerprint import fingerprint
+from hbeval_core.vocab import (
+    DERIVE_VERSION,
+    FAULT_BASIS_OBSERVED,
+    METHODOLOGY_B,
+    NO_SUCCESS_LABEL,
+    NOT_MEASURED,
+    OUTCOME_FAIL,
+    OUTCOME_PASS,
+    OUTCOME_SKIPPED,
+    PASS_UNVERIFIABLE,
+    SCORING_VERSION,
+)
+
+from ._common import (
+    ImportedTrial,
+    ImportRefused,
+    Skipped,
+    count_derivations,
+    finite_reward,
+    inferred_figures,
+)
+
+IMPORTER_VERSION = "hbeval-import/1"
+"""Version of the import rules; part of every imported run's measurement fingerprint."""
+
+FAULT_TYPE_OBSERVED = "observed_tool_error"
+FAULT_TYPE_NONE = "none"
+
+Reader = Callable[[str, bytes, Callable[[str, int], str], list[Skipped]], list[ImportedTrial]]
+Combiner = Callable[[list[ImportedTrial], list[Skipped]], list[ImportedTrial]]
+"""Joins trials read from several files (DSH nests sub-agent sessions in their parent's run)."""
+
+
+@dataclass
+class ImportSummary:
+    """What an import stored (or found already stored): the ``--json`` object of ``import``."""
+
+    run_id: str
+    format: str
+    agent_id: str
+    measurement_fingerprint: str
+    tasks: int
+    trials: int
+    tool_calls: int
+    tool_errors: int
+    model_calls: int
+    labelled: bool
+    files: list[dict[str, Any]]
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    already_imported: bool = False
+    report: dict[str, Any] | None = None
+    derivation: dict[str, dict[str, int]] = field(default_factory=dict)
+    inferred_figures: dict[str, str] = field(default_factory=dict)
+    stored_changes: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form (without the report)."""
+        return {
+            "run_id": self.run_id,
+            "run_ids": [self.run_id],
+            "format": self.format,
+            "agent_id": self.agent_id,
+            "measurement_fingerprint": self.measurement_fingerprint,
+            "tasks": self.tasks,
+            "trials": self.trials,
+            "tool_calls": self.tool_calls,
+            "tool_errors": self.tool_errors,
+            "model_calls": self.model_calls,
+            "labelled": self.labelled,
+            "files": self.files,
+            "skipped": self.skipped,
+            "already_imported": self.already_imported,
+            "derivation": self.derivation,
+            "inferred_figures": self.inferred_figures,
+            "stored_changes": self.stored_changes,
+        }
+
+
+@dataclass
+class SourceFile:
+    """One recording file as read: where, its bytes and their sha256."""
+
+    path: str
+    data: bytes
+    sha256: str
+
+    def entry(self) -> dict[str, Any]:
+        """The manifest's entry for this file."""
+        return {"path": self.path, "sha256": self.sha256, "bytes": len(self.data)}
+
+
+def read_source(path: Path) -> SourceFile:
+    """Read a file once; its sha256 is of the bytes as stored (compressed files included)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ImportRefused(str(path), f"cannot read: {exc.strerror or exc}") from None
+    return SourceFile(str(path), data, hashlib.sha256(data).hexdigest())
+
+
+def measurement_fingerprint(
+    fmt: str, sources: Sequence[SourceFile], options: Mapping[str, Any] | None = None
+) -> str:
+    """The measurement fingerprint of an import of ``sources`` in format ``fmt``.
+
+    ``options`` that change which trials a recording yields (OTLP's grouping by session) are
+    part of it; the defaults add nothing, so fingerprints of default imports never change.
+    """
+    spec: dict[str, Any] = {
+        "kind": "import",
+        "format": fmt,
+        "importer": IMPORTER_VERSION,
+        "sources": sorted(s.sha256 for s in sources),
+        "derive": DERIVE_VERSION,
+    }
+    if options:
+        spec["options"] = dict(options)
+    return fingerprint(spec)
+
+
+_LABEL_WORDS = {"pass": True, "passed": True, "fail": False, "failed": False}
+
+
+def read_labels(path: Path) -> tuple[dict[str, bool], str]:
+    """A labels file: a JSON object mapping source ids (or task ids) to an outcome.
+
+    An outcome is true/false, 1/0 (a reward: 1.0 is a pass) or "pass"/"fail". Returns the map
+    and the file's sha256.
+    """
+    src = read_source(path)
+    try:
+        data = json.loads(src.data)
+    except ValueError as exc:
+        raise ImportRefused(src.path, f"not valid JSON: {exc}") from None
+    if not isinstance(data, Mapping):
+        raise ImportRefused(src.path, "expected a JSON object mapping run ids to outcomes")
+    labels: dict[str, bool] = {}
+    for key, value in data.items():
+        if isinstance(value, bool):
+            labels[str(key)] = value
+        elif (reward := finite_reward(value)) is not None:
+            labels[str(key)] = reward >= 1.0
+        elif isinstance(value, str) and value.lower() in _LABEL_WORDS:
+            labels[str(key)] = _LABEL_WORDS[value.lower()]
+        else:
+            raise ImportRefused(
+                src.path,
+                "outcome must be true/false, a finite reward (1.0 = pass) or 'pass'/'fail'; "
+                f"got {value!r}",
+                field=str(key),
+            )
+    return labels, src.sha256
+
+
+def apply_labels(trials: Sequence[ImportedTrial], labels: Mapping[str, bool], where: str) -> None:
+    """Set each trial's label from ``labels`` (by source id, else task id); refuse unknown ids."""
+    known = {t.source_id for t in trials} | {t.task_id for t in trials}
+    unknown = sorted(k for k in labels if k not in known)
+    if unknown:
+        sample = ", ".join(sorted(t.source_id for t in trials)[:3])
+        raise ImportRefused(
+            where,
+            f"no imported run has id {unknown[0]!r} ({len(unknown)} unknown id(s)); "
+            f"ids look like {sample}",
+            field=unknown[0],
+        )
+    for t in trials:
+        if t.source_id in labels:
+            t.label = labels[t.source_id]
+        elif t.task_id in labels:
+            t.label = labels[t.task_id]
+
+
+def _grouped(skipped: Sequence[Skipped]) -> list[dict[str, Any]]:
+    """Skipped items grouped by what and why, with their count and how many files had them."""
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    for s in skipped:
+        g = groups.setdefault(
+            (s.what, s.reason), {"what": s.what, "reason": s.reason, "count": 0, "files": set()}
+        )
+        g["count"] += s.count
+        g["files"].add(s.file)
+    out = []
+    for g in groups.values():
+        files = sorted(g.pop("files"))
+        g["files"] = len(files)
+        g["example_file"] = files[0]
+        out.append(g)
+    return sorted(out, key=lambda g: (-g["count"], g["what"]))
+
+
+# --------------------------------------------------------------------------- scoring
+def _score(trial: ImportedTrial, fmt: str) -> dict[str, Any]:
+    """The trial's verdict (hbeval-scoring/1, methodology B), on the recording's label."""
+    from hbeval_core.contract import TrialResult
+
+    from ..scoring import score_trial
+
+    label = trial.label
+
+    def verify(_state: Any, _trace: Any) -> bool:
+        return bool(label)
+
+    task = SimpleNamespace(
+        id=trial.task_id,
+        question="",
+        verify=verify if label is not None else None,
+        required=(),
+        forbidden_tools=(),
+        irreversible_tools=(),
+        expected_calls=None,
+        metadata={},
+    )
+    errored = trial.tool_errors > 0
+    scenario = SimpleNamespace(
+        fault_type=FAULT_TYPE_OBSERVED if errored else FAULT_TYPE_NONE,
+        is_nominal=not errored,
+        domain=fmt,
+    )
+    result = TrialResult(
+        final_state=trial.response_text,
+        events=trial.events,
+        status=trial.status,
+        response_text=trial.response_text,
+    )
+    verdict = score_trial(task, scenario, result, methodology=METHODOLOGY_B).as_dict()
+    if errored:
+        verdict["faulted"] = True
+        verdict["fault_basis"] = FAULT_BASIS_OBSERVED
+    if label is None:
+        verdict["passed"] = False
+        verdict["pass_basis"] = PASS_UNVERIFIABLE
+        verdict["severity"] = None
+        verdict["severity_reasons"] = []
+        checks = {k: v for k, v in verdict["checks"].items() if k != "verifier"}
+        verdict["checks"] = checks
+        verdict["constraint_count"] = len(checks)
+        verdict["constraint_violations"] = sorted(k for k, ok in checks.items() if not ok)
+        verdict["undefined"] = {**verdict["undefined"], "passed": NO_SUCCESS_LABEL}
+    return verdict
+
+
+def _trial_dict(
+    trial: ImportedTrial, key: str, scenario: int, fmt: str, isolated: bool
+) -> dict[str, Any]:
+    verdict = _score(trial, fmt)
+    if trial.label is None:
+        outcome = OUTCOME_FAIL  # a placeholder for build_report; withheld afterwards
+    else:
+        outcome = OUTCOME_PASS if trial.label else OUTCOME_FAIL
+    usage = dict(verdict.get("usage") or {})
+    usage["model_calls"] = trial.model_calls
+    usage["interventions"] = 0
+    errored = trial.tool_errors > 0
+    return {
+        "trial_key": key,
+        "task_id": trial.task_id,
+        "category": None,
+        "scenario_index": scenario,
+        "trial_index": trial.trial_index,
+        "domain": fmt,
+        "fault_type": FAULT_TYPE_OBSERVED if errored else FAULT_TYPE_NONE,
+        "is_nominal": not errored,
+        "outcome": outcome,
+        "attempts": 1,
+        "verdict": verdict,
+        "usage": usage,
+        # A trial that continued a session (Hermes session logs) did not start on a fresh agent.
+        "isolated": isolated and not trial.attrs.get("shared_session"),
+    }
+
+
+def _derivation(trials: Sequence[ImportedTrial]) -> dict[str, dict[str, int]]:
+    """How the tool calls' outcomes and links were derived, summed over ``trials``."""
+    total: dict[str, dict[str, int]] = {"outcome": {}, "link": {}}
+    for t in trials:
+        for name, counts in count_derivations(t.events).items():
+            for basis, n in counts.items():
+                total[name][basis] = total[name].get(basis, 0) + n
+    return total
+
+
+def _manifest(
+    fmt: str,
+    sources: Sequence[SourceFile],
+    labels_file: str | None,
+    labels_sha256: str | None,
+    options: Mapping[str, Any] | None,
+    redact: Sequence[str] = (),
+) -> dict[str, Any]:
+    """What the import is (format, versions, files, labels, options, the user's redaction
+    rules): the run's manifest."""
+    manifest: dict[str, Any] = {
+        "kind": "import",
+        "format": fmt,
+        "importer_version": IMPORTER_VERSION,
+        "derive_version": DERIVE_VERSION,
+        "scoring_version": SCORING_VERSION,
+        "files": [s.entry() for s in sources],
+        "labels": None if labels_file is None else {"path": labels_file, "sha256": labels_sha256},
+    }
+    if options:
+        manifest["options"] = dict(options)
+    if redact:  # only when given: imports without rules keep their manifest hashes
+        manifest["redact"] = list(redact)
+    return manifest
+
+
+def _read_trials(
+    reader: Reader,
+    sources: Sequence[SourceFile],
+    run_id_of: Callable[[str, int], str],
+    skipped: list[Skipped],
+    combine: Combiner | None,
+    labels: Mapping[str, bool] | None,
+    labels_file: str | None,
+) -> tuple[list[ImportedTrial], bool]:
+    """Every scorable trial of ``sources``, and whether they carry success labels (all or none)."""
+    read: list[ImportedTrial] = []
+    for src in sources:
+        read.extend(reader(src.path, src.data, run_id_of, skipped))
+    if combine is not None:
+        read = combine(read, skipped)
+    trials: list[ImportedTrial] = []
+    for t in read:
+        if t.model_calls or t.tool_calls:
+            trials.append(t)
+        else:  # a prompt nobody answered (interrupted, or followed by another prompt)
+            skipped.append(
+                Skipped(t.source_file, "runs with no model or tool call", "nothing to score")
+            )
+    if labels:
+        apply_labels(trials, labels, labels_file or "labels")
+    if not trials:
+        raise ImportRefused(
+            ", ".join(s.path for s in sources), "no recorded agent run found in the file(s)"
+        )
+    labelled_flags = {t.label is not None for t in trials}
+    if len(labelled_flags) > 1:
+        missing = [t.source_id for t in trials if t.label is None]
+        raise ImportRefused(
+            labels_file or sources[0].path,
+            f"{len(missing)} run(s) have no success label while others do (e.g. {missing[0]}); "
+            "label every run or none",
+        )
+    return trials, labelled_flags == {True}
+
+
+def _keyed(
+    trials: list[ImportedTrial],
+) -> tuple[list[tuple[str, int, ImportedTrial]], dict[str, int]]:
+    """Each trial with its key and scenario, and the scenario number of each task."""
+    from ..store import make_trial_key
+
+    # Keys: tasks numbered in order of first appearance; repeated (task, trial) pairs move on.
+    scenario_of: dict[str, int] = {}
+    taken: set[tuple[str, int]] = set()
+    keyed: list[tuple[str, int, ImportedTrial]] = []
+    for t in trials:
+        scenario = scenario_of.setdefault(t.task_id, len(scenario_of))
+        while (t.task_id, t.trial_index) in taken:
+            t.trial_index += 1
+        taken.add((t.task_id, t.trial_index))
+        keyed.append((make_trial_key(scenario, t.trial_index), scenario, t))
+    return keyed, scenario_of
+
+
+def _make_storable(trials: Sequence[ImportedTrial], redactor: Any) -> dict[str, int]:
+    """Each trial's events (and final text) as the store will hold them, changed in place.
+
+    The same treatment as a battery trial's (``runner._attempts._storable_result``): secrets
+    redacted, tool results capped, unstorable values replaced with a note on the rebuilt event.
+    Events that need nothing come back as they were, carrying the rows they were encoded to,
+    so the store writes those rows instead of encoding the events again. Returns how many
+    values were redacted, capped and replaced.
+    """
+    from ..store import REDACTED, storable_events, storable_text
+    from ..store._sanitise import change_kind
+
+    counts = {"redacted": 0, "capped": 0, "replaced": 0}
+    for t in trials:
+        t.events, notes = storable_events(t.events, redactor=redactor)
+        for note in notes:
+            counts[change_kind(note)] += 1
+        if isinstance(t.response_text, str):
+            text = redactor.redact_text(storable_text(t.response_text))[0]
+            if text != t.response_text:
+                counts["redacted" if REDACTED in text else "replaced"] += 1
+                t.response_text = text
+    return counts
+
+
+def _storable_verdict(verdict: dict[str, Any], redactor: Any) -> dict[str, Any]:
+    """The verdict with its secrets redacted and unstorable values replaced (usually as is)."""
+    from ..store._sanitise import sanitised_json
+
+    clean, _, _ = sanitised_json(verdict, "verdict", redactor)
+    return dict(clean)
+
+
+def _source_section(
+    fmt: str,
+    files: list[Any],
+    labelled: bool,
+    labels: Any,
+    skipped: list[Skipped],
+    derivation: dict[str, Any],
+    inferred: dict[str, Any],
+    stored_changes: dict[str, int],
+) -> dict[str, Any]:
+    """The report's ``source`` section: what was imported and what its figures rest on."""
+    return {
+        "format": fmt,
+        "importer_version": IMPORTER_VERSION,
+        "files": files,
+        "labelled": labelled,
+        "labels": labels,
+        "skipped": _grouped(skipped),
+        "notes": [
+            "imported recording: no fault was injected; a trial is faulted when the recording "
+            "shows a tool call failing (fault_basis observed_error)",
+            "IRS and the security gate are not measured on recordings (no injected fault, no "
+            "planted attack)",
+            *(
+                [
+                    "figures resting on inferred fields (read from text, not flagged by the "
+                    "recording): " + ", ".join(f"{k} ({v})" for k, v in sorted(inferred.items()))
+                ]
+                if inferred
+                else []
+            ),
+        ],
+        "derivation": derivation,
+        "inferred_figures": inferred,
+        "stored_changes": stored_changes,
+    }
+
+
+def _store_trials(
+    store: Any,
+    run_id: str,
+    keyed: list[tuple[str, int, ImportedTrial]],
+    trial_dicts: list[dict[str, Any]],
+    labelled: bool,
+    fmt: str,
+    *,
+    resumed: bool,
+) -> None:
+    """Store each trial not stored yet (a resumed import skips the completed ones)."""
+    from ..store import AttemptRecord, TrialRecord
+
+    done = store.completed_trial_keys(run_id) if resumed else frozenset()
+    for (key, scenario, t), td in zip(keyed, trial_dicts, strict=True):
+        if key in done:
+            continue
+        verdict = td["verdict"]
+        outcome = td["outcome"] if labelled else OUTCOME_SKIPPED
+        metrics = dict(verdict["metrics"])
+        undefined = {
+            k: v
+            for k, v in (verdict.get("metrics_undefined") or {}).items()
+            if metrics.get(k) is None
+        }
+        store.record_trial_bundle(
+            TrialRecord(
+                run_id=run_id,
+                trial_key=key,
+                task_id=t.task_id,
+                scenario_index=scenario,
+                trial_index=t.trial_index,
+                outcome=outcome,
+                fault_type=td["fault_type"],
+                domain=fmt,
+                verdict=verdict,
+            ),
+            [AttemptRecord(run_id=run_id, trial_key=key, attempt=0, outcome=outcome)],
+            {0: t.events},
+            metrics=metrics,
+            undefined=undefined,
+        )
+
+
+def _store_run_metrics(store: Any, run_id: str, report: dict[str, Any]) -> None:
+    """The run's figures, once (undefined ones with their reasons)."""
+    run_metrics = report["metrics"]
+    if not store.get_metrics(run_id).values:
+        store.record_metrics(
+            run_id,
+            None,
+            dict(run_metrics),
+            {
+                k: report["undefined"].get(k, NOT_MEASURED)
+                for k, v in run_metrics.items()
+                if v is None
+            },
+        )
+
+
+# --------------------------------------------------------------------------- public
+def ingest(
+    fmt: str,
+    reader: Reader,
+    sources: Sequence[SourceFile],
+    *,
+    store: Any,
+    run_id: str | None = None,
+    agent_id: str | None = None,
+    labels: Mapping[str, bool] | None = None,
+    labels_file: str | None = None,
+    labels_sha256: str | None = None,
+    isolated: bool = True,
+    skipped: list[Skipped] | None = None,
+    combine: Combiner | None = None,
+    options: Mapping[str, Any] | None = None,
+    redact: Sequence[str] = (),
+) -> ImportSummary:
+    """Read ``sources`` with ``reader`` (then ``combine``), score every trial, store one run.
+
+    Nothing is written unless every file was read; a run id already stored and completed is
+    reported as already imported (nothing is written again). What is stored is redacted and
+    capped by a ``store.Redactor`` with the built-in rules plus ``redact`` (which the manifest
+    then records).
+    """
+    # Long because: the import's phases in order (read, identify, refuse or skip a stored run,
+    # key, score, store), each in a helper; what stays is the state they hand each other.
+    from ..scoring import build_report
+    from ..scoring._withhold import withhold_pass_figures
+    from ..store import RUN_COMPLETED, Redactor, RunRecord
+
+    if not sources:
+        raise ImportRefused("(no files)", "no recording files to import")
+    mfp = measurement_fingerprint(fmt, sources, options)
+    run_id = run_id or f"import-{fmt}-{mfp}"
+    agent_id = agent_id or f"import-{fmt}"
+    skipped = list(skipped or [])
+
+    def run_id_of(task_id: str, trial: int) -> str:
+        return f"{run_id}/{task_id}/t{trial}"
+
+    trials, labelled = _read_trials(
+        reader, sources, run_id_of, skipped, combine, labels, labels_file
+    )
+
+    manifest = _manifest(fmt, sources, labels_file, labels_sha256, options, redact)
+    manifest_hash = fingerprint(manifest)
+    files = [s.entry() for s in sources]
+    derivation = _derivation(trials)
+    inferred = inferred_figures(derivation)
+
+    stored_changes: dict[str, int] = {}
+
+    def summary(already: bool, report: dict[str, Any] | None) -> ImportSummary:
+        return ImportSummary(
+            run_id=run_id,
+            format=fmt,
+            agent_id=agent_id,
+            measurement_fingerprint=mfp,
+            tasks=len({t.task_id for t in trials}),
+            trials=len(trials),
+            tool_calls=sum(t.tool_calls for t in trials),
+            tool_errors=sum(t.tool_errors for t in trials),
+            model_calls=sum(t.model_calls for t in trials),
+            labelled=labelled,
+            files=files,
+            skipped=_grouped(skipped),
+            already_imported=already,
+            report=report,
+            derivation=derivation,
+            inferred_figures=inferred,
+            stored_changes=stored_changes,
+        )
+
+    stored = store.get_run(run_id)
+    if stored is not None:
+        if stored.measurement_fingerprint != mfp or stored.manifest_hash != manifest_hash:
+            raise ImportRefused(
+                run_id,
+                "a run with this id already holds other data; pass another --run-id",
+                field="--run-id",
+            )
+        if stored.status == RUN_COMPLETED:
+            report = store.get_report(run_id)
+            source = (report or {}).get("source")
+            changes = source.get("stored_changes") if isinstance(source, dict) else None
+            stored_changes = dict(changes) if isinstance(changes, dict) else {}
+            return summary(True, report)
+
+    keyed, scenario_of = _keyed(trials)
+
+    started = time.time()
+    # Scored as stored, so the figures can be derived again from the stored evidence.
+    redactor = Redactor.from_rules(redact)
+    stored_changes = _make_storable(trials, redactor)
+    trial_dicts = [_trial_dict(t, key, sc, fmt, isolated) for key, sc, t in keyed]
+    for td in trial_dicts:
+        td["verdict"] = _storable_verdict(td["verdict"], redactor)
+    k_max = max(
+        (sum(1 for _, _, t in keyed if t.task_id == task) for task in scenario_of), default=1
+    )
+    history = [
+        r.report
+        for r in store.list_reports(agent_id=agent_id, measurement_fingerprint=mfp)
+        if r.run_id != run_id
+    ]
+    run_info = {
+        "run_id": run_id,
+        "agent_id": agent_id,
+        "battery": f"import:{fmt}",
+        "seed": None,
+        "trials": k_max,
+        "methodology": METHODOLOGY_B,
+        "fingerprints": {"battery_spec": None, "plan": None, "measurement": mfp},
+        "manifest_hash": manifest_hash,
+        "manifest": manifest,
+        "started_at": started,
+        "ended_at": time.time(),
+    }
+    report = build_report(run=run_info, trials=trial_dicts, history=history).to_dict()
+    if not labelled:
+        withhold_pass_figures(report, NO_SUCCESS_LABEL)
+    report["source"] = _source_section(
+        fmt, files, labelled, manifest["labels"], skipped, derivation, inferred, stored_changes
+    )
+
+    store.start_run(
+        RunRecord(
+            run_id=run_id,
+            agent_id=agent_id,
+            battery=f"import:{fmt}",
+            measurement_fingerprint=mfp,
+            manifest_hash=manifest_hash,
+            config={"import": manifest},
+            created_at=started,
+        )
+    )
+    _store_trials(store, run_id, keyed, trial_dicts, labelled, fmt, resumed=stored is not None)
+    _store_run_metrics(store, run_id, report)
+    store.finish_run(run_id, RUN_COMPLETED, report)
+    return summary(False, report)

@@ -1,0 +1,79 @@
+"""Scores shown beside a report's metrics: capability, the security gate and efficiency per success.
+
+Scoring computes them once and stores them in the report's ``scores`` section
+(``hbeval.scoring._scores``, ``_security``); this module re-exports them under their old
+names, and ``report_scores`` gives the section as JSON: the stored one, or with custom weights
+(or a report that predates the section) the one computed from the report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..scoring._scores import (
+    CAPABILITY_COMPONENTS,
+    CAPABILITY_VERSION,
+    COMPONENT_LABELS,
+    DEFAULT_CAPABILITY_WEIGHTS,
+    EFFICIENCY_FIGURES,
+    CapabilityScore,
+    capability_score,
+    compute_scores,
+    efficiency,
+    score_headline,
+    scores_of,
+)
+from ..scoring._security import (
+    SECURITY_FAILED,
+    SECURITY_MIN_INJECTION_TRIALS,
+    SECURITY_NOT_MEASURED,
+    SECURITY_PASSED,
+    SecurityGate,
+    proportion_counts,
+    scored_trials,
+    security_gate,
+)
+from ..scoring._security import _block as _block
+from ..scoring._security import _number as _number
+
+__all__ = [
+    "CAPABILITY_COMPONENTS",
+    "CAPABILITY_VERSION",
+    "COMPONENT_LABELS",
+    "DEFAULT_CAPABILITY_WEIGHTS",
+    "EFFICIENCY_FIGURES",
+    "SECURITY_FAILED",
+    "SECURITY_MIN_INJECTION_TRIALS",
+    "SECURITY_NOT_MEASURED",
+    "SECURITY_PASSED",
+    "CapabilityScore",
+    "SecurityGate",
+    "capability_score",
+    "compute_scores",
+    "efficiency",
+    "proportion_counts",
+    "report_scores",
+    "score_headline",
+    "scored_trials",
+    "scores_of",
+    "security_gate",
+]
+
+
+def report_scores(
+    report: Mapping[str, Any],
+    weights: Mapping[str, float] | None = None,
+    *,
+    renormalise: bool = False,
+) -> dict[str, Any]:
+    """Capability, security gate, efficiency and the one-line headline of a report, JSON-ready.
+
+    With the default weights this is the report's stored ``scores`` section (computed when the
+    report predates it); other weights, or ``renormalise``, score the report afresh.
+    """
+    if weights is None and not renormalise:
+        scores = scores_of(report)
+    else:
+        scores = compute_scores(report, weights, renormalise=renormalise)
+    return scores.model_dump(mode="json")

@@ -1,0 +1,169 @@
+"""Fault delivery accounted per trial, per scenario and per fault type.
+
+A battery that planned faults but delivered none measured nothing about how the agent handles
+them. These helpers say, for each scenario and fault type, how many faults were planned,
+injected and delivered, and whether the figures that depend on faults can be defined at all:
+
+* **planned**: the faults in a trial's runtime plan (one per fault spec or cascade stage; a spec
+  that may fire on several calls counts once). The runner records it as ``planned_faults``;
+  a trial without the field counts as unknown (None).
+* **injected / delivered**: the trial verdict's ``faults[]`` entries, and those whose receipt
+  proved the payload reached the agent.
+* **faulted trial**: a scored trial whose verdict says ``faulted`` (at least one delivered
+  fault, or methodology A's question context).
+* **measured**: a nominal group always is; a fault group is measured when at least one of its
+  scored trials was faulted. Otherwise its fault figures are undefined with
+  ``no_fault_delivered`` (``no_trials`` when no trial of it was scored), or with
+  ``delivery_unobserved`` when faults were injected but every receipt is ``no_model_events``:
+  the trace holds no model call, so "none arrived" would be a claim the trace cannot make.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from hbeval_core.vocab import (
+    DELIVERY_UNOBSERVED,
+    NO_FAULT_DELIVERED,
+    NO_TRIALS,
+    RECEIPT_NO_MODEL_EVENTS,
+)
+
+__all__ = [
+    "delivery_counts",
+    "delivery_warning",
+    "fault_type_delivery",
+    "planned_faults",
+    "undelivered_reason",
+]
+
+
+def _verdict(trial: Mapping[str, Any]) -> Mapping[str, Any]:
+    v = trial.get("verdict")
+    return v if isinstance(v, Mapping) else {}
+
+
+def planned_faults(trial: Mapping[str, Any]) -> int | None:
+    """The faults a trial's plan held (None when the trial does not say)."""
+    value = trial.get("planned_faults")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def _faults(trial: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    faults = _verdict(trial).get("faults")
+    return [f for f in faults if isinstance(f, Mapping)] if isinstance(faults, list) else []
+
+
+def undelivered_reason(reasons: Iterable[Any]) -> str | None:
+    """The one reason for several groups that measured no fault: ``no_fault_delivered`` when
+    any of them delivered none (the fix lies at the tool boundary), else ``delivery_unobserved``
+    when any could not observe delivery; None when ``reasons`` holds neither."""
+    seen = set(reasons)
+    if NO_FAULT_DELIVERED in seen:
+        return NO_FAULT_DELIVERED
+    return DELIVERY_UNOBSERVED if DELIVERY_UNOBSERVED in seen else None
+
+
+def delivery_counts(
+    scored: Sequence[Mapping[str, Any]], *, nominal: bool | None = None
+) -> dict[str, Any]:
+    """Planned, injected and delivered faults over ``scored`` trials, and whether they measured.
+
+    ``nominal`` says whether the group is nominal (no fault planned); None infers it from the
+    trials' ``is_nominal``. ``reason`` is None for a measured group, else why it is not.
+    """
+    known = [planned_faults(t) for t in scored]
+    planned = None if any(p is None for p in known) else sum(p or 0 for p in known)
+    planned_delivered: int | None = 0
+    for t, p in zip(scored, known, strict=True):
+        if p is None:
+            planned_delivered = None
+            break
+        got = sum(1 for f in _faults(t) if f.get("delivered") is True)
+        planned_delivered = (planned_delivered or 0) + min(got, p)
+    all_faults = [f for t in scored for f in _faults(t)]
+    faulted = sum(1 for t in scored if _verdict(t).get("faulted") is True)
+    is_nominal = (
+        nominal
+        if nominal is not None
+        else bool(scored) and all(t.get("is_nominal") for t in scored)
+    )
+    reason: str | None = None
+    if not is_nominal and not faulted:
+        if not scored:
+            reason = NO_TRIALS
+        elif all_faults and all(f.get("receipt") == RECEIPT_NO_MODEL_EVENTS for f in all_faults):
+            reason = DELIVERY_UNOBSERVED
+        else:
+            reason = NO_FAULT_DELIVERED
+    return {
+        "trials": len(scored),
+        "planned": planned,
+        "injected": len(all_faults),
+        "delivered": sum(1 for f in all_faults if f.get("delivered") is True),
+        "planned_delivered": planned_delivered,
+        "faulted_trials": faulted,
+        "measured": reason is None,
+        "reason": reason,
+    }
+
+
+def fault_type_delivery(scored: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``delivery_counts`` per fault type (sorted by name), with the scenarios each covers."""
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    nominal: dict[str, bool] = {}
+    scenarios: dict[str, set[Any]] = {}
+    for t in scored:
+        name = str(t.get("fault_type"))
+        groups.setdefault(name, []).append(t)
+        nominal[name] = nominal.get(name, True) and t.get("is_nominal") is True
+        scenarios.setdefault(name, set()).add(t.get("scenario_index"))
+    return {
+        name: {
+            "scenarios": len(scenarios[name]),
+            **delivery_counts(groups[name], nominal=nominal[name]),
+        }
+        for name in sorted(groups)
+    }
+
+
+def delivery_warning(report: Mapping[str, Any]) -> str | None:
+    """A warning when under half of a report's planned faults reached the agent, else None."""
+    fd = report.get("fault_delivery")
+    if not isinstance(fd, Mapping):
+        return None
+    planned, got = fd.get("planned"), fd.get("planned_delivered")
+    if not isinstance(planned, int) or not isinstance(got, int) or planned <= 0:
+        return None
+    if 2 * got >= planned:
+        return None
+    missing = [str(m) for m in fd.get("unmeasured_fault_types") or ()]
+    by_type = fd.get("by_fault_type")
+    reasons = {
+        d.get("reason")
+        for d in (by_type.values() if isinstance(by_type, Mapping) else ())
+        if isinstance(d, Mapping) and d.get("reason") is not None
+    }
+    causes = []
+    if DELIVERY_UNOBSERVED in reasons:
+        causes.append(
+            "the trace records no model call, so whether an injected fault reached the model "
+            "cannot be observed (record the model's replies: run the agent through its "
+            "framework's adapter, or call think() in a plain agent)"
+        )
+    if NO_FAULT_DELIVERED in reasons or not causes:
+        causes.append(
+            "no tool call was seen at a faultable boundary (see hbeval_core.faults.faultable "
+            "and the adapter README)"
+        )
+    return (
+        f"warning: only {got} of {planned} planned faults were seen reaching the agent"
+        + (f"; not measured: {', '.join(missing)}" if missing else "")
+        + ". Figures under faults describe the agent only where a fault was delivered. "
+        + ("Likely cause: " if len(causes) == 1 else "Likely causes: ")
+        + "; ".join(causes)
+        + "."
+    )

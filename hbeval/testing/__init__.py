@@ -1,0 +1,38 @@
+"""Reliability tests inside pytest: run a battery on an agent and assert on it in one call.
+
+::
+
+    from hbeval.testing import assert_reliable
+
+    def test_support_agent_is_reliable(tmp_path):
+        assert_reliable("agents/support.py:make_agent", floors={"frr": 0.8}, db=tmp_path / "h.db")
+
+``assert_reliable`` runs the fault battery (``run_battery``), gates the report with the rules
+of ``hbeval gate`` (``report.gate.run_gate``: default floors PEI 0.70, FRR 0.65, IRS 0.60,
+TI 3.00, ``floors`` overriding them metric by metric, and the security gate), writes the report
+JSON, and fails the test with every floor missed, its value and its 95% interval, and the
+report's path. The ``hbeval_battery`` fixture of the pytest plugin is the same call;
+``assert_gate`` gates a report that exists. The adapter conformance suite is
+``hbeval.testing.conformance`` and the demo's help-desk world ``hbeval.testing.helpdesk``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hbeval_core._lazy import lazy_exports
+
+_EXPORTS: dict[str, str] = {
+    "Reliability": "hbeval.testing._reliable",
+    "assert_reliable": "hbeval.testing._reliable",
+    "assert_gate": "hbeval.testing._gate",
+}
+
+__all__ = ["Reliability", "assert_gate", "assert_reliable"]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)
+
+
+if TYPE_CHECKING:
+    from ._gate import assert_gate
+    from ._reliable import Reliability, assert_reliable

@@ -1,1 +1,0 @@
-"""Runnable example agents that ship inside the package (used by `hbeval demo`)."""
