@@ -5,10 +5,11 @@
 reader proves valid arrive as msgspec structs when msgspec is installed (``events._structs``),
 else as dicts (``events._fast``). While ``on_step`` reads each step, they are derived by
 ``Deriver.feed`` / ``feed_raw`` and folded one at a time; from then on (or from the start,
-without ``on_step``) the scoring loop (``_scoreloop``) derives them inline, by the same rules on
-the same deriver state, and folds the steps in batches as tuples; with msgspec, a file is then
-decoded a block of lines per call (``events._structs.struct_chunks``), without it read in blocks
-of lines whose NaN guard is looked up once per block (``events._fast.line_blocks``).
+without ``on_step``) the scoring loop (``_scoreloop``) derives them inline, made from the same
+rules (``_rules``) and working on the same deriver state, and folds the steps in batches as
+tuples; with msgspec, a file is then decoded a block of lines per call
+(``events._structs.struct_chunks``), without it read in blocks of lines whose NaN guard is
+looked up once per block (``events._fast.line_blocks``).
 
 The cyclic garbage collector is paused while a file is folded: parsed events and derivation
 state hold no reference cycles (reference counting frees them), and without the pause the

@@ -48,33 +48,34 @@ their own ``traceable`` flag, so they keep TI defined (the reference's path).
 rule: a step was traceable only when linked **by id** to a reply that **stated a reason**.
 ``derive_steps(events, version=DERIVE_V1)`` still computes it (the reference's published TI
 figures were made with it). Changing any rule bumps ``vocab.DERIVE_VERSION``.
+
+**Where the rules are written.** Linking (``_link``, ``CallLinker``'s rules on the deriver's
+own records) and the run's state (``_RunState``) are here. What each kind of event does to that
+state, and how a tool step's fields follow from it, is written once, in ``_rules.RULES``:
+``Deriver.feed`` (events read by attribute) and ``Deriver.feed_raw`` (the same events as the
+fast reader's dicts) are made from those rules and the frames below when first used, as the
+scoring loop's two functions are (``_scoreloop``), so the four cannot differ.
+``inspect.getsource(Deriver.feed)`` shows the function made.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from types import MethodType
 from typing import TYPE_CHECKING, Any
 
 from ..vocab import (
     DERIVE_V1,
     DERIVE_V2,
     DERIVE_VERSION,
-    FAULT_INJECTED,
     LINK_ID,
     LINK_MATCH,
     LINK_NONE,
-    MODEL_END,
-    MODEL_START,
-    REPLAN,
-    RESULT_SPOILING_EFFECTS,
-    RUN_END,
     STEP,
-    TOOL_END,
-    TOOL_ERROR,
-    TOOL_START,
 )
+from ._rules import RULES, make
 
 if TYPE_CHECKING:
     from ..events import EventBase
@@ -292,23 +293,6 @@ _CLAIMED, _EXPLAINED, _NAME, _ARGS, _CANON = range(5)
 _ENDED: tuple[list[Any], list[Any]] = ([True, False, "", None, ""], [True, True, "", None, ""])
 
 
-def _issue(st: _RunState, calls: list[tuple[str, str, Any]], explained: bool) -> None:
-    """``CallLinker.issue_triples`` for a model output's calls, and their arguments remembered.
-
-    The deriver's own copy, in one loop: it runs once per model output of a scored trace.
-    """
-    by_id = st.by_id
-    args = st.args
-    pending: list[list[Any]] = []
-    for call_id, name, call_args in calls:
-        issued = [False, explained, name, call_args, None]
-        by_id.setdefault(call_id, issued)  # the first output to issue an id keeps it
-        args.setdefault(call_id, call_args)
-        pending.append(issued)
-    if pending:
-        st.pending = pending
-
-
 def _link(st: _RunState, call_id: str, tool: str, args: Any) -> tuple[str, list[Any] | None]:
     """``CallLinker.link`` on a run's own records: (link kind, the issued call's record)."""
     issued = st.by_id.get(call_id)
@@ -383,6 +367,116 @@ class _RunState:
         self.model_since_failure = False
 
 
+# The frames of ``Deriver.feed`` and ``feed_raw`` (``_rules``): one event per call, its run's
+# state looked up each time, a step returned (a ``StepRecord``, or in tuple mode the monitor's
+# step tuple: set by ``live._trace.fold_trace`` while nothing reads the steps themselves,
+# since building a 16-field record only to take 7 of its values costs more than deriving the
+# step).
+_FEED = '''
+def feed(self, event):
+    """Consume one event; return the step it completes, if any."""
+    ev = event
+    kind = ev.kind
+    BEGIN
+    DISPATCH
+    if kind == step_kind:
+        return deriver._explicit_step(ev)
+    return None
+'''
+
+_FEED_RAW = '''
+def feed_raw(self, d):
+    """``feed`` for an event as a dict the model accepts as it is (``events._fast``).
+
+    Missing keys take the model's defaults. Only for dicts proven by the fast reader's
+    checks: anything else must go through the model and ``feed``.
+    """
+    ev = d
+    kind = ev["kind"]
+    BEGIN
+    DISPATCH
+    if kind == step_kind:
+        raise ValueError("step events are fed as models (Deriver.feed), not as dicts")
+    return None
+'''
+
+_FEED_MACROS = {
+    "BEGIN": """
+deriver = self
+runs = deriver._runs
+observing = deriver._observing
+v1 = deriver._v1
+""",
+    "STATE": """
+st = runs.get(run_id)
+if st is None:
+    st = runs[run_id] = run_state()
+st_args = st.args
+st_links = st.links
+st_by_id = st.by_id
+st_faults = st.faults
+""",
+    "EMIT": """
+index = deriver._index
+deriver._index = index + 1
+if deriver._as_tuples:
+    return STEP_TUPLE
+modes = () if faults is None else tuple(m for m, _ in faults)
+return StepRecord(
+    index, action, success, had_fault, None, traceable, replanned, None, run_id, tool,
+    call_id, modes, {}, link_kind, explained, observing,
+)
+""",
+    "NEXT": "return None",
+}
+
+_RULE_NAMES: dict[str, Any] = {
+    "canonical_args": canonical_args,
+    "ended": _ENDED,
+    "link": _link,
+    "run_state": _RunState,
+    "start_link": _start_link,
+    "unobserved": UNOBSERVED,
+}
+"""What the rules call of this module (``_rules``), by the names they use."""
+
+_LABELS: dict[Any, tuple[str, str, str]] = {}
+"""The action labels ``feed`` and ``feed_raw`` remember (``_rules.MEMO_MAX``); a label is
+checked against its tool and argument name, so sharing it between derivers is safe."""
+
+
+def _make_method(name: str) -> Callable[..., Any]:
+    """``Deriver.feed`` or ``feed_raw``, made from the rules and its frame (``_rules.make``)."""
+    frame, shape = (_FEED, "attr") if name == "feed" else (_FEED_RAW, "dict")
+    namespace = {**_RULE_NAMES, "StepRecord": StepRecord, "step_kind": STEP, "memo": _LABELS}
+    return make(
+        name,
+        frame,
+        shape=shape,
+        kinds=tuple(RULES),
+        test="kind == {kind!r}",
+        macros=_FEED_MACROS,
+        namespace=namespace,
+    )
+
+
+class _Made:
+    """A method made by ``_make_method`` when first looked up, then set on its class in place
+    of this: later calls cost what a plain method's do."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._owner: type | None = None
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._owner = owner
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        method = _make_method(self._name)
+        setattr(self._owner, self._name, method)
+        return method if obj is None else MethodType(method, obj)
+
+
 _KNOWN_VERSIONS = (DERIVE_VERSION, DERIVE_V2, DERIVE_V1)
 
 
@@ -393,6 +487,7 @@ class Deriver:
     each call id a model output issued (a later call may use the id again, and links to the
     same output), until its run ends (``_RunState``).
     ``version=DERIVE_V2`` or ``DERIVE_V1`` applies an earlier rule (see the module docstring).
+    ``feed`` and ``feed_raw`` are made from the rules (``_rules``) when first looked up.
     """
 
     version = DERIVE_VERSION
@@ -422,55 +517,17 @@ class Deriver:
         """
         return self._observing
 
-    def _state(self, run_id: str) -> _RunState:
-        st = self._runs.get(run_id)
-        if st is None:
-            st = self._runs[run_id] = _RunState()
-        return st
+    if TYPE_CHECKING:
 
-    def feed(self, event: EventBase) -> StepRecord | None:
-        """Consume one event; return the step it completes, if any."""
-        # The hot path of scoring a trace: the run's state is looked up inline.
-        ev: Any = event
-        kind: str = ev.kind
-        if kind == TOOL_START:
-            st = self._runs.get(ev.run_id) or self._state(ev.run_id)
-            call_id = ev.call_id
-            st.args[call_id] = ev.args
-            if call_id not in st.links:
-                _start_link(st, call_id, ev.tool, ev.args)
-            return None
-        if kind == TOOL_END or kind == TOOL_ERROR:
-            return self._tool_step(
-                ev.run_id, ev.call_id, ev.tool, kind == TOOL_ERROR or ev.status == "error"
-            )
-        if kind == MODEL_END:
-            self._observing = True
-            st = self._runs.get(ev.run_id) or self._state(ev.run_id)
-            st.model_since_failure = True
-            calls = ev.tool_calls
-            if calls:
-                text, reasoning = ev.text, ev.reasoning
-                has_reason = bool((text and text.strip()) or (reasoning and reasoning.strip()))
-                _issue(st, [(c.id, c.name, c.args) for c in calls], has_reason)
-            return None
-        if kind == MODEL_START:
-            self._observing = True
-            (self._runs.get(ev.run_id) or self._state(ev.run_id)).model_since_failure = True
-            return None
-        if kind == FAULT_INJECTED:
-            call_id = ev.call_id
-            if call_id is not None:
-                self._state(ev.run_id).faults.setdefault(call_id, []).append((ev.mode, ev.effect))
-            return None
-        if kind == REPLAN:
-            self._state(ev.run_id).pending_replan = True
-            return None
-        if kind == STEP:
-            return self._explicit_step(ev)
-        if kind == RUN_END:
-            self._runs.pop(ev.run_id, None)
-        return None
+        def feed(self, event: EventBase) -> StepRecord | None:
+            """Consume one event; return the step it completes, if any."""
+
+        def feed_raw(self, d: dict[str, Any]) -> StepRecord | None:
+            """``feed`` for an event as a dict the model accepts as it is (``events._fast``)."""
+
+    else:
+        feed = _Made("feed")
+        feed_raw = _Made("feed_raw")
 
     def _explicit_step(self, ev: Any) -> StepRecord:
         self._observing = True
@@ -488,134 +545,6 @@ class Deriver:
         )
         self._index += 1
         return step
-
-    def feed_raw(self, d: dict[str, Any]) -> StepRecord | None:
-        """``feed`` for an event as a dict the model accepts as it is (``events._fast``).
-
-        Missing keys take the model's defaults. Only for dicts proven by the fast reader's
-        checks: anything else must go through the model and ``feed``.
-        """
-        kind = d["kind"]
-        if kind == TOOL_START:
-            run_id = d["run_id"]
-            st = self._runs.get(run_id) or self._state(run_id)
-            call_id = d["call_id"]
-            args = d.get("args")
-            if args is None:  # absent: the model's default (null is refused by the check)
-                args = {}
-            st.args[call_id] = args
-            if call_id not in st.links:
-                _start_link(st, call_id, d["tool"], args)
-            return None
-        if kind == TOOL_END:
-            return self._tool_step(d["run_id"], d["call_id"], d["tool"], d.get("status") == "error")
-        if kind == TOOL_ERROR:
-            return self._tool_step(d["run_id"], d["call_id"], d["tool"], True)
-        if kind == MODEL_END:
-            self._observing = True
-            run_id = d["run_id"]
-            st = self._runs.get(run_id) or self._state(run_id)
-            st.model_since_failure = True
-            calls = d.get("tool_calls")
-            if calls:
-                text, reasoning = d.get("text"), d.get("reasoning")
-                has_reason = bool((text and text.strip()) or (reasoning and reasoning.strip()))
-                _issue(st, [(c["id"], c["name"], c.get("args", {})) for c in calls], has_reason)
-            return None
-        if kind == MODEL_START:
-            self._observing = True
-            run_id = d["run_id"]
-            (self._runs.get(run_id) or self._state(run_id)).model_since_failure = True
-            return None
-        if kind == FAULT_INJECTED:
-            call_id = d.get("call_id")
-            if call_id is not None:
-                self._state(d["run_id"]).faults.setdefault(call_id, []).append(
-                    (d["mode"], d["effect"])
-                )
-            return None
-        if kind == REPLAN:
-            self._state(d["run_id"]).pending_replan = True
-            return None
-        if kind == STEP:
-            raise ValueError("step events are fed as models (Deriver.feed), not as dicts")
-        if kind == RUN_END:
-            self._runs.pop(d["run_id"], None)
-        return None
-
-    def _tool_step(self, run_id: str, call_id: str, tool: str, errored: bool) -> StepRecord:
-        # A StepRecord, or in tuple mode (``_as_tuples``, set by ``live._trace.fold_trace``
-        # while nothing reads the steps themselves) the monitor's step tuple: building a
-        # 16-field record only to take 7 of its values costs more than deriving the step.
-        st = self._runs.get(run_id) or self._state(run_id)
-        faults = st.faults.pop(call_id, None)
-        args = st.args.pop(call_id, None)
-        cached = st.links.pop(call_id, None)
-        if cached is None or cached[0] == LINK_NONE:
-            # Linked by id when it started (found again, the same), or not linked then: the
-            # issuing output may have been recorded since.
-            cached = _link(st, call_id, tool, args)
-        link_kind, issued = cached
-        explained = issued is not None and issued[_EXPLAINED]
-        if link_kind == LINK_ID and st.by_id.get(call_id) is issued:
-            st.by_id[call_id] = _ENDED[explained]  # retired (_RunState)
-        if self._v1:
-            traceable = link_kind == LINK_ID and explained
-        else:
-            traceable = link_kind != LINK_NONE
-        if faults is None:
-            success = not errored
-            had_fault = errored
-            modes: tuple[str, ...] = ()
-        else:
-            success = not errored and not any(eff in RESULT_SPOILING_EFFECTS for _, eff in faults)
-            had_fault = True
-            modes = tuple(m for m, _ in faults)
-        action = f"{tool}({canonical_args(args if args is not None else {})})"
-
-        replanned = st.pending_replan
-        last_failed = st.last_failed_action
-        if (
-            not replanned
-            and last_failed is not None
-            and st.model_since_failure
-            and action != last_failed
-        ):
-            replanned = True
-        st.pending_replan = False
-        st.last_failed_action = None if success else action
-        st.model_since_failure = False
-
-        index = self._index
-        self._index = index + 1
-        if self._as_tuples:  # read only by fold_trace, which takes both
-            return (  # type: ignore[return-value]
-                action,
-                success,
-                had_fault,
-                None,
-                traceable if self._observing else UNOBSERVED,
-                replanned,
-                None,
-            )
-        return StepRecord(
-            index,
-            action,
-            success,
-            had_fault,
-            None,
-            traceable,
-            replanned,
-            None,
-            run_id,
-            tool,
-            call_id,
-            modes,
-            {},
-            link_kind,
-            explained,
-            self._observing,
-        )
 
 
 def derive_steps(
