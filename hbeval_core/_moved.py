@@ -11,7 +11,10 @@ in the module that now holds them.
 Two mechanisms, both driven by the tables below:
 
 * a meta path finder (appended, so a real module always wins) answers imports of the moved
-  module paths (``MODULES``, matched by prefix) with such a forwarding module;
+  module paths (``MODULES``, matched by prefix) with such a forwarding module. Importing it
+  imports the new module too (``import hbeval_core.otel.auto`` still attaches its processor),
+  a path under an old one that does not exist under the new one is a ModuleNotFoundError, and
+  ``python -m OLD.PATH`` warns and runs the new module as ``__main__``;
 * a core package that lost names (``hbeval_core.live`` lost ``serve_metrics``) forwards them
   from its own ``__getattr__`` through ``moved_name``.
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import sys
 import types
 import warnings
@@ -32,6 +36,8 @@ from typing import Any, Final
 __all__ = ["MODULES", "NAMES", "install", "moved_name"]
 
 REMOVED_IN: Final = "0.2"
+LEGACY: Final = "hbeval.runner._legacy:"
+"""Where 0.1's ``run_battery(adapter, target, tasks, battery) -> dict`` lives until 0.2."""
 
 MODULES: Final[dict[str, str]] = {
     # the product, now the package ``hbeval``
@@ -185,6 +191,12 @@ def _caller_frame() -> types.FrameType | None:
 
 
 def _warn(message: str) -> None:
+    """Warn on behalf of the import statement (so ``default::DeprecationWarning:__main__``
+    shows it in a script or the REPL).
+
+    No ``module_globals``: for ``__main__`` under ``python -c`` or the REPL, its loader is
+    ``BuiltinImporter``, and linecache asking it for source raised ImportError out of the import.
+    """
     frame = _caller_frame()
     if frame is None:
         warnings.warn(message, DeprecationWarning, stacklevel=2)
@@ -196,7 +208,6 @@ def _warn(message: str) -> None:
         frame.f_lineno,
         module=frame.f_globals.get("__name__"),
         registry=frame.f_globals.setdefault("__warningregistry__", {}),
-        module_globals=frame.f_globals,
     )
 
 
@@ -210,10 +221,16 @@ def moved_name(module: str, name: str) -> Any:
     """The value an old ``module.name`` now has, with its warning; AttributeError if none."""
     target = NAMES.get((module, name))
     if target is not None:
-        _warn(
-            f"{module}.{name} moved to {target.replace(':', '.')}; "
-            f"the old path goes in {REMOVED_IN}"
-        )
+        if target.startswith(LEGACY):
+            _warn(
+                f"{module}.{name} keeps 0.1's signature and dict return until {REMOVED_IN}; "
+                f"use hbeval.{name}(target, *, tasks=..., battery=...), which returns a Report"
+            )
+        else:
+            _warn(
+                f"{module}.{name} moved to {target.replace(':', '.')}; "
+                f"the old path goes in {REMOVED_IN}"
+            )
         return _resolve(target)
     new = _new_module(module)
     if new is None or name.startswith("__"):
@@ -247,20 +264,58 @@ class _Loader(importlib.abc.Loader):
 
     def exec_module(self, module: types.ModuleType) -> None:
         new = _new_module(module.__name__)
-        module.__path__ = []  # old submodule paths come through the finder too
+        assert new is not None  # the finder answers only for moved paths
         _warn(
             f"{module.__name__} moved to {new}; import it from there "
             f"(the old path goes in {REMOVED_IN})"
         )
+        # Run the new module now, as importing the old path did: a module imported for its
+        # effect (``import hbeval_core.otel.auto`` attaches a span processor) still has it.
+        importlib.import_module(new)
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        """``python -m OLD.PATH``: warn (from ``__main__``, so it shows), then run the new
+        module as ``__main__`` with the same arguments."""
+        new = _new_module(fullname)
+        old_cmd, new_cmd = (n.removesuffix(".__main__") for n in (fullname, str(new)))
+        message = (
+            f"{old_cmd} moved to {new_cmd}; run python -m {new_cmd} "
+            f"(the old path goes in {REMOVED_IN})"
+        )
+        source = (
+            "import runpy, warnings\n"
+            f"warnings.warn({message!r}, DeprecationWarning)\n"
+            f"runpy.run_module({new!r}, run_name='__main__', alter_sys=True)\n"
+        )
+        return compile(source, f"<{fullname}: moved to {new}>", "exec")
+
+
+def _is_package(old: str, new: str) -> bool | None:
+    """Whether the forwarding module for ``old`` is a package (it is when ``new`` is one, or
+    when older paths sit under it); None when ``new`` does not exist."""
+    try:
+        spec = importlib.util.find_spec(new)
+    except ModuleNotFoundError as err:
+        if err.name is None or not (new == err.name or new.startswith(f"{err.name}.")):
+            raise  # the new module exists but lacks a dependency: say so, as its import would
+        return None
+    if spec is None:
+        return None
+    nested = any(key.startswith(f"{old}.") for key in MODULES)
+    return spec.submodule_search_locations is not None or nested
 
 
 class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(
         self, fullname: str, path: Any = None, target: Any = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if not fullname.startswith("hbeval_core.") or _new_module(fullname) is None:
+        new = _new_module(fullname) if fullname.startswith("hbeval_core.") else None
+        if new is None:
             return None
-        return importlib.machinery.ModuleSpec(fullname, _LOADER, is_package=True)
+        package = _is_package(fullname, new)
+        if package is None:
+            return None  # a path under an old one that never existed: ModuleNotFoundError
+        return importlib.machinery.ModuleSpec(fullname, _LOADER, is_package=package)
 
 
 _LOADER: Final = _Loader()

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The test command: set up ./.venv with every extra, start a throwaway PostgreSQL server for the
-# store tests, then lint and run the whole suite.
+# store tests, then lint and run the whole suite. The whole suite includes the tests marked slow
+# (tests/test_wheel.py builds the wheel and runs `hbeval demo` from it in a fresh venv); CI runs
+# them. Arguments go to pytest: `scripts/test.sh -m "not slow"` leaves the slow ones out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CREWAI_DISABLE_TELEMETRY=true OTEL_SDK_DISABLED=true CREWAI_TRACING_ENABLED=false \
