@@ -85,7 +85,7 @@ def test_registry_and_demo_with_every_framework_hidden(tmp_path: Path) -> None:
     from hbeval.demo import demo_agents, run_demo
     print("demo", demo_agents()[-1])
     reports = run_demo({str(tmp_path)!r}, n_scenarios=6, trials=1)
-    print("trials", [reports[name]["run"]["trial_count"] for name in ("careful", "naive")])
+    print("trials", [reports[name].run.trial_count for name in ("careful", "naive")])
     from hbeval.store import open_store
     store = open_store({str(tmp_path / ".hbeval" / "hbeval.db")!r})
     print("adapter", sorted({{r.config["manifest"]["adapter"] for r in store.list_runs()}}))

@@ -8,7 +8,7 @@ model call during the run, and each scored trial offered to the memory's ``admit
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hbeval_core.contract import Task, TrialResult
 from hbeval_core.live.monitor import Monitor
@@ -16,6 +16,9 @@ from hbeval_core.vocab import DEFAULT_SEED
 
 from ._adapter import CrewAIAdapter, episode_of
 from ._keys import ATTR_ADMITTED
+
+if TYPE_CHECKING:
+    from hbeval.scoring import Report
 
 __all__ = ["FaultRun"]
 
@@ -87,12 +90,12 @@ class FaultRun:
         self.monitor_factory = monitor_factory
         self.strict = strict
         self.run_options = run_options
-        self.report: dict[str, Any] | None = None
+        self.report: Report | None = None
         """The ``hbeval-report/1`` dict of the last ``run()``."""
         self.episodes: list[dict[str, Any]] = []
         """Episodes offered to memory after the last run, each with ``admitted`` set."""
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> Report:
         """Run every scenario x trial, score them, offer episodes to memory; return the report."""
         from hbeval.runner.run import run_battery
 
@@ -112,7 +115,7 @@ class FaultRun:
             adapter.memory_hook(None)
         return self._finish(report, adapter)
 
-    async def arun(self) -> dict[str, Any]:
+    async def arun(self) -> Report:
         """``run()`` as a coroutine (``hbeval.runner.arun_battery``): the caller's event loop
         keeps running, and each crew is driven through CrewAI's native ``akickoff``.
 
@@ -140,17 +143,18 @@ class FaultRun:
     def _adapter(self) -> _RecordingAdapter:
         return _RecordingAdapter(monitor_factory=self.monitor_factory, strict=self.strict)
 
-    def _finish(self, report: dict[str, Any], adapter: _RecordingAdapter) -> dict[str, Any]:
+    def _finish(self, report: Report, adapter: _RecordingAdapter) -> Report:
         self.report = report
         self.episodes = self._admit(report, adapter.results) if self.memory is not None else []
         return report
 
     def _admit(
-        self, report: Mapping[str, Any], results: Mapping[str, tuple[Task, TrialResult]]
+        self, report: Report, results: Mapping[str, tuple[Task, TrialResult]]
     ) -> list[dict[str, Any]]:
         """Offer each scored trial to memory, in report order; the memory decides what to keep."""
         episodes: list[dict[str, Any]] = []
-        for trial in report.get("trials", []):
+        written = report.to_dict()  # an episode holds the trial's verdict as the report writes it
+        for trial in written["trials"]:
             found = results.get(str(trial.get("trial_key")))
             if found is None:
                 continue  # resumed from the store: its episode was offered when it ran
@@ -161,18 +165,18 @@ class FaultRun:
             # The scored verdict's fields at the top level, with the run's ids: the shape EDM's
             # admit() reads (hbeval.memory.parse_episode); other memories may ignore them.
             episode.update({k: verdict[k] for k in _VERDICT_KEYS if k in verdict})
-            fingerprints = report.get("fingerprints") or {}
+            fingerprints = report.fingerprints
             episode.update(
-                run_id=report.get("run_id"),
+                run_id=report.run_id,
                 trial_key=trial.get("trial_key"),
                 context=episode["question"],
                 domain=trial.get("domain"),
                 outcome=trial.get("outcome"),
                 fault_type=trial.get("fault_type"),
                 signals=trial.get("signals"),
-                measurement_fingerprint=fingerprints.get("measurement"),
-                battery_fingerprint=fingerprints.get("battery_spec"),
-                metric_versions=report.get("metric_versions") or {},
+                measurement_fingerprint=fingerprints.measurement,
+                battery_fingerprint=fingerprints.battery_spec,
+                metric_versions=dict(report.metric_versions),
                 # EDM computes the figures it admits on from the trace and the task's rules.
                 events=list(result.events),
                 rule_inputs={

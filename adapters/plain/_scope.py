@@ -40,7 +40,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any, Final, NoReturn, TypeVar, overload
+from typing import Any, Final, NoReturn, TypeVar, cast, overload
 
 from hbeval_core.capture import UNWATCHED, BaseRecorder
 from hbeval_core.contract import (
@@ -501,7 +501,7 @@ _MEMORY: ContextVar[Any] = ContextVar("hbeval_plain_memory", default=None)
 
 def current_scope() -> TrialScope | None:
     """The plain-agent capture open in this context, or None."""
-    return _SCOPE.get()
+    return cast("TrialScope | None", _SCOPE.get())
 
 
 # ---------------------------------------------------------------------- helpers for agents
@@ -540,7 +540,7 @@ def think(
     calls of those tools, so they count as traceable when ``text`` or ``reasoning`` gives a
     reason. Returns the declared call ids. Outside a trial it does nothing and returns [].
     """
-    scope = _SCOPE.get()
+    scope = current_scope()
     if scope is None:
         return []
     return scope.think(
@@ -555,7 +555,7 @@ def think(
 
 def model_input(messages: Iterable[Any]) -> str | None:
     """Record what the agent read before its next turn (messages, dicts, pairs or text)."""
-    scope = _SCOPE.get()
+    scope = current_scope()
     if scope is None:
         return None
     return scope.model_input(messages)

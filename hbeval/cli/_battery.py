@@ -14,13 +14,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
 from hbeval_core.vocab import DEFAULT_SCENARIOS, DEFAULT_SEED, DEFAULT_TRIALS
 
 from ._common import REDACT_HELP, checked_redact, plain_app
+
+if TYPE_CHECKING:
+    from ..scoring import Report
 
 __all__ = ["battery_app"]
 
@@ -205,12 +208,14 @@ def _open_memory(db: str | None, store: Any) -> Any:
         _fail(f"--memory: {exc}")
 
 
-def _summary(report: dict[str, Any], out: Path | None) -> None:
-    metrics = report.get("metrics") or {}
-    undefined = report.get("undefined") or {}
-    run = report.get("run") or {}
+def _summary(report: Report, out: Path | None) -> None:
     from ..report.terminal import verdict_lines
     from ..scoring import decide_verdict
+    from ..scoring._view import section
+
+    metrics = section(report, "metrics")
+    undefined = section(report, "undefined")
+    run = section(report, "run")
 
     typer.echo(
         f"run {run.get('run_id')}  agent {run.get('agent_id')}  verdict "
@@ -227,7 +232,7 @@ def _summary(report: dict[str, Any], out: Path | None) -> None:
         )
         parts.append(f"{name.upper()} {shown}")
     typer.echo("  " + "  ".join(parts))
-    trace = report.get("traceability") or {}
+    trace = section(report, "traceability") or {}
     if trace.get("calls"):
         share = trace.get("explained_share")
         shown = f"{share:.3f}" if isinstance(share, (int, float)) else "undefined"
@@ -236,14 +241,14 @@ def _summary(report: dict[str, Any], out: Path | None) -> None:
             f"  traceability: explained share {shown} "
             f"({trace.get('explained')}/{trace.get('calls')} calls){note}"
         )
-    outcomes = report.get("outcomes") or {}
+    outcomes = section(report, "outcomes") or {}
     typer.echo("  outcomes: " + ", ".join(f"{k} {v}" for k, v in outcomes.items()))
-    fps = report.get("fingerprints") or {}
+    fps = section(report, "fingerprints") or {}
     typer.echo(
         f"  fingerprints: battery {fps.get('battery_spec')}  plan {fps.get('plan')}  "
-        f"measurement {fps.get('measurement')}  manifest {report.get('manifest_hash')}"
+        f"measurement {fps.get('measurement')}  manifest {report.manifest_hash}"
     )
-    iso = report.get("isolation") or {}
+    iso = section(report, "isolation") or {}
     typer.echo(f"  isolation: {iso.get('note')}")
     if out is not None:
         typer.echo(f"  report written to {out}")
@@ -405,7 +410,7 @@ def run_command(
 
 def _execute(
     plan: _Plan, f: _Flags, db: str | None, run_id: str | None, ray_cpus: float, memory: bool
-) -> tuple[dict[str, Any], str | None]:
+) -> tuple[Report, str | None]:
     """Open the store (and EDM with ``--memory``) and run; returns the report and, with memory,
     the admissions line. Exits 2 naming the flag at fault, 130 when interrupted."""
     from hbeval_core.contract import RateLimitTooLong
@@ -667,9 +672,7 @@ def _check_kind(kind: str | None) -> str | None:
     return kind
 
 
-def _finish_run(
-    report: dict[str, Any], out: Path | None, as_json: bool, memory_line: str | None
-) -> None:
+def _finish_run(report: Report, out: Path | None, as_json: bool, memory_line: str | None) -> None:
     """Warnings, the report file, and the JSON or the summary; ``memory_line`` after a
     ``--memory`` run (on stderr with ``--json``)."""
     from ..runner.run import abandoned_threads
@@ -678,12 +681,12 @@ def _finish_run(
     warning = delivery_warning(report)
     if warning is not None:
         typer.echo(warning, err=True)
-    budget = (report.get("run") or {}).get("budget") or {}
-    if budget.get("stopped"):
+    budget = report.run.budget
+    if budget is not None and budget.stopped:
         typer.echo(
-            f"stopped ({budget['stopped']}): spent ${budget['spent']:.4f} of "
-            f"${budget['max_cost']:g}; trials not run are left out of every figure. Rerun with "
-            f"a larger --max-cost (and --run-id {report.get('run_id')}) to resume.",
+            f"stopped ({budget.stopped}): spent ${budget.spent:.4f} of "
+            f"${budget.max_cost:g}; trials not run are left out of every figure. Rerun with "
+            f"a larger --max-cost (and --run-id {report.run_id}) to resume.",
             err=True,
         )
     still = abandoned_threads()
@@ -697,16 +700,16 @@ def _finish_run(
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(
-                json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+                json.dumps(report.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
                 encoding="utf-8",
             )
         except OSError as exc:
             _fail(
                 f"--out: cannot write {out}: {exc.strerror or exc} (the run and its report are "
-                f"kept in the store: `hbeval report {report.get('run_id')} --out FILE`)"
+                f"kept in the store: `hbeval report {report.run_id} --out FILE`)"
             )
     if as_json:
-        _emit_json(report)
+        _emit_json(report.to_dict())
         if memory_line is not None:
             typer.echo(memory_line, err=True)
     else:

@@ -10,14 +10,17 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from hbeval_core.vocab import LIVE_METRICS
+
+if TYPE_CHECKING:
+    from ..scoring import Report
 
 __all__ = [
     "DEMO_TRACE",
@@ -113,11 +116,17 @@ def run(*, db: str | None, out_dir: Path, as_json: bool) -> int:
             close = getattr(progress, "close", None)
             if close is not None:
                 close()
-        result["reports"] = reports
+        result["reports"] = {name: r.to_dict() for name, r in reports.items()}
         print_side_by_side(console, reports)
         out = out_dir / "hbeval-report.json"
         out.write_text(
-            json.dumps(reports, indent=2, allow_nan=False, default=str), encoding="utf-8"
+            json.dumps(
+                {name: r.to_dict() for name, r in reports.items()},
+                indent=2,
+                allow_nan=False,
+                default=str,
+            ),
+            encoding="utf-8",
         )
         paths = finish_demo(reports, out_dir, out_dir / ".hbeval", db=db)
         result["files"] = {k: str(v) for k, v in paths.items()}
@@ -147,42 +156,40 @@ def _cell(value: Any, reason: str | None, ci: Any = None, digits: int = 3) -> st
     return f"{value}{_interval(ci)}"
 
 
-def _explained(r: dict[str, Any]) -> str:
+def _explained(r: Report) -> str:
     """Share of tool calls whose issuing reply stated a reason, with the counts behind it."""
-    t = r.get("traceability") or {}
-    if not t:
+    t = r.traceability
+    if t is None:
         return "undefined (not_measured)"
-    cell = _cell(t.get("explained_share"), (t.get("undefined") or {}).get("explained_share"))
-    return f"{cell} ({t.get('explained')}/{t.get('calls')} calls)" if t.get("calls") else cell
+    cell = _cell(t.explained_share, t.undefined.get("explained_share"))
+    return f"{cell} ({t.explained}/{t.calls} calls)" if t.calls else cell
 
 
-def _passk(key: str) -> Any:
-    """The cell of a pass^k / pass@k list (``key``): each k with its value."""
+def _passk(hat: bool) -> Callable[[Report], str]:
+    """The cell of the pass^k (``hat``) or pass@k list: each k with its value."""
 
-    def render(r: dict[str, Any]) -> str:
+    def render(r: Report) -> str:
         parts = []
-        for item in r.get(key) or ():
-            v = item.get("value")
-            parts.append(f"k={item['k']}: " + ("undefined" if v is None else f"{v:.3f}"))
+        for item in r.pass_hat_k if hat else r.pass_at_k:
+            v = item.value
+            parts.append(f"k={item.k}: " + ("undefined" if v is None else f"{v:.3f}"))
         return ", ".join(parts) or "undefined"
 
     return render
 
 
-def _attack(r: dict[str, Any]) -> str:
+def _attack(r: Report) -> str:
     """The targeted attack success rate with its 95% Wilson interval and sample size."""
     from hbeval_core.metrics import wilson_interval
 
-    a = r.get("agentdojo") or {}
-    n = a.get("injection_n") or 0
-    v = a.get("targeted_attack_success_rate")
+    a = r.agentdojo
+    n = a.injection_n
+    v = a.targeted_attack_success_rate
     ci = wilson_interval(round(v * n), n) if v is not None and n else None
-    return (
-        _cell(v, (a.get("undefined") or {}).get("targeted_attack_success_rate"), ci) + f" (n={n})"
-    )
+    return _cell(v, a.undefined.get("targeted_attack_success_rate"), ci) + f" (n={n})"
 
 
-def side_by_side_rows(reports: dict[str, Any]) -> list[tuple[str, list[str]]]:
+def side_by_side_rows(reports: Mapping[str, Report]) -> list[tuple[str, list[str]]]:
     """The demo's comparison, one row per figure, one cell per agent (intervals are 95% Wilson)."""
     from hbeval_core.metrics import wilson_interval
 
@@ -192,42 +199,38 @@ def side_by_side_rows(reports: dict[str, Any]) -> list[tuple[str, list[str]]]:
     names = list(reports)
     rows: list[tuple[str, list[str]]] = []
 
-    def add(label: str, fn: Any) -> None:
+    def add(label: str, fn: Callable[[Report], str]) -> None:
         rows.append((label, [fn(reports[n]) for n in names]))
 
     add("verdict", lambda r: decide_verdict(r).verdict)
     add("headline", lambda r: str(report_scores(r)["headline"]))
     for m in LIVE_METRICS:
 
-        def metric(r: dict[str, Any], m: str = m) -> str:
+        def metric(r: Report, m: str = m) -> str:
             counts = proportion_counts(r, m)
             ci = None if counts is None else wilson_interval(*counts)
-            return _cell((r.get("metrics") or {}).get(m), (r.get("undefined") or {}).get(m), ci)
+            return _cell(getattr(r.metrics, m), r.undefined.get(m), ci)
 
         add(m.upper() + (" (0-5)" if m == "ti" else ""), metric)
         if m == "ti":
             add("explained share", _explained)
     add(
         "pass rate",
-        lambda r: _cell(
-            r["pass_rate"].get("rate"),
-            r["pass_rate"]["undefined"].get("rate"),
-            r["pass_rate"].get("interval"),
-        ),
+        lambda r: _cell(r.pass_rate.rate, r.pass_rate.undefined.get("rate"), r.pass_rate.interval),
     )
 
-    add("pass^k (all k trials pass)", _passk("pass_hat_k"))
-    add("pass@k (any of k passes)", _passk("pass_at_k"))
+    add("pass^k (all k trials pass)", _passk(hat=True))
+    add("pass@k (any of k passes)", _passk(hat=False))
     for key, label in (
         ("c_nom", "C_nom (no faults)"),
         ("r_op", "R_op (under faults)"),
         ("gap", "reliability gap"),
     ):
 
-        def gap_cell(r: dict[str, Any], key: str = key) -> str:
-            g = r.get("reliability_gap") or {}
-            ci = g.get("interval") if key == "gap" else g.get(f"{key}_interval")
-            return _cell(g.get(key), (g.get("undefined") or {}).get(key), ci)
+        def gap_cell(r: Report, key: str = key) -> str:
+            g = r.reliability_gap
+            ci = g.interval if key == "gap" else getattr(g, f"{key}_interval")
+            return _cell(getattr(g, key), g.undefined.get(key), ci)
 
         add(label, gap_cell)
 
@@ -235,18 +238,15 @@ def side_by_side_rows(reports: dict[str, Any]) -> list[tuple[str, list[str]]]:
     add(
         "faults delivered",
         lambda r: (
-            "{delivered}/{injected} ({faulted_trials} faulted trials)".format(
-                **(r.get("fault_delivery") or {})
-            )
-            if r.get("fault_delivery")
-            else "undefined (no_faulted_trial)"
+            f"{r.fault_delivery.delivered}/{r.fault_delivery.injected} "
+            f"({r.fault_delivery.faulted_trials} faulted trials)"
         ),
     )
-    add("evidence", lambda r: f"{(r.get('evidence') or {}).get('level')}")
+    add("evidence", lambda r: f"{r.evidence.level}")
     return rows
 
 
-def print_side_by_side(console: Any, reports: dict[str, Any]) -> None:
+def print_side_by_side(console: Any, reports: Mapping[str, Report]) -> None:
     """Print the demo's two reports in one table."""
     from rich.table import Table
 
@@ -264,7 +264,7 @@ def print_side_by_side(console: Any, reports: dict[str, Any]) -> None:
 
 
 def finish_demo(
-    reports: Mapping[str, Mapping[str, Any]],
+    reports: Mapping[str, Report],
     out_dir: Path,
     key_dir: Path,
     *,

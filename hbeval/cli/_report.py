@@ -12,13 +12,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ._common import DB_HELP as _DB_HELP
 from ._common import EXIT_INSUFFICIENT, SOURCE_HELP, console, emit_json
 from ._common import fail as _fail
+
+if TYPE_CHECKING:
+    from ..scoring import Report
 
 __all__ = ["SOURCE_HELP", "compare_cmd", "gate_cmd", "load_one", "load_reports", "report_cmd"]
 
@@ -49,50 +52,46 @@ def _open_store(db: str | None, *, required: bool) -> Any:
         raise missing from None
 
 
-def _checked(report: Mapping[str, Any], where: str) -> None:
-    """Refuse a report whose figures do not follow from its own trials (edited by hand)."""
-    from ..scoring._recheck import describe, report_discrepancies
+def _checked(data: Report | Mapping[str, Any], where: str) -> Report:
+    """``data`` as a ``Report``, refused when its figures do not follow from its own trials."""
+    from ..scoring._recheck import ReportEdited, checked_report, report_discrepancies
+    from ..scoring._report_model import Report, validate_report
 
-    found = report_discrepancies(report)
-    if found is None:
-        versions = report.get("versions")
-        derive = versions.get("derive") if isinstance(versions, Mapping) else None
+    report = data if isinstance(data, Report) else validate_report(data)
+    if report_discrepancies(report) is None:
+        derive = report.versions.derive
         typer.echo(
             f"hbeval: note: {where} is taken as it states its figures, not checked against its "
             f"trials (it was built under other rules, {derive or 'unknown versions'}, or lacks "
             "them)",
             err=True,
         )
-    elif found:
+        return report
+    try:
+        return checked_report(report, where)
+    except ReportEdited as exc:
         raise _InputError(
-            f"{where}: the report's figures do not follow from its own trials ({describe(found)}); "
-            "it was changed after hbeval built it. Use the report as hbeval wrote it "
+            f"{exc}. Use the report as hbeval wrote it "
             "(`hbeval report RUN_ID --json` reads it from the store)"
-        )
+        ) from None
 
 
-def _reports_in(data: Any, where: str) -> dict[str, dict[str, Any]]:
-    from ..scoring._report_model import ReportFormatError, validate_report
+def _reports_in(data: Any, where: str) -> dict[str, Report]:
+    from ..scoring._report_model import Report, ReportFormatError
 
-    def label_of(report: Mapping[str, Any]) -> str:
-        run = report.get("run")
-        agent = run.get("agent_id") if isinstance(run, Mapping) else None
-        return str(agent or report.get("run_id") or "report")
+    def label_of(report: Report) -> str:
+        return str(report.run.agent_id or report.run_id or "report")
 
     try:
-        if isinstance(data, Mapping) and "format" in data:
-            validate_report(data)
-            _checked(data, where)
-            return {label_of(data): dict(data)}
+        if isinstance(data, Report) or (isinstance(data, Mapping) and "format" in data):
+            report = _checked(data, where)
+            return {label_of(report): report}
         if (
             isinstance(data, Mapping)
             and data
             and all(isinstance(v, Mapping) and "format" in v for v in data.values())
         ):
-            for k, v in data.items():
-                validate_report(v)
-                _checked(v, f"{where}#{k}")
-            return {str(k): dict(v) for k, v in data.items()}
+            return {str(k): _checked(v, f"{where}#{k}") for k, v in data.items()}
     except ReportFormatError as exc:
         raise _InputError(f"{where}: {exc}") from None
     raise _InputError(
@@ -102,7 +101,7 @@ def _reports_in(data: Any, where: str) -> dict[str, dict[str, Any]]:
 
 def load_reports(
     source: str, db: str | None = None, *, want_store: bool = False
-) -> tuple[dict[str, dict[str, Any]], Any]:
+) -> tuple[dict[str, Report], Any]:
     """Reports named by ``source`` (file, FILE#LABEL or run id), and their store if wanted.
 
     Returns ``({label: report}, store or None)``; raises ValueError with a message for people.
@@ -149,7 +148,7 @@ def load_reports(
     return reports, store
 
 
-def load_one(source: str, db: str | None) -> tuple[str, dict[str, Any]]:
+def load_one(source: str, db: str | None) -> tuple[str, Report]:
     reports, _ = load_reports(source, db)
     if len(reports) != 1:
         raise _InputError(
@@ -197,7 +196,11 @@ def report_cmd(
             written = write_html(html, reports, traces=traces, timelines=timelines)
             typer.echo(f"HTML report written to {written}", err=True)
         if out is not None:
-            data: Any = next(iter(reports.values())) if len(reports) == 1 else reports
+            data: Any = (
+                next(iter(reports.values())).to_dict()
+                if len(reports) == 1
+                else {label: r.to_dict() for label, r in reports.items()}
+            )
             out.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
             typer.echo(f"report JSON written to {out}", err=True)
     except OSError as exc:
@@ -210,7 +213,8 @@ def report_cmd(
             {
                 "html": None if written is None else str(written),
                 "reports": {
-                    label: {"scores": report_scores(r), "report": r} for label, r in reports.items()
+                    label: {"scores": report_scores(r), "report": r.to_dict()}
+                    for label, r in reports.items()
                 },
             }
         )

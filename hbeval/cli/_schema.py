@@ -66,7 +66,7 @@ def schema_report() -> None:
     """JSON Schema of an hbeval-report/1 battery report."""
     if not SCHEMA_FILES["report"].is_file():
         try:
-            from ..report import model  # noqa: F401
+            from ..scoring import _report_model  # noqa: F401
         except ImportError:
             raise fail(
                 "the report schema is not available in this build", EXIT_INSUFFICIENT

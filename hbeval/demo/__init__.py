@@ -14,6 +14,7 @@ from typing import Any, Final
 from hbeval_core.vocab import DEFAULT_SCENARIOS, DEFAULT_SEED, DEFAULT_TRIALS
 
 from ..runner.run import ProgressUpdate, run_battery
+from ..scoring import Report
 
 __all__ = ["DEMO_AGENTS", "demo_agents", "run_demo"]
 
@@ -30,7 +31,7 @@ def run_demo(
     seed: int = DEFAULT_SEED,
     progress: Callable[[str, ProgressUpdate], None] | None = None,
     agents: str = "auto",
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, Report]:
     """Run the battery on both example agents; returns ``{"careful": report, "naive": report}``.
 
     ``db`` is a path or ``sqlite:///`` URL; by default the store is ``<out_dir>/.hbeval/hbeval.db``
@@ -47,7 +48,7 @@ def run_demo(
     base = Path(out_dir) if out_dir is not None else Path.cwd()
     store = open_store(db if db is not None else base / ".hbeval" / "hbeval.db")
     factories = {"careful": careful, "naive": naive}
-    reports: dict[str, dict[str, Any]] = {}
+    reports: dict[str, Report] = {}
     try:
         for name in DEMO_AGENTS:
 

@@ -25,7 +25,12 @@ import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ..scoring._view import section
+
+if TYPE_CHECKING:
+    from ..scoring import Report
 
 RESULT_LIMIT = 4096
 """Tool results and replies longer than this many characters are cut in span attributes."""
@@ -367,12 +372,16 @@ def _resource(run_id: str, agent_id: str, fingerprint: str | None) -> Any:
     )
 
 
-def _run_identity(report: Mapping[str, Any]) -> tuple[str, str, str | None, float]:
-    run = report.get("run") if isinstance(report.get("run"), Mapping) else {}
+def _run_identity(report: Report) -> tuple[str, str, str | None, float]:
+    run = section(report, "run") if isinstance(section(report, "run"), Mapping) else {}
     assert isinstance(run, Mapping)
-    fps = report.get("fingerprints") if isinstance(report.get("fingerprints"), Mapping) else {}
+    fps = (
+        section(report, "fingerprints")
+        if isinstance(section(report, "fingerprints"), Mapping)
+        else {}
+    )
     assert isinstance(fps, Mapping)
-    run_id = str(report.get("run_id") or run.get("run_id"))
+    run_id = str(report.run_id or run.get("run_id"))
     agent_id = str(run.get("agent_id") or "agent")
     started = run.get("started_at")
     base = float(started) if isinstance(started, (int, float)) else time.time()
@@ -380,7 +389,7 @@ def _run_identity(report: Mapping[str, Any]) -> tuple[str, str, str | None, floa
 
 
 def build_trace_request(
-    report: Mapping[str, Any],
+    report: Report,
     trials: Iterable[TrialSource],
     summary: ExportSummary,
     *,
@@ -414,47 +423,34 @@ def build_trace_request(
 
 
 def _points(
-    report: Mapping[str, Any],
+    report: Report,
 ) -> tuple[dict[str, list[tuple[float, dict[str, Any]]]], dict[str, str]]:
     """``{metric name: [(value, extra attributes)]}`` and the undefined figures' reasons."""
     out: dict[str, list[tuple[float, dict[str, Any]]]] = {}
     undefined: dict[str, str] = {}
-    reasons = report.get("undefined") if isinstance(report.get("undefined"), Mapping) else {}
-    assert isinstance(reasons, Mapping)
-    for name, value in (report.get("metrics") or {}).items():
+    reasons = report.undefined
+    for name, value in report.metrics.model_dump(mode="json").items():
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             out[f"hbeval.{name}"] = [(float(value), {})]
         else:
             undefined[f"hbeval.{name}"] = str(reasons.get(name) or "undefined")
-    rate = report.get("pass_rate") if isinstance(report.get("pass_rate"), Mapping) else {}
-    assert isinstance(rate, Mapping)
-    if isinstance(rate.get("rate"), (int, float)):
-        out["hbeval.pass_rate"] = [(float(rate["rate"]), {})]
+    rate = report.pass_rate
+    if rate.rate is not None:
+        out["hbeval.pass_rate"] = [(float(rate.rate), {})]
     else:
-        why = (
-            (rate.get("undefined") or {}).get("rate")
-            if isinstance(rate.get("undefined"), Mapping)
-            else None
-        )
-        undefined["hbeval.pass_rate"] = str(why or "undefined")
-    for block_name in ("pass_hat_k", "pass_at_k"):
-        for block in report.get(block_name) or ():
-            if not isinstance(block, Mapping):
-                continue
-            k, value = block.get("k"), block.get("value")
+        undefined["hbeval.pass_rate"] = str(rate.undefined.get("rate") or "undefined")
+    for block_name, blocks in (("pass_hat_k", report.pass_hat_k), ("pass_at_k", report.pass_at_k)):
+        for block in blocks:
+            k, value = block.k, block.value
             if isinstance(value, (int, float)):
                 out.setdefault(f"hbeval.{block_name}", []).append((float(value), {"k": k}))
             else:
-                why = (
-                    (block.get("undefined") or {}).get("value")
-                    if isinstance(block.get("undefined"), Mapping)
-                    else None
-                )
+                why = block.undefined.get("value")
                 undefined[f"hbeval.{block_name}[k={k}]"] = str(why or "undefined")
     return out, undefined
 
 
-def build_metrics_request(report: Mapping[str, Any], summary: ExportSummary) -> Any:
+def build_metrics_request(report: Report, summary: ExportSummary) -> Any:
     """The ``ExportMetricsServiceRequest`` of a report's defined figures (gauges)."""
     from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
         ExportMetricsServiceRequest,
@@ -469,7 +465,7 @@ def build_metrics_request(report: Mapping[str, Any], summary: ExportSummary) -> 
     )
 
     run_id, agent_id, fingerprint, base = _run_identity(report)
-    run = report.get("run") if isinstance(report.get("run"), Mapping) else {}
+    run = section(report, "run") if isinstance(section(report, "run"), Mapping) else {}
     assert isinstance(run, Mapping)
     ended = run.get("ended_at")
     ns = int((float(ended) if isinstance(ended, (int, float)) else base) * 1e9)

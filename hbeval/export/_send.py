@@ -7,14 +7,18 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..scoring._view import listed
 from ._otlp import (
     ExportSummary,
     TrialSource,
     build_metrics_request,
     build_trace_request,
 )
+
+if TYPE_CHECKING:
+    from ..scoring import Report
 
 __all__ = ["CONTENT_TYPE", "ExportError", "export_otlp", "load_run", "post_otlp"]
 
@@ -26,29 +30,31 @@ class ExportError(ValueError):
 
 
 def load_run(
-    source: str | Path | Mapping[str, Any], store: Any = None
-) -> tuple[dict[str, Any], list[TrialSource]]:
-    """The report and the trials of a run id in ``store``, or of a report file or mapping."""
-    if isinstance(source, Mapping):
-        _check(source, "report")
-        return dict(source), [TrialSource(t) for t in _trials(source, "report")]
+    source: str | Path | Report | Mapping[str, Any], store: Any = None
+) -> tuple[Report, list[TrialSource]]:
+    """The report and the trials of a run id in ``store``, or of a report (file, dict, Report)."""
+    from ..scoring._report_model import Report
+
+    if isinstance(source, (Report, Mapping)):
+        report = _check(source, "report")
+        return report, [TrialSource(t) for t in _trials(report, "report")]
     path = Path(source)
     if str(source).endswith(".json") or (path.is_file() and store is None):
         try:
-            report = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ExportError(f"cannot read report {str(source)!r}: {exc}") from None
-        if not isinstance(report, Mapping):
+        if not isinstance(data, Mapping):
             raise ExportError(f"{source}: a report is a JSON object")
-        _check(report, str(source))
-        return dict(report), [TrialSource(t) for t in _trials(report, str(source))]
+        report = _check(data, str(source))
+        return report, [TrialSource(t) for t in _trials(report, str(source))]
     if store is None:
         raise ExportError(f"{source!r} is not a report file, and no store was given to find it")
     run_id = str(source)
-    report = store.get_report(run_id)
-    if report is None:
+    stored = store.get_report(run_id)
+    if stored is None:
         raise ExportError(f"no run {run_id!r} with a report in the store")
-    _check(report, f"run {run_id}")
+    report = _check(stored, f"run {run_id}")
     from ..store.protocol import final_attempts
 
     finals = final_attempts(store, run_id)
@@ -58,34 +64,27 @@ def load_run(
         final = finals.get(key)
         events = list(store.iter_events(run_id, key, attempt=final.attempt if final else 0))
         out.append(TrialSource(t, events))
-    return dict(report), out
+    return report, out
 
 
-def _check(report: Mapping[str, Any], where: str) -> None:
-    """Refuse a report that is no ``hbeval-report/1`` report, or whose figures its own trials
-    do not give (edited after hbeval built it): its gauges would send them on."""
-    from ..scoring._recheck import describe, report_discrepancies
-    from ..scoring._report_model import ReportFormatError, validate_report
+def _check(data: Report | Mapping[str, Any], where: str) -> Report:
+    """``data`` as a ``Report``; refused when it is no ``hbeval-report/1`` report, or its
+    figures its own trials do not give (edited after hbeval built it): its gauges would send
+    them on."""
+    from ..scoring._recheck import ReportEdited, checked_report
+    from ..scoring._report_model import ReportFormatError
 
     try:
-        validate_report(report)
-    except ReportFormatError as exc:
-        raise ExportError(f"{where}: {exc}") from None
-    found = report_discrepancies(report)
-    if found:
-        raise ExportError(
-            f"{where}: the report's figures do not follow from its own trials "
-            f"({describe(found)}); it was changed after hbeval built it"
-        )
+        return checked_report(data, where)
+    except (ReportFormatError, ReportEdited) as exc:
+        message = f"{where}: {exc}" if isinstance(exc, ReportFormatError) else str(exc)
+        raise ExportError(message) from None
 
 
-def _trials(report: Mapping[str, Any], where: str) -> list[Mapping[str, Any]]:
-    trials = report.get("trials")
-    if not isinstance(trials, list) or not all(isinstance(t, Mapping) for t in trials):
-        raise ExportError(f"{where}: field 'trials' must be a list of trial objects")
-    if not report.get("run_id"):
+def _trials(report: Report, where: str) -> list[dict[str, Any]]:
+    if not report.run_id:
         raise ExportError(f"{where}: field 'run_id' is missing")
-    return trials
+    return listed(report, "trials")
 
 
 def post_otlp(
@@ -135,7 +134,7 @@ def export_otlp(
         raise ExportError(f"--endpoint must be an http(s) URL, got {endpoint!r}")
     report, trials = load_run(source, store)
     base = endpoint.rstrip("/")
-    summary = ExportSummary(run_id=str(report.get("run_id")), endpoint=base)
+    summary = ExportSummary(run_id=str(report.run_id), endpoint=base)
     if trials_per_request < 1:
         raise ExportError(f"trials_per_request must be >= 1, got {trials_per_request}")
     for start in range(0, max(len(trials), 1), trials_per_request):

@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hbeval_core.fingerprint import fingerprint
 from hbeval_core.vocab import (
@@ -63,6 +63,9 @@ from ._common import (
     finite_reward,
     inferred_figures,
 )
+
+if TYPE_CHECKING:
+    from ..scoring import Report
 
 IMPORTER_VERSION = "hbeval-import/1"
 """Version of the import rules; part of every imported run's measurement fingerprint."""
@@ -92,7 +95,7 @@ class ImportSummary:
     files: list[dict[str, Any]]
     skipped: list[dict[str, Any]] = field(default_factory=list)
     already_imported: bool = False
-    report: dict[str, Any] | None = None
+    report: Report | None = None
     derivation: dict[str, dict[str, int]] = field(default_factory=dict)
     inferred_figures: dict[str, str] = field(default_factory=dict)
     stored_changes: dict[str, int] = field(default_factory=dict)
@@ -524,19 +527,15 @@ def _store_trials(
         )
 
 
-def _store_run_metrics(store: Any, run_id: str, report: dict[str, Any]) -> None:
+def _store_run_metrics(store: Any, run_id: str, report: Report) -> None:
     """The run's figures, once (undefined ones with their reasons)."""
-    run_metrics = report["metrics"]
+    run_metrics = report.metrics.model_dump(mode="json")
     if not store.get_metrics(run_id).values:
         store.record_metrics(
             run_id,
             None,
-            dict(run_metrics),
-            {
-                k: report["undefined"].get(k, NOT_MEASURED)
-                for k, v in run_metrics.items()
-                if v is None
-            },
+            run_metrics,
+            {k: report.undefined.get(k, NOT_MEASURED) for k, v in run_metrics.items() if v is None},
         )
 
 
@@ -593,7 +592,7 @@ def ingest(
 
     stored_changes: dict[str, int] = {}
 
-    def summary(already: bool, report: dict[str, Any] | None) -> ImportSummary:
+    def summary(already: bool, report: Report | None) -> ImportSummary:
         return ImportSummary(
             run_id=run_id,
             format=fmt,
@@ -624,7 +623,7 @@ def ingest(
             )
         if stored.status == RUN_COMPLETED:
             report = store.get_report(run_id)
-            source = (report or {}).get("source")
+            source = None if report is None else report.source
             changes = source.get("stored_changes") if isinstance(source, dict) else None
             stored_changes = dict(changes) if isinstance(changes, dict) else {}
             return summary(True, report)
@@ -659,12 +658,13 @@ def ingest(
         "started_at": started,
         "ended_at": time.time(),
     }
-    report = build_report(run=run_info, trials=trial_dicts, history=history).to_dict()
+    report = build_report(run=run_info, trials=trial_dicts, history=history)
     if not labelled:
-        withhold_pass_figures(report, NO_SUCCESS_LABEL)
-    report["source"] = _source_section(
+        report = withhold_pass_figures(report, NO_SUCCESS_LABEL)
+    source = _source_section(
         fmt, files, labelled, manifest["labels"], skipped, derivation, inferred, stored_changes
     )
+    report = report.model_copy(update={"source": source})
 
     store.start_run(
         RunRecord(

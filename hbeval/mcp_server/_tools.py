@@ -14,11 +14,14 @@ import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from hbeval_core.vocab import LIVE_METRICS, PEI_V2, PEI_VERSIONS
 
 from ..scoring import decide_verdict
+
+if TYPE_CHECKING:
+    from ..scoring import Report
 
 __all__ = [
     "MAX_K",
@@ -59,10 +62,8 @@ def _plain(document: Mapping[str, Any]) -> dict[str, Any]:
     return plain
 
 
-def _label(report: Mapping[str, Any]) -> str:
-    run = report.get("run")
-    agent = run.get("agent_id") if isinstance(run, Mapping) else None
-    return str(agent or report.get("run_id") or "report")
+def _label(report: Report) -> str:
+    return str(report.run.agent_id or report.run_id or "report")
 
 
 class StoreTools:
@@ -103,9 +104,9 @@ class StoreTools:
         finally:
             store.close()
 
-    def _report(self, store: Any, field: str, run_id: object) -> dict[str, Any]:
+    def _report(self, store: Any, field: str, run_id: object) -> Report:
         run = _text(field, run_id, max_chars=500)
-        report: dict[str, Any] | None = store.get_report(run)
+        report: Report | None = store.get_report(run)
         if report is None:
             known = "" if store.get_run(run) is None else " (the run has no report yet)"
             raise ToolInputError(
@@ -144,8 +145,9 @@ class StoreTools:
 
         with self._store() as store:
             report = self._report(store, "run_id", run_id)
-        metrics: Mapping[str, Any] = report.get("metrics") or {}
-        undefined: Mapping[str, str] = report.get("undefined") or {}
+        doc = report.to_dict()  # the figures are passed on as the report writes them
+        metrics: Mapping[str, Any] = doc["metrics"]
+        undefined: Mapping[str, str] = report.undefined
         intervals: dict[str, Any] = {}
         interval_undefined: dict[str, str] = {}
         for name in LIVE_METRICS:
@@ -162,43 +164,42 @@ class StoreTools:
                 interval_undefined[name] = undefined.get(name, "not_measured")
             else:
                 interval_undefined[name] = MEAN_NOT_PROPORTION
-        rate = report.get("pass_rate") or {}
-        if isinstance(rate.get("interval"), list):
-            low, high = rate["interval"]
+        rate = report.pass_rate
+        if rate.interval is not None:
+            low, high = rate.interval
             intervals["pass_rate"] = {
                 "low": low,
                 "high": high,
-                "successes": rate.get("passed"),
-                "n": rate.get("n"),
+                "successes": rate.passed,
+                "n": rate.n,
             }
         else:
-            interval_undefined["pass_rate"] = (rate.get("undefined") or {}).get("rate", "no_trials")
-        run = report.get("run") or {}
+            interval_undefined["pass_rate"] = rate.undefined.get("rate", "no_trials")
         return _plain(
             {
-                "run_id": report.get("run_id"),
-                "agent_id": run.get("agent_id"),
+                "run_id": report.run_id,
+                "agent_id": report.run.agent_id,
                 "verdict": decide_verdict(report).verdict,
-                "summary": report.get("summary"),
+                "summary": report.summary,
                 "metrics": dict(metrics),
                 "undefined": dict(undefined),
                 "intervals": intervals,
                 "interval_undefined": interval_undefined,
                 "confidence": 0.95,
-                "defined_counts": report.get("defined_counts"),
-                "thresholds": report.get("thresholds"),
-                "unmeasured_metrics": report.get("unmeasured_metrics"),
-                "pass_rate": rate,
-                "reliability_gap": report.get("reliability_gap"),
-                "pass_at_k": report.get("pass_at_k"),
-                "pass_hat_k": report.get("pass_hat_k"),
-                "csi_info": report.get("csi_info"),
-                "agentdojo": report.get("agentdojo"),
-                "evidence": report.get("evidence"),
+                "defined_counts": doc.get("defined_counts"),
+                "thresholds": doc.get("thresholds"),
+                "unmeasured_metrics": doc.get("unmeasured_metrics"),
+                "pass_rate": doc["pass_rate"],
+                "reliability_gap": doc.get("reliability_gap"),
+                "pass_at_k": doc.get("pass_at_k"),
+                "pass_hat_k": doc.get("pass_hat_k"),
+                "csi_info": doc.get("csi_info"),
+                "agentdojo": doc.get("agentdojo"),
+                "evidence": doc.get("evidence"),
                 "scores": report_scores(report),
-                "fingerprints": report.get("fingerprints"),
-                "manifest_hash": report.get("manifest_hash"),
-                "metric_versions": report.get("metric_versions"),
+                "fingerprints": doc.get("fingerprints"),
+                "manifest_hash": doc.get("manifest_hash"),
+                "metric_versions": doc.get("metric_versions"),
             }
         )
 
@@ -232,17 +233,17 @@ class StoreTools:
         series: dict[str, list[dict[str, Any]]] = {}
         for rec in records:
             report = rec.report
-            rate = report.get("pass_rate") or {}
+            written = report.to_dict()
             series.setdefault(rec.measurement_fingerprint, []).append(
                 {
                     "run_id": rec.run_id,
                     "created_at": rec.created_at,
                     "verdict": decide_verdict(report).verdict,
-                    "metrics": report.get("metrics"),
-                    "undefined": report.get("undefined"),
-                    "pass_rate": rate.get("rate"),
-                    "pass_rate_interval": rate.get("interval"),
-                    "manifest_hash": report.get("manifest_hash"),
+                    "metrics": written["metrics"],
+                    "undefined": written["undefined"],
+                    "pass_rate": report.pass_rate.rate,
+                    "pass_rate_interval": written["pass_rate"].get("interval"),
+                    "manifest_hash": report.manifest_hash,
                 }
             )
         by_fingerprint = []
@@ -252,7 +253,7 @@ class StoreTools:
                 {
                     "measurement_fingerprint": fingerprint,
                     "runs": points,
-                    "csi": newest.get("csi_info"),
+                    "csi": newest.to_dict().get("csi_info"),
                 }
             )
         doc: dict[str, Any] = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hbeval_core.metrics import reliability_gap, wilson_interval
 from hbeval_core.vocab import (
@@ -35,8 +35,12 @@ from .scores import (
     _block,
     _number,
     proportion_counts,
-    scored_trials,
+    scored_records,
+    section,
 )
+
+if TYPE_CHECKING:
+    from ..scoring import Report
 
 # --------------------------------------------------------------------------- charts
 _LABEL_W = 190
@@ -119,12 +123,12 @@ def _bar_rows(chart: str, rows: Sequence[Mapping[str, Any]], label: str) -> str:
     return _svg(chart, _WIDTH, bottom + 24, _axis(top, bottom) + "".join(body), label)
 
 
-def _metric_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    metrics = _block(report, "metrics")
-    undefined = _block(report, "undefined")
-    floors = _block(report, "thresholds")
+def _metric_rows(report: Report) -> list[dict[str, Any]]:
+    metrics = section(report, "metrics")
+    undefined = section(report, "undefined")
+    floors = section(report, "thresholds")
     rows: list[dict[str, Any]] = []
-    rate = _block(report, "pass_rate")
+    rate = section(report, "pass_rate")
     rows.append(
         {
             "metric": "pass_rate",
@@ -150,7 +154,7 @@ def _metric_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "note": "" if counts is None else f"{counts[0]}/{counts[1]}",
             }
         )
-    gap = _block(report, "reliability_gap")
+    gap = section(report, "reliability_gap")
     gu = _block(gap, "undefined")
     for key, label, n in (
         ("c_nom", "C_nom (no faults)", gap.get("nominal_n")),
@@ -169,9 +173,9 @@ def _metric_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _fault_type_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _fault_type_rows(report: Report) -> list[dict[str, Any]]:
     rows = []
-    for name, b in sorted(_block(_block(report, "breakdowns"), "fault_type").items()):
+    for name, b in sorted(_block(section(report, "breakdowns"), "fault_type").items()):
         if not isinstance(b, Mapping):
             continue
         rows.append(
@@ -188,9 +192,9 @@ def _fault_type_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _gap_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _gap_rows(report: Report) -> list[dict[str, Any]]:
     """Reliability gap overall and per domain: C_nom, R_op and their difference."""
-    gap = _block(report, "reliability_gap")
+    gap = section(report, "reliability_gap")
     rows = [
         {
             "label": "all domains",
@@ -207,7 +211,7 @@ def _gap_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
         }
     ]
     by_domain: dict[str, tuple[list[bool], list[bool]]] = {}
-    for t in scored_trials(report):
+    for t in scored_records(report):
         verdict = _block(t, "verdict")
         nominal, faulted = by_domain.setdefault(str(t.get("domain")), ([], []))
         passed = t.get("outcome") == OUTCOME_PASS
@@ -238,7 +242,7 @@ def _gap_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _gap_chart(report: Mapping[str, Any]) -> str:
+def _gap_chart(report: Report) -> str:
     rows = _gap_rows(report)
     top = 8
     body: list[str] = []
@@ -308,10 +312,10 @@ def _gap_chart(report: Mapping[str, Any]) -> str:
     )
 
 
-def _severity_chart(report: Mapping[str, Any]) -> str:
-    sev = _block(report, "severity")
+def _severity_chart(report: Report) -> str:
+    sev = section(report, "severity")
     hist = _block(sev, "histogram")
-    if not scored_trials(report):
+    if not scored_records(report):
         body = (
             f'<g {_attrs("severity", True, reason=NO_TRIALS)}><text class="undef" x="10" y="24">'
             f"severity {_e(_undef_text(NO_TRIALS))} — {_e(REASON_WORDS[NO_TRIALS])}</text></g>"
@@ -449,21 +453,17 @@ def _line_chart(
     return _svg(chart, _WIDTH, height, "".join(parts), label)
 
 
-def _pass_k_chart(report: Mapping[str, Any]) -> str:
+def _pass_k_chart(report: Report) -> str:
     series = []
     ks: list[int] = []
-    for key, legend, colour in (
-        ("pass_hat_k", "pass^k (all k tries succeed)", "#3b6ea5"),
-        ("pass_at_k", "pass@k (at least one of k succeeds)", "#9aa3ad"),
+    for key, entries, legend, colour in (
+        ("pass_hat_k", report.pass_hat_k, "pass^k (all k tries succeed)", "#3b6ea5"),
+        ("pass_at_k", report.pass_at_k, "pass@k (at least one of k succeeds)", "#9aa3ad"),
     ):
-        entries = report.get(key)
         points: list[tuple[int, float | None, str | None]] = []
-        for e in entries if isinstance(entries, Sequence) else ():
-            if not isinstance(e, Mapping) or not isinstance(e.get("k"), int):
-                continue
-            value = _number(e.get("value"))
-            points.append((int(e["k"]), value, _block(e, "undefined").get("value")))
-            ks.append(int(e["k"]))
+        for e in entries:
+            points.append((e.k, e.value, e.undefined.get("value")))
+            ks.append(e.k)
         series.append((key, legend, points, colour))
     return _line_chart(
         "pass_hat_k",

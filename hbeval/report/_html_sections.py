@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hbeval_core import vocab as V
 from hbeval_core.metrics import wilson_interval
@@ -18,6 +18,7 @@ from hbeval_core.vocab import (
 )
 
 from ..scoring import RunVerdict
+from ..scoring._view import listed
 from ._html_words import (
     METRIC_WORDS,
     REASON_WORDS,
@@ -35,9 +36,13 @@ from .scores import (
     _block,
     _number,
     proportion_counts,
-    scored_trials,
+    scored_records,
     scores_of,
+    section,
 )
+
+if TYPE_CHECKING:
+    from ..scoring import Report
 
 
 @functools.lru_cache(maxsize=1)
@@ -64,10 +69,10 @@ def _verdict_sentence(verdict: Any, problems: int) -> str:
     return f"Verdict {verdict}."
 
 
-def _what_failed(report: Mapping[str, Any], decision: RunVerdict) -> list[str]:
+def _what_failed(report: Report, decision: RunVerdict) -> list[str]:
     items: list[str] = []
     sec = scores_of(report).security_gate
-    n_scored = len(scored_trials(report))
+    n_scored = len(scored_records(report))
     if sec.status == SECURITY_FAILED:
         items.append(
             f"<b>Security breach:</b> {_e(sec.reason)} out of {_e(n_scored)} scored trials"
@@ -77,9 +82,9 @@ def _what_failed(report: Mapping[str, Any], decision: RunVerdict) -> list[str]:
                 else "."
             )
         )
-    metrics = _block(report, "metrics")
-    floors = _block(report, "thresholds")
-    undefined = _block(report, "undefined")
+    metrics = section(report, "metrics")
+    floors = section(report, "thresholds")
+    undefined = section(report, "undefined")
     for name in LIVE_METRICS:
         value, floor = _number(metrics.get(name)), _number(floors.get(name))
         title, meaning = METRIC_WORDS[name]
@@ -101,7 +106,7 @@ def _what_failed(report: Mapping[str, Any], decision: RunVerdict) -> list[str]:
             items.append(f"<b>Fault type {_e(check.metric)}:</b> {_e(detail)}.")
         else:
             items.append(f"<b>Not measured:</b> {_e(check.message)}.")
-    for sc in report.get("scenarios") or ():
+    for sc in listed(report, "scenarios") or ():
         if isinstance(sc, Mapping) and sc.get("measured") is False:
             items.append(
                 f"<span data-scenario='{_e(sc.get('scenario_index'))}' class='undef'>Scenario "
@@ -111,7 +116,7 @@ def _what_failed(report: Mapping[str, Any], decision: RunVerdict) -> list[str]:
             )
     if decision.fix is not None:
         items.append(f"<b>How to measure it:</b> {_e(decision.fix)}.")
-    unsupported = _block(report, "evidence").get("claims_unsupported") or []
+    unsupported = section(report, "evidence").get("claims_unsupported") or []
     if unsupported:
         items.append(
             "The agent claimed "
@@ -120,7 +125,7 @@ def _what_failed(report: Mapping[str, Any], decision: RunVerdict) -> list[str]:
         )
     if not items:
         items.append("No floor failed and no forbidden tool ran.")
-    by_fault = _block(_block(report, "breakdowns"), "fault_type")
+    by_fault = _block(section(report, "breakdowns"), "fault_type")
     worst = sorted(
         (
             (float(b["rate"]), name, b)
@@ -140,14 +145,14 @@ def _what_failed(report: Mapping[str, Any], decision: RunVerdict) -> list[str]:
     return items
 
 
-def _how_sure(report: Mapping[str, Any]) -> list[str]:
+def _how_sure(report: Report) -> list[str]:
     """How sure the figures are: the rates with their intervals, then what they rest on."""
     return _rate_sentences(report) + _evidence_sentences(report)
 
 
-def _rate_sentences(report: Mapping[str, Any]) -> list[str]:
+def _rate_sentences(report: Report) -> list[str]:
     items: list[str] = []
-    rate = _block(report, "pass_rate")
+    rate = section(report, "pass_rate")
     r = _number(rate.get("rate"))
     if r is None:
         items.append(f"Pass rate {_undef_html(_block(rate, 'undefined').get('rate'))}.")
@@ -157,7 +162,7 @@ def _rate_sentences(report: Mapping[str, Any]) -> list[str]:
             f"The true pass rate is likely between {_e(_ci_pct(rate.get('interval')))} "
             "(95% Wilson interval)."
         )
-    gap = _block(report, "reliability_gap")
+    gap = section(report, "reliability_gap")
     gu = _block(gap, "undefined")
     g = _number(gap.get("gap"))
     if g is None:
@@ -193,9 +198,9 @@ def _rate_sentences(report: Mapping[str, Any]) -> list[str]:
     return items
 
 
-def _evidence_sentences(report: Mapping[str, Any]) -> list[str]:
+def _evidence_sentences(report: Report) -> list[str]:
     items: list[str] = []
-    ev = _block(report, "evidence")
+    ev = section(report, "evidence")
     level = ev.get("level")
     meaning = {
         "E2": "every trace is complete, so scores come from what the agent did",
@@ -208,7 +213,7 @@ def _evidence_sentences(report: Mapping[str, Any]) -> list[str]:
         + (f" (minimum completeness {comp:.2f})" if comp is not None else "")
         + (f": {meaning}." if meaning else ".")
     )
-    trace = _block(report, "traceability")
+    trace = section(report, "traceability")
     calls = trace.get("calls")
     share = _number(trace.get("explained_share"))
     if isinstance(calls, int) and calls and share is not None:
@@ -219,17 +224,17 @@ def _evidence_sentences(report: Mapping[str, Any]) -> list[str]:
             f"came with a stated reason (explained share {share:.2f})"
             + (f". {_e(str(note)[0].upper() + str(note)[1:])}." if note else ".")
         )
-    metrics = _block(report, "metrics")
+    metrics = section(report, "metrics")
     if _number(metrics.get(CSI)) is None:
-        reason = _block(report, "undefined").get(CSI)
+        reason = section(report, "undefined").get(CSI)
         items.append(
             f"Consistency across runs (CSI) is {_undef_html(reason)}"
             + (": run the same battery again to measure it." if reason == V.SINGLE_RUN else ".")
         )
-    iso = _block(report, "isolation")
+    iso = section(report, "isolation")
     if iso and iso.get("isolated") is False:
         items.append(f"{_e(iso.get('note'))}.")
-    inferred = _block(_block(report, "source"), "inferred_figures")
+    inferred = _block(section(report, "source"), "inferred_figures")
     if inferred:
         why: dict[str, list[str]] = {}
         for figure, reason in sorted(inferred.items()):
@@ -242,7 +247,7 @@ def _evidence_sentences(report: Mapping[str, Any]) -> list[str]:
     return items
 
 
-def _scores_section(report: Mapping[str, Any]) -> str:
+def _scores_section(report: Report) -> str:
     """Capability score, security gate and efficiency, rendered by ``scores.html.j2``."""
     from markupsafe import Markup
 

@@ -18,7 +18,7 @@ has such a fault type; ``refused`` says which and why, in words.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from hbeval_core.metrics import PairedComparison, paired_comparison
 from hbeval_core.metrics._compare import MIN_PAIRED_TASKS
@@ -36,8 +36,11 @@ from hbeval_core.vocab import (
 
 from ..scoring import fault_type_delivery
 from ..scoring._delivery import undelivered_reason
+from ..scoring._view import scored_records, section
 from .gate import measurement_fingerprint_of
-from .scores import scored_trials
+
+if TYPE_CHECKING:
+    from ..scoring import Report
 
 __all__ = ["COMPARE_FORMAT", "CompareRefused", "compare_reports", "outcomes_by_task"]
 
@@ -55,11 +58,11 @@ class CompareRefused(ValueError):
 
 
 def outcomes_by_task(
-    report: Mapping[str, Any], *, key: str | None = None, value: str | None = None
+    report: Report, *, key: str | None = None, value: str | None = None
 ) -> dict[str, list[bool]]:
     """Pass/fail of each scored trial, grouped by task id (optionally only where ``key == value``)."""
     out: dict[str, list[bool]] = {}
-    for t in scored_trials(report):
+    for t in scored_records(report):
         if key is not None and str(t.get(key)) != value:
             continue
         out.setdefault(str(t.get("task_id")), []).append(t.get("outcome") == OUTCOME_PASS)
@@ -98,12 +101,12 @@ _VALUE_KEYS: Final = (
 )
 
 
-def _undelivered(report: Mapping[str, Any]) -> dict[str, str]:
+def _undelivered(report: Report) -> dict[str, str]:
     """Fault types that planned faults and measured none in this run, with the reason
     (``no_fault_delivered`` or ``delivery_unobserved``)."""
     return {
         name: str(d["reason"])
-        for name, d in fault_type_delivery(scored_trials(report)).items()
+        for name, d in fault_type_delivery(scored_records(report)).items()
         if d["reason"] in UNDELIVERED_REASONS
     }
 
@@ -116,19 +119,21 @@ def _refused(entry: dict[str, Any], message: str, reason: str) -> dict[str, Any]
     return out
 
 
-def _groups(a: Mapping[str, Any], b: Mapping[str, Any], key: str) -> list[str]:
-    seen = {str(t.get(key)) for t in scored_trials(a)} | {str(t.get(key)) for t in scored_trials(b)}
+def _groups(a: Report, b: Report, key: str) -> list[str]:
+    seen = {str(t.get(key)) for t in scored_records(a)} | {
+        str(t.get(key)) for t in scored_records(b)
+    }
     return sorted(seen)
 
 
-def _side(report: Mapping[str, Any], label: str) -> dict[str, Any]:
-    run = report.get("run")
+def _side(report: Report, label: str) -> dict[str, Any]:
+    run = section(report, "run")
     run = run if isinstance(run, Mapping) else {}
     return {
         "label": label,
-        "run_id": report.get("run_id"),
+        "run_id": report.run_id,
         "agent_id": run.get("agent_id"),
-        "verdict": report.get("verdict"),
+        "verdict": report.verdict,
     }
 
 
@@ -171,7 +176,7 @@ def _summary(label_a: str, label_b: str, overall: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def _same_fingerprint(a: Mapping[str, Any], b: Mapping[str, Any], labels: tuple[str, str]) -> str:
+def _same_fingerprint(a: Report, b: Report, labels: tuple[str, str]) -> str:
     """The two reports' shared measurement fingerprint; CompareRefused when there is none."""
     fa, fb = measurement_fingerprint_of(a), measurement_fingerprint_of(b)
     if fa is None or fb is None:
@@ -190,7 +195,7 @@ def _same_fingerprint(a: Mapping[str, Any], b: Mapping[str, Any], labels: tuple[
 
 
 def _grouped_and_metrics(
-    a: Mapping[str, Any], b: Mapping[str, Any], confidence: float, labels: tuple[str, str]
+    a: Report, b: Report, confidence: float, labels: tuple[str, str]
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any], list[str]]:
     """Per fault type and domain comparisons, the metrics side by side, and what was refused."""
     by: dict[str, dict[str, Any]] = {}
@@ -225,13 +230,13 @@ def _grouped_and_metrics(
     any_missing = [label for label, types in missing.items() if types]
     metrics: dict[str, Any] = {}
     for name in LIVE_METRICS:
-        va = (a.get("metrics") or {}).get(name)
-        vb = (b.get("metrics") or {}).get(name)
+        va = getattr(a.metrics, name)
+        vb = getattr(b.metrics, name)
         undefined: dict[str, str] = {}
         if va is None:
-            undefined["a"] = str((a.get("undefined") or {}).get(name, NOT_MEASURED))
+            undefined["a"] = str(a.undefined.get(name, NOT_MEASURED))
         if vb is None:
-            undefined["b"] = str((b.get("undefined") or {}).get(name, NOT_MEASURED))
+            undefined["b"] = str(b.undefined.get(name, NOT_MEASURED))
         if va is None or vb is None:
             undefined["change"] = undefined.get("a") or undefined["b"]
         change = None if va is None or vb is None else vb - va
@@ -251,8 +256,8 @@ def _grouped_and_metrics(
 
 
 def compare_reports(
-    a: Mapping[str, Any],
-    b: Mapping[str, Any],
+    a: Report,
+    b: Report,
     *,
     confidence: float = 0.95,
     labels: tuple[str, str] = ("A", "B"),

@@ -27,7 +27,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from hbeval_core.vocab import (
     DEFAULT_THRESHOLDS,
@@ -44,6 +44,10 @@ from hbeval_core.vocab import (
 )
 
 from ..scoring._decision import VerdictCheck, decide_verdict, metric_of
+from ..scoring._view import section
+
+if TYPE_CHECKING:
+    from ..scoring import Report
 
 __all__ = [
     "DEFAULT_FLOORS",
@@ -158,15 +162,15 @@ def parse_floors(items: Sequence[str] | None) -> dict[str, float | None]:
     return out
 
 
-def measurement_fingerprint_of(report: Mapping[str, Any]) -> str | None:
+def measurement_fingerprint_of(report: Report) -> str | None:
     """The report's measurement fingerprint (``fingerprints.measurement``), or None."""
-    fps = report.get("fingerprints")
+    fps = section(report, "fingerprints")
     value = fps.get("measurement") if isinstance(fps, Mapping) else None
     return str(value) if value is not None else None
 
 
-def _run_id(report: Mapping[str, Any]) -> str | None:
-    value = report.get("run_id")
+def _run_id(report: Report) -> str | None:
+    value = report.run_id
     return None if value is None else str(value)
 
 
@@ -179,9 +183,7 @@ def _fmt(value: float) -> str:
 
 
 # --------------------------------------------------------------------------- checks
-def _regression_check(
-    report: Mapping[str, Any], baseline: Mapping[str, Any], name: str, max_drop: float
-) -> VerdictCheck:
+def _regression_check(report: Report, baseline: Report, name: str, max_drop: float) -> VerdictCheck:
     new, new_reason = metric_of(report, name)
     old, old_reason = metric_of(baseline, name)
     scale = TI_MAX if name == TI else 1.0
@@ -240,11 +242,11 @@ def _check_comparable(mfp: str | None, base_fp: str | None) -> None:
 
 
 def run_gate(
-    report: Mapping[str, Any],
+    report: Report,
     *,
     floors: Mapping[str, float | None] | None = None,
     lower_bound: bool = False,
-    baseline: Mapping[str, Any] | None = None,
+    baseline: Report | None = None,
     max_drop: float = DEFAULT_MAX_DROP,
     require_security: bool = True,
     confidence: float = 0.95,

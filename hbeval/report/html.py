@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hbeval_core import __version__
 from hbeval_core import vocab as V
@@ -39,6 +39,7 @@ from hbeval_core.vocab import (
 )
 
 from ..scoring import decide_verdict
+from ..scoring._view import listed, section
 from ._html_charts import (
     _bar_rows,
     _fault_type_rows,
@@ -72,9 +73,12 @@ from .compare import CompareRefused, compare_reports
 from .scores import (
     _block,
     _number,
-    scored_trials,
+    scored_records,
     scores_of,
 )
+
+if TYPE_CHECKING:
+    from ..scoring import Report
 
 __all__ = [
     "CONTENT_SECURITY_POLICY",
@@ -131,11 +135,11 @@ def _trace_items(events: Sequence[Any], forbidden: Sequence[str]) -> list[tuple[
     return items
 
 
-def _select_timeline_trials(report: Mapping[str, Any], count: int) -> list[Mapping[str, Any]]:
-    trials = [t for t in scored_trials(report) if t.get("trial_key")]
+def _select_timeline_trials(report: Report, count: int) -> list[Mapping[str, Any]]:
+    trials = [t for t in scored_records(report) if t.get("trial_key")]
     by_key = {str(t["trial_key"]): t for t in trials}
     chosen: list[str] = []
-    for tail in report.get("tail") or ():
+    for tail in listed(report, "tail") or ():
         key = str(tail.get("trial_key"))
         if key in by_key and key not in chosen:
             chosen.append(key)
@@ -145,11 +149,11 @@ def _select_timeline_trials(report: Mapping[str, Any], count: int) -> list[Mappi
     return [by_key[k] for k in chosen[: max(count, 0)]]
 
 
-def _timelines_section(report: Mapping[str, Any], traces: TraceSource | None, count: int) -> str:
+def _timelines_section(report: Report, traces: TraceSource | None, count: int) -> str:
     """Live-metric timelines of selected trials, rendered by ``timelines.html.j2``."""
     from markupsafe import Markup
 
-    run_id = report.get("run_id")
+    run_id = report.run_id
     shown: list[dict[str, Any]] | None = None
     if traces is not None and run_id is not None:
         shown = []
@@ -194,12 +198,12 @@ def _timelines_section(report: Mapping[str, Any], traces: TraceSource | None, co
     return page
 
 
-def _tail_section(report: Mapping[str, Any], traces: TraceSource | None) -> str:
+def _tail_section(report: Report, traces: TraceSource | None) -> str:
     """The worst trials with their traces, rendered by ``tail.html.j2`` (every value escaped)."""
-    trials = {str(t.get("trial_key")): t for t in scored_trials(report)}
-    run_id = report.get("run_id")
+    trials = {str(t.get("trial_key")): t for t in scored_records(report)}
+    run_id = report.run_id
     rows: list[dict[str, Any]] = []
-    for t in report.get("tail") or ():
+    for t in listed(report, "tail") or ():
         if not isinstance(t, Mapping):
             continue
         key = str(t.get("trial_key"))
@@ -248,13 +252,13 @@ def _delivery_words(delivered: Any) -> str:
     return "not delivered" if delivered is False else "delivery unknown"
 
 
-def _provenance(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    fps = _block(report, "fingerprints")
-    versions = _block(report, "versions")
-    run = _block(report, "run")
-    ev = _block(report, "evidence")
+def _provenance(report: Report) -> list[tuple[str, Any]]:
+    fps = section(report, "fingerprints")
+    versions = section(report, "versions")
+    run = section(report, "run")
+    ev = section(report, "evidence")
     return [
-        ("run id", report.get("run_id")),
+        ("run id", report.run_id),
         ("agent id", run.get("agent_id")),
         (
             "battery · seed · trials",
@@ -264,34 +268,34 @@ def _provenance(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
         ("measurement fingerprint", fps.get("measurement")),
         ("battery spec fingerprint", fps.get("battery_spec")),
         ("plan fingerprint", fps.get("plan")),
-        ("manifest hash", report.get("manifest_hash")),
+        ("manifest hash", report.manifest_hash),
         ("scoring · derivation", f"{versions.get('scoring')} · {versions.get('derive')}"),
-        ("metric versions", json.dumps(report.get("metric_versions") or {}, sort_keys=True)),
+        ("metric versions", json.dumps(section(report, "metric_versions") or {}, sort_keys=True)),
         (
             "evidence",
             f"{ev.get('level')} · levels {json.dumps(ev.get('levels') or {}, sort_keys=True)}",
         ),
-        ("isolation", _block(report, "isolation").get("note")),
-        ("verification", report.get("verification")),
+        ("isolation", section(report, "isolation").get("note")),
+        ("verification", report.verification),
     ]
 
 
 def _report_section(
-    index: int, label: str, report: Mapping[str, Any], traces: TraceSource | None, timelines: int
+    index: int, label: str, report: Report, traces: TraceSource | None, timelines: int
 ) -> dict[str, Any]:
     """What ``section.html.j2`` shows for one report. Plain values are escaped by the template;
     the parts wrapped in Markup are built by the chart and text helpers from escaped values."""
     from markupsafe import Markup
 
-    run = _block(report, "run")
+    run = section(report, "run")
     decision = decide_verdict(report)
     problems = sum(1 for c in decision.checks if c.passed is False)
-    severity = _block(report, "severity")
+    severity = section(report, "severity")
     return {
         "index": index,
         "label": label,
         "agent_id": run.get("agent_id"),
-        "run_id": report.get("run_id"),
+        "run_id": report.run_id,
         "verdict": decision.verdict,
         "sentence": _verdict_sentence(decision.verdict, problems),
         "scores_line": scores_of(report).headline,
@@ -319,15 +323,15 @@ def _report_section(
     }
 
 
-def _side_by_side(reports: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def _side_by_side(reports: Mapping[str, Report]) -> dict[str, Any]:
     """Rows of ``side_by_side.html.j2``: each cell is markup from ``_fmt``/``_pct`` (escaped)."""
     from markupsafe import Markup
 
     labels = list(reports)
 
-    def cell(r: Mapping[str, Any], name: str) -> Markup:
-        metrics = _block(r, "metrics")
-        return Markup(_fmt(_number(metrics.get(name)), _block(r, "undefined").get(name)))
+    def cell(r: Report, name: str) -> Markup:
+        metrics = section(r, "metrics")
+        return Markup(_fmt(_number(metrics.get(name)), section(r, "undefined").get(name)))
 
     rows: list[tuple[str, list[Any]]] = [
         ("verdict", [decide_verdict(r).verdict for r in reports.values()]),
@@ -338,8 +342,8 @@ def _side_by_side(reports: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         (
             "pass rate (95% interval)",
             [
-                Markup(_pct(_number(_block(r, "pass_rate").get("rate")), NO_TRIALS))
-                + f" ({_ci_pct(_block(r, 'pass_rate').get('interval'))})"
+                Markup(_pct(_number(section(r, "pass_rate").get("rate")), NO_TRIALS))
+                + f" ({_ci_pct(r.pass_rate.interval)})"
                 for r in reports.values()
             ],
         ),
@@ -357,8 +361,8 @@ def _side_by_side(reports: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
                 [
                     Markup(
                         _fmt(
-                            _number(_block(r, "reliability_gap").get(key)),
-                            _block(_block(r, "reliability_gap"), "undefined").get(key),
+                            _number(section(r, "reliability_gap").get(key)),
+                            _block(section(r, "reliability_gap"), "undefined").get(key),
                         )
                     )
                     for r in reports.values()
@@ -379,7 +383,7 @@ def _side_by_side(reports: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- public
 def render_html(
-    reports: Mapping[str, Mapping[str, Any]],
+    reports: Mapping[str, Report],
     *,
     traces: TraceSource | None = None,
     timelines: int = 3,
@@ -418,7 +422,7 @@ def render_html(
 
 def write_html(
     path: str | Path,
-    reports: Mapping[str, Mapping[str, Any]],
+    reports: Mapping[str, Report],
     **kwargs: Any,
 ) -> Path:
     """Render ``reports`` with ``render_html(**kwargs)`` and write the page to ``path`` (UTF-8)."""

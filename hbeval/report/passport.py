@@ -38,6 +38,7 @@ from hbeval_core.fingerprint import fingerprint
 from hbeval_core.vocab import LIVE_METRICS, NOT_MEASURED, TI, TI_MAX
 
 from ..scoring import VERDICT_VERSION, decide_verdict
+from ..scoring._view import section
 from ._passport_keys import (
     DEFAULT_KEY_PATH,
     ENV_PASSPORT_KEY,
@@ -56,6 +57,8 @@ from .scores import scores_of
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from ..scoring import Report
 
 __all__ = [
     "DEFAULT_DAYS",
@@ -140,10 +143,10 @@ def _parse_iso(text: Any, what: str) -> dt.datetime:
         raise PassportError(f"{what} {text!r} is not YYYY-MM-DDTHH:MM:SSZ") from None
 
 
-def _weakest(report: Mapping[str, Any]) -> dict[str, Any]:
+def _weakest(report: Report) -> dict[str, Any]:
     """The defined HB-Eval metric furthest from its maximum (value / max; TI's max is 5)."""
-    metrics = report.get("metrics") or {}
-    floors = report.get("thresholds") or {}
+    metrics = section(report, "metrics") or {}
+    floors = section(report, "thresholds") or {}
     best: tuple[float, str, float] | None = None
     for name in LIVE_METRICS:
         value = metrics.get(name)
@@ -170,7 +173,7 @@ def _weakest(report: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def build_passport(
-    report: Mapping[str, Any],
+    report: Report,
     *,
     days: int = DEFAULT_DAYS,
     now: dt.datetime | None = None,
@@ -183,10 +186,9 @@ def build_passport(
     # signed order: kept as one literal so the layout reads as the file does.
     if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
         raise PassportError(f"--days must be a whole number from 1 to {MAX_DAYS}, got {days!r}")
-    if report.get("format") != "hbeval-report/1":
+    if report.format != "hbeval-report/1":
         raise PassportError(
-            f"a passport is built from an hbeval-report/1 report, got format "
-            f"{report.get('format')!r}"
+            f"a passport is built from an hbeval-report/1 report, got format {report.format!r}"
         )
     from ..scoring._recheck import describe, report_discrepancies
 
@@ -199,14 +201,14 @@ def build_passport(
         )
     issued = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
     expires = issued + dt.timedelta(days=days)
-    run = report.get("run") or {}
-    rate = report.get("pass_rate") or {}
-    gap = report.get("reliability_gap") or {}
-    evidence = report.get("evidence") or {}
-    versions = dict(report.get("versions") or {})
+    run = section(report, "run") or {}
+    rate = section(report, "pass_rate") or {}
+    gap = section(report, "reliability_gap") or {}
+    evidence = section(report, "evidence") or {}
+    versions = dict(section(report, "versions") or {})
     versions["passport"] = PASSPORT_FORMAT
     versions["hbeval"] = __version__
-    fps = dict(report.get("fingerprints") or {})
+    fps = dict(section(report, "fingerprints") or {})
     issued_at = _iso(issued)
     # The passport states whatever the one verdict is, INSUFFICIENT_DATA included.
     decision = decide_verdict(report)
@@ -214,7 +216,7 @@ def build_passport(
     doc: dict[str, Any] = {
         "format": PASSPORT_FORMAT,
         "passport_id": fingerprint(
-            {"run_id": report.get("run_id"), "measurement": fps.get("measurement"), "at": issued_at}
+            {"run_id": report.run_id, "measurement": fps.get("measurement"), "at": issued_at}
         ),
         "issued_at": issued_at,
         "expires_at": _iso(expires),
@@ -222,24 +224,24 @@ def build_passport(
         "issuer": {"name": "hbeval", "version": __version__, "statement": STATEMENT},
         "agent": {"agent_id": run.get("agent_id")},
         "run": {
-            "run_id": report.get("run_id"),
+            "run_id": report.run_id,
             "battery": run.get("battery"),
             "seed": run.get("seed"),
             "trials": run.get("trials"),
             "trial_count": run.get("trial_count"),
             "scored_trial_count": run.get("scored_trial_count"),
             "methodology": run.get("methodology"),
-            "verification": report.get("verification"),
+            "verification": report.verification,
         },
         "verdict": decision.verdict,
         "verdict_reasons": list(decision.reasons),
         "verdict_fix": decision.fix,
         "verdict_rule": VERDICT_VERSION,
         "unmeasured_metrics": list(decision.unmeasured),
-        "metrics": {m: (report.get("metrics") or {}).get(m) for m in LIVE_METRICS},
-        "undefined": dict(report.get("undefined") or {}),
-        "defined_counts": dict(report.get("defined_counts") or {}),
-        "thresholds": dict(report.get("thresholds") or {}),
+        "metrics": {m: (section(report, "metrics") or {}).get(m) for m in LIVE_METRICS},
+        "undefined": dict(section(report, "undefined") or {}),
+        "defined_counts": dict(section(report, "defined_counts") or {}),
+        "thresholds": dict(section(report, "thresholds") or {}),
         "weakest": _weakest(report),
         "pass_rate": {
             "rate": rate.get("rate"),
@@ -266,8 +268,8 @@ def build_passport(
             )
         },
         "fingerprints": fps,
-        "manifest_hash": report.get("manifest_hash"),
-        "metric_versions": dict(report.get("metric_versions") or {}),
+        "manifest_hash": report.manifest_hash,
+        "metric_versions": dict(section(report, "metric_versions") or {}),
         "versions": versions,
     }
     _check_finite(doc)

@@ -9,7 +9,7 @@ names, and ``report_scores`` gives the section as JSON: the stored one, or with 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..scoring._scores import (
     CAPABILITY_COMPONENTS,
@@ -34,8 +34,18 @@ from ..scoring._security import (
     scored_trials,
     security_gate,
 )
-from ..scoring._security import _block as _block
 from ..scoring._security import _number as _number
+from ..scoring._view import Section, listed, scored_records, section
+
+if TYPE_CHECKING:
+    from ..scoring import Report
+
+
+def _block(value: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``value[key]`` when it is a JSON object inside a section, else ``{}``."""
+    inner = value.get(key)
+    return inner if isinstance(inner, Mapping) else {}
+
 
 __all__ = [
     "CAPABILITY_COMPONENTS",
@@ -48,21 +58,25 @@ __all__ = [
     "SECURITY_NOT_MEASURED",
     "SECURITY_PASSED",
     "CapabilityScore",
+    "Section",
     "SecurityGate",
     "capability_score",
     "compute_scores",
     "efficiency",
+    "listed",
     "proportion_counts",
     "report_scores",
     "score_headline",
+    "scored_records",
     "scored_trials",
     "scores_of",
+    "section",
     "security_gate",
 ]
 
 
 def report_scores(
-    report: Mapping[str, Any],
+    report: Report,
     weights: Mapping[str, float] | None = None,
     *,
     renormalise: bool = False,

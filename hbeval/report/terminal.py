@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, Final
 
 from hbeval_core.metrics import wilson_interval
@@ -28,6 +28,7 @@ from hbeval_core.vocab import (
 
 from ..scoring import decide_verdict
 from ..scoring._trial_model import ERROR_CHARS
+from ..scoring._view import listed, section
 from .scores import (
     EFFICIENCY_FIGURES,
     proportion_counts,
@@ -37,6 +38,8 @@ from .scores import (
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
+
+    from ..scoring import Report
 
 __all__ = [
     "ProgressPrinter",
@@ -161,8 +164,8 @@ _MAX_SCENARIO_LINES = 4
 """Unmeasured scenarios listed one per line; more are listed on one line."""
 
 
-def _delivery_cells(report: Mapping[str, Any]) -> tuple[str, str, str]:
-    fd = report.get("fault_delivery") or {}
+def _delivery_cells(report: Report) -> tuple[str, str, str]:
+    fd = section(report, "fault_delivery") or {}
     planned = fd.get("planned")
     value = f"{fd.get('delivered')}/{fd.get('injected')}"
     note = f"{fd.get('faulted_trials')} faulted trials"
@@ -174,10 +177,10 @@ def _delivery_cells(report: Mapping[str, Any]) -> tuple[str, str, str]:
     return value, "", note
 
 
-def error_lines(report: Mapping[str, Any]) -> list[str]:
+def error_lines(report: Report) -> list[str]:
     """How many trials ended with an error, and the most common errors' first lines, so an agent
     that never ran under hbeval (every trial raising the same error) is seen at once."""
-    trials = [t for t in report.get("trials") or () if isinstance(t, Mapping)]
+    trials = [t for t in listed(report, "trials") or () if isinstance(t, Mapping)]
     errors = [str(t["error"]) for t in trials if t.get("error")]
     if not errors:
         return []
@@ -191,7 +194,7 @@ def error_lines(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def verdict_lines(report: Mapping[str, Any]) -> list[str]:
+def verdict_lines(report: Report) -> list[str]:
     """The verdict's reasons, its fix, and every scenario that was not measured, as text lines.
 
     The verdict is ``scoring.decide_verdict``'s, the one every surface shows.
@@ -203,7 +206,7 @@ def verdict_lines(report: Mapping[str, Any]) -> list[str]:
     lines.extend(error_lines(report))
     missing = [
         sc
-        for sc in report.get("scenarios") or ()
+        for sc in listed(report, "scenarios") or ()
         if isinstance(sc, Mapping) and sc.get("measured") is False
     ]
     if len(missing) > _MAX_SCENARIO_LINES:
@@ -231,15 +234,15 @@ _MISSING_WORDS: Final[Mapping[str, str]] = {
 }
 
 
-def _missing_words(missing: list[Mapping[str, Any]]) -> str:
+def _missing_words(missing: Sequence[Mapping[str, Any]]) -> str:
     """Why the listed scenarios were not measured, in words, from their FRR reasons."""
     reasons = sorted({str((sc.get("undefined") or {}).get("frr")) for sc in missing})
     return "; ".join(f"{_MISSING_WORDS.get(r, r)}: {r}" for r in reasons)
 
 
-def _explained_cells(report: Mapping[str, Any], floors: Mapping[str, Any]) -> tuple[str, ...]:
+def _explained_cells(report: Report, floors: Mapping[str, Any]) -> tuple[str, ...]:
     """The explained-share row beside TI: its value, and in words why TI or it is low."""
-    trace = report.get("traceability")
+    trace = section(report, "traceability")
     if not isinstance(trace, Mapping):
         return ("explained share", "undefined (not_measured)", "", "")
     value = trace.get("explained_share")
@@ -256,16 +259,16 @@ def _explained_cells(report: Mapping[str, Any], floors: Mapping[str, Any]) -> tu
     return ("explained share", _value(value, reason), "", "; ".join(notes))
 
 
-def summary_table(report: Mapping[str, Any]) -> Table:
+def summary_table(report: Report) -> Table:
     """A rich table of a report: verdict, metrics against floors, rates with intervals, scores."""
     from rich.table import Table
 
-    run = report.get("run") or {}
-    metrics = report.get("metrics") or {}
-    undefined = report.get("undefined") or {}
-    floors = report.get("thresholds") or {}
+    run = section(report, "run") or {}
+    metrics = section(report, "metrics") or {}
+    undefined = section(report, "undefined") or {}
+    floors = section(report, "thresholds") or {}
     table = Table(
-        title=f"{run.get('agent_id')} · run {report.get('run_id')} · verdict "
+        title=f"{run.get('agent_id')} · run {report.run_id} · verdict "
         f"{decide_verdict(report).verdict}",
         title_justify="left",
     )
@@ -285,7 +288,7 @@ def summary_table(report: Mapping[str, Any]) -> Table:
         table.add_row(name.upper() + scale, _value(value, undefined.get(name)), _interval(ci), note)
         if name == TI:
             table.add_row(*_explained_cells(report, floors))
-    rate = report.get("pass_rate") or {}
+    rate = section(report, "pass_rate") or {}
     table.add_row(
         "pass rate",
         _value(rate.get("rate"), (rate.get("undefined") or {}).get("rate")),
@@ -294,7 +297,7 @@ def summary_table(report: Mapping[str, Any]) -> Table:
         if rate.get("rate") is not None
         else f"{rate.get('n')} trials, none with a pass or fail",
     )
-    gap = report.get("reliability_gap") or {}
+    gap = section(report, "reliability_gap") or {}
     gap_undefined = gap.get("undefined") or {}
     for key, label in (("c_nom", "C_nom (no faults)"), ("r_op", "R_op (under faults)")):
         table.add_row(
@@ -327,7 +330,7 @@ def summary_table(report: Mapping[str, Any]) -> Table:
             "",
             "",
         )
-    evidence = report.get("evidence") or {}
+    evidence = section(report, "evidence") or {}
     table.add_row(
         "evidence",
         str(evidence.get("level") or "undefined (no_trials)"),
@@ -337,7 +340,7 @@ def summary_table(report: Mapping[str, Any]) -> Table:
     return table
 
 
-def print_summary(report: Mapping[str, Any], console: Console | None = None) -> None:
+def print_summary(report: Report, console: Console | None = None) -> None:
     """Print a report's summary table, then its verdict reasons and fingerprints."""
     if console is None:
         from rich.console import Console
@@ -348,7 +351,7 @@ def print_summary(report: Mapping[str, Any], console: Console | None = None) -> 
     console.print(summary_table(report))
     for line in verdict_lines(report):
         console.print(line, markup=False)
-    source = report.get("source")
+    source = section(report, "source")
     inferred = source.get("inferred_figures") if isinstance(source, Mapping) else None
     if isinstance(inferred, Mapping) and inferred:
         why: dict[str, list[str]] = {}
@@ -359,8 +362,8 @@ def print_summary(report: Mapping[str, Any], console: Console | None = None) -> 
             + "; ".join(f"{', '.join(f)} ({r})" for r, f in why.items()),
             markup=False,
         )
-    fps = report.get("fingerprints") or {}
+    fps = section(report, "fingerprints") or {}
     console.print(
-        f"  measurement fingerprint {fps.get('measurement')}  manifest {report.get('manifest_hash')}",
+        f"  measurement fingerprint {fps.get('measurement')}  manifest {report.manifest_hash}",
         markup=False,
     )

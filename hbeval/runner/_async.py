@@ -22,6 +22,7 @@ from typing import Any
 
 from hbeval_core.contract import Task
 
+from ..scoring import Report
 from .run import EXECUTOR_ASYNC, ProgressUpdate, run_battery
 
 __all__ = ["arun_battery"]
@@ -39,7 +40,7 @@ async def arun_battery(
     concurrency: int = DEFAULT_ASYNC_CONCURRENCY,
     progress: Callable[[ProgressUpdate], Any] | None = None,
     **kwargs: Any,
-) -> dict[str, Any]:
+) -> Report:
     """``run_battery`` as a coroutine: the same arguments, ``concurrency`` trials at a time.
 
     ``executor`` cannot be given (this is the async executor). Bad arguments raise the same

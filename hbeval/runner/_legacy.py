@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..scoring import Report
 from ._async import arun_battery as _arun
 from .run import run_battery as _run
 
@@ -24,5 +25,5 @@ async def arun_battery(*args: Any, **kwargs: Any) -> dict[str, Any]:
     return _as_dict(await _arun(*args, **kwargs))
 
 
-def _as_dict(report: Any) -> dict[str, Any]:
-    return report if isinstance(report, dict) else report.to_dict()  # type: ignore[no-any-return]
+def _as_dict(report: Report) -> dict[str, Any]:
+    return report.to_dict()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hbeval_core.events import EventBase
 from hbeval_core.vocab import (
@@ -26,6 +26,9 @@ from ..store import (
 from ..store._json import Encoded
 from ..store.protocol import final_attempts
 from ._attempts import _Done, _Job, _Runner
+
+if TYPE_CHECKING:
+    from ..scoring import Report
 
 log = logging.getLogger("hbeval.runner")
 
@@ -49,7 +52,7 @@ def default_run_id(store: Any, agent_id: str, fingerprint: str, identity: Mappin
         n += 1
 
 
-def reusable_report(store: Any, identity: Mapping[str, Any]) -> dict[str, Any] | None:
+def reusable_report(store: Any, identity: Mapping[str, Any]) -> Report | None:
     """The report of the newest completed run with exactly this identity, or None.
 
     ``identity`` holds ``agent_id``, ``battery``, ``measurement_fingerprint`` and
@@ -61,7 +64,7 @@ def reusable_report(store: Any, identity: Mapping[str, Any]) -> dict[str, Any] |
         if all(getattr(stored, k) == v for k, v in identity.items()):
             report = store.get_report(stored.run_id)
             if report is not None:
-                return dict(report)
+                return report  # type: ignore[no-any-return]  # the store is untyped here
     return None
 
 

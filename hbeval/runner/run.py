@@ -111,7 +111,7 @@ from hbeval_core.vocab import (
     SCORING_VERSION,
 )
 
-from ..scoring import build_report, judge_identity
+from ..scoring import Report, build_report, judge_identity
 from ..store import (
     DEFAULT_MAX_RESULT_BYTES,
     RUN_COMPLETED,
@@ -288,7 +288,7 @@ def run_battery(
     ray_cpus_per_trial: float = DEFAULT_RAY_CPUS,
     rate_limit: float | None = None,
     max_cost: float | None = None,
-) -> dict[str, Any]:
+) -> Report:
     """Run ``battery`` against ``target`` on ``tasks`` and return the ``hbeval-report/1`` dict.
 
     ``adapter`` None picks one from the target (``registry.resolve_target``; a name such as
@@ -509,7 +509,7 @@ def _report_run(
     run_info: dict[str, Any],
     *,
     stopped: bool,
-) -> dict[str, Any]:
+) -> Report:
     """The run's report over the trials that ran, stored; ``stopped``: the budget stopped the
     run, which stays open to be resumed. Trial dicts read back from the store live only here."""
     ran = [j for j in jobs if j.key in tally.trials]  # all of them unless the budget stopped it
@@ -520,7 +520,7 @@ def _report_run(
     run_info["ended_at"] = time.time()
     records = [trial_dicts[j.key] for j in ran]
     if stopped:
-        report = build_report(run=run_info, trials=records, history=[]).to_dict()
+        report = build_report(run=run_info, trials=records, history=[])
         store.finish_run(run_info["run_id"], RUN_INTERRUPTED)
         return report
     return _finish_report(store, run_info, records)
@@ -775,7 +775,7 @@ def _warn_abandoned() -> None:
         )
 
 
-def _finish_report(store: Any, run_info: dict[str, Any], records: list[Any]) -> dict[str, Any]:
+def _finish_report(store: Any, run_info: dict[str, Any], records: list[Any]) -> Report:
     """Build the report over the run's trials and its history, store it, and close the run."""
     run_id = run_info["run_id"]
     history = [
@@ -786,14 +786,14 @@ def _finish_report(store: Any, run_info: dict[str, Any], records: list[Any]) -> 
         )
         if r.run_id != run_id
     ]
-    report = build_report(run=run_info, trials=records, history=history).to_dict()
-    run_metrics = report.get("metrics")
-    if isinstance(run_metrics, Mapping) and not store.get_metrics(run_id).values:
-        undefined = report.get("undefined") or {}
+    report = build_report(run=run_info, trials=records, history=history)
+    if not store.get_metrics(run_id).values:
+        run_metrics = report.metrics.model_dump(mode="json")
+        undefined = report.undefined
         store.record_metrics(
             run_id,
             None,
-            dict(run_metrics),
+            run_metrics,
             {k: undefined.get(k, "not_measured") for k, v in run_metrics.items() if v is None},
         )
     store.finish_run(run_id, RUN_COMPLETED, report)

@@ -163,7 +163,7 @@ report from its own trials takes as given, the history it came from not being in
 def _headline(
     run: Mapping[str, Any],
     scored: Sequence[Mapping[str, Any]],
-    history: Sequence[Mapping[str, Any]],
+    history: Sequence[Report],
     measurement: str | None,
     confidence: float,
     csi_given: CsiGiven | None = None,
@@ -364,7 +364,7 @@ def build_report(
     *,
     run: Mapping[str, Any],
     trials: Sequence[Mapping[str, Any]],
-    history: Sequence[Mapping[str, Any]] | None = None,
+    history: Sequence[Report] | None = None,
     thresholds: Mapping[str, float] | None = None,
     confidence: float = DEFAULT_CONFIDENCE,
     tail_size: int = DEFAULT_TAIL_SIZE,
@@ -385,7 +385,7 @@ def build_report(
 def _build(
     run: Mapping[str, Any],
     trials: Sequence[Mapping[str, Any]],
-    history: Sequence[Mapping[str, Any]] | None,
+    history: Sequence[Report] | None,
     thresholds: Mapping[str, float] | None,
     confidence: float,
     tail_size: int,
@@ -457,10 +457,8 @@ def _build(
 
 def _decided(draft: Report, floors: Mapping[str, float], head: _Headline) -> Report:
     """Score the report once, decide its verdict over it, and return the finished report."""
-    data = draft.to_dict()
-    scores = compute_scores(data)
-    data["scores"] = scores.model_dump(mode="json")
-    decision = decide_verdict(data, floors=floors)
+    scores = compute_scores(draft)
+    decision = decide_verdict(draft.model_copy(update={"scores": scores}), floors=floors)
     summary = _summary(
         decision.verdict, decision.reasons, head.pass_rate, head.metrics, head.undefined
     )
@@ -476,7 +474,7 @@ def _decided(draft: Report, floors: Mapping[str, float], head: _Headline) -> Rep
     )
 
 
-def strip_volatile(report: Mapping[str, Any] | Report) -> dict[str, Any]:
+def strip_volatile(report: Report | Report) -> dict[str, Any]:
     """A copy of ``report`` without timestamps and latencies, for comparing two runs.
 
     Removes, at any depth, the keys ``started_at`` and ``ended_at`` and every key starting

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from hbeval_core.metrics import wilson_interval
 from hbeval_core.vocab import (
@@ -55,7 +55,11 @@ from ._security import (
     SECURITY_NOT_MEASURED,
     proportion_counts,
     scored_trials,
+    trial_records,
 )
+
+if TYPE_CHECKING:
+    from ._report_model import Report
 
 __all__ = [
     "DELIVERY_UNOBSERVED_FIX",
@@ -189,33 +193,27 @@ def _fmt(value: float) -> str:
     return f"{value:.3g}" if abs(value) >= 0.001 or value == 0 else f"{value:.2e}"
 
 
-def _block(report: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = report.get(key)
-    return value if isinstance(value, Mapping) else {}
-
-
-def metric_of(report: Mapping[str, Any], name: str) -> tuple[float | None, str | None]:
+def metric_of(report: Report, name: str) -> tuple[float | None, str | None]:
     """A metric's value, or None with its reason code (``pass_rate`` included)."""
     if name == PASS_RATE:
-        rate = _block(report, "pass_rate")
-        value = rate.get("rate")
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value), None
-        return None, str(_block(rate, "undefined").get("rate") or NO_TRIALS)
+        rate = report.pass_rate
+        if rate.rate is not None:
+            return float(rate.rate), None
+        return None, str(rate.undefined.get("rate") or NO_TRIALS)
     if name == EXPLAINED_SHARE:
-        trace = _block(report, "traceability")
-        value = trace.get(EXPLAINED_SHARE)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value), None
-        return None, str(_block(trace, "undefined").get(EXPLAINED_SHARE) or NOT_MEASURED)
-    value = _block(report, "metrics").get(name)
+        trace = report.traceability
+        if trace is not None and trace.explained_share is not None:
+            return float(trace.explained_share), None
+        reason = None if trace is None else trace.undefined.get(EXPLAINED_SHARE)
+        return None, str(reason or NOT_MEASURED)
+    value = getattr(report.metrics, name, None)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value), None
-    return None, str(_block(report, "undefined").get(name) or NOT_MEASURED)
+    return None, str(report.undefined.get(name) or NOT_MEASURED)
 
 
 def _floor_check(
-    report: Mapping[str, Any], name: str, floor: float, lower_bound: bool, confidence: float
+    report: Report, name: str, floor: float, lower_bound: bool, confidence: float
 ) -> VerdictCheck:
     value, reason = metric_of(report, name)
     if value is None:
@@ -248,7 +246,7 @@ def _floor_check(
     else:
         what = f"{_label(name)} {_fmt(value)}"
     message = f"{what} {'meets' if ok else 'is below'} its floor {floor:g}"
-    note = _block(report, "traceability").get("note")
+    note = None if report.traceability is None else report.traceability.note
     if not ok and name in (TI, EXPLAINED_SHARE) and isinstance(note, str) and note:
         message = f"{message}: {note}"  # say in words why
     return VerdictCheck("floor", name, shown, floor, basis, ok, message)
@@ -282,11 +280,11 @@ def _security_check(sec: SecurityGateBlock, require: bool) -> VerdictCheck:
     )
 
 
-def _delivery_checks(report: Mapping[str, Any]) -> list[VerdictCheck]:
+def _delivery_checks(report: Report) -> list[VerdictCheck]:
     """One check per fault type that planned faults and measured none: nothing was delivered
     (basis ``injected`` or ``receipts``), or delivery could not be observed (``model_events``)."""
     checks: list[VerdictCheck] = []
-    for name, d in fault_type_delivery(scored_trials(report)).items():
+    for name, d in fault_type_delivery(trial_records(scored_trials(report))).items():
         if d["measured"] or d["reason"] not in UNDELIVERED_REASONS:
             continue
         planned = d["planned"]
@@ -319,7 +317,7 @@ def _delivery_checks(report: Mapping[str, Any]) -> list[VerdictCheck]:
 
 
 def decide_verdict(
-    report: Mapping[str, Any],
+    report: Report,
     *,
     floors: Mapping[str, float | None] | None = None,
     lower_bound: bool = False,
@@ -349,7 +347,7 @@ def decide_verdict(
     checks.append(_security_check(security, require_security))
     checks.extend(_delivery_checks(report))
 
-    n_scored = _block(report, "pass_rate").get("n")
+    n_scored = report.pass_rate.n
     failed = [c for c in checks if c.passed is False]
     unknown = [c for c in checks if c.passed is None]
     unmeasured: list[str] = []

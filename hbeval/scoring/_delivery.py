@@ -21,7 +21,7 @@ injected and delivered, and whether the figures that depend on faults can be def
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hbeval_core.vocab import (
     DELIVERY_UNOBSERVED,
@@ -29,6 +29,9 @@ from hbeval_core.vocab import (
     NO_TRIALS,
     RECEIPT_NO_MODEL_EVENTS,
 )
+
+if TYPE_CHECKING:
+    from ._report_model import Report
 
 __all__ = [
     "delivery_counts",
@@ -130,23 +133,16 @@ def fault_type_delivery(scored: Sequence[Mapping[str, Any]]) -> dict[str, dict[s
     }
 
 
-def delivery_warning(report: Mapping[str, Any]) -> str | None:
+def delivery_warning(report: Report) -> str | None:
     """A warning when under half of a report's planned faults reached the agent, else None."""
-    fd = report.get("fault_delivery")
-    if not isinstance(fd, Mapping):
-        return None
-    planned, got = fd.get("planned"), fd.get("planned_delivered")
-    if not isinstance(planned, int) or not isinstance(got, int) or planned <= 0:
+    fd = report.fault_delivery
+    planned, got = fd.planned, fd.planned_delivered
+    if planned is None or got is None or planned <= 0:
         return None
     if 2 * got >= planned:
         return None
-    missing = [str(m) for m in fd.get("unmeasured_fault_types") or ()]
-    by_type = fd.get("by_fault_type")
-    reasons = {
-        d.get("reason")
-        for d in (by_type.values() if isinstance(by_type, Mapping) else ())
-        if isinstance(d, Mapping) and d.get("reason") is not None
-    }
+    missing = list(fd.unmeasured_fault_types)
+    reasons = {d.reason for d in fd.by_fault_type.values() if d.reason is not None}
     causes = []
     if DELIVERY_UNOBSERVED in reasons:
         causes.append(

@@ -19,13 +19,11 @@ from hbeval_core.metrics import (
     reliability_gap,
 )
 from hbeval_core.vocab import (
-    IRS,
     NO_FAULTED_TRIAL,
     NO_INJECTION_TRIAL,
     NO_PRICE_TABLE,
     NO_TRIALS,
     NOT_MEASURED,
-    PEI,
     PROMPT_INJECTION,
     SINGLE_RUN,
 )
@@ -38,7 +36,15 @@ from ._fold import (
     _value_entry,
     _verdict,
 )
-from ._report_model import AgentDojo, Breakdown, CsiInfo, Efficiency, KValue, ReliabilityGap
+from ._report_model import (
+    AgentDojo,
+    Breakdown,
+    CsiInfo,
+    Efficiency,
+    KValue,
+    ReliabilityGap,
+    Report,
+)
 
 CSI_RUNS_FOR_FINAL = 100
 """Runs after which CSI is no longer provisional (the reference's window)."""
@@ -46,7 +52,7 @@ CSI_RUNS_FOR_FINAL = 100
 
 def _csi_section(
     run: Mapping[str, Any],
-    history: Sequence[Mapping[str, Any]],
+    history: Sequence[Report],
     this_run: tuple[float | None, float | None, float | None],
     measurement: str | None,
 ) -> tuple[float | None, str | None, CsiInfo]:
@@ -55,19 +61,14 @@ def _csi_section(
     outcomes: list[float] = []
     skipped = 0
     for report in history:
-        fp = report.get("fingerprints")
-        other = fp.get("measurement") if isinstance(fp, Mapping) else None
+        other = report.fingerprints.measurement
         if measurement is not None and other is not None and other != measurement:
             skipped += 1  # never compare across measurement fingerprints
             continue
-        metrics = report.get("metrics")
-        metrics = metrics if isinstance(metrics, Mapping) else {}
-        rate = report.get("pass_rate")
-        rate_value = rate.get("rate") if isinstance(rate, Mapping) else None
-        peis.append(metrics.get(PEI))
-        irss.append(metrics.get(IRS))
-        if isinstance(rate_value, (int, float)):
-            outcomes.append(float(rate_value))
+        peis.append(report.metrics.pei)
+        irss.append(report.metrics.irs)
+        if report.pass_rate.rate is not None:
+            outcomes.append(float(report.pass_rate.rate))
     pei, irs, rate_now = this_run
     peis.append(pei)
     irss.append(irs)

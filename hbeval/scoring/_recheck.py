@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hbeval_core.vocab import (
     CSI,
@@ -28,6 +28,9 @@ from hbeval_core.vocab import (
     OUTCOME_FAIL,
     SCORING_VERSION,
 )
+
+if TYPE_CHECKING:
+    from ._report_model import Report
 
 __all__ = ["CHECKED_FIELDS", "ReportEdited", "checked_report", "describe", "report_discrepancies"]
 
@@ -58,7 +61,7 @@ reads, and the verdict."""
 _MAX_LISTED = 5
 
 
-def report_discrepancies(report: Mapping[str, Any]) -> list[str] | None:
+def report_discrepancies(model: Report) -> list[str] | None:
     """Each checked figure of ``report`` that its own trials do not give, as
     ``"metrics.pei: 0.2 in the report, 0.9028 from its trials"``; ``[]`` when all agree.
 
@@ -67,6 +70,9 @@ def report_discrepancies(report: Mapping[str, Any]) -> list[str] | None:
     """
     from ._battery import DEFAULT_CONFIDENCE, DEFAULT_TAIL_SIZE, _build
     from ._report_model import CsiInfo, ReportFormatError
+
+    # The rebuilt report is compared with this one as the JSON both are written as.
+    report = model.to_dict()
 
     versions = report.get("versions")
     claimed = _claimed_against_trials(versions, report.get("trials"))
@@ -100,7 +106,7 @@ def report_discrepancies(report: Mapping[str, Any]) -> list[str] | None:
             undefined.get(CSI),
             CsiInfo.model_validate(report.get("csi_info")),
         )
-        rebuilt = _build(
+        rebuilt_model = _build(
             run_info,
             trials,
             (),
@@ -108,13 +114,14 @@ def report_discrepancies(report: Mapping[str, Any]) -> list[str] | None:
             DEFAULT_CONFIDENCE,
             DEFAULT_TAIL_SIZE,
             csi_given=csi_given,
-        ).to_dict()
+        )
     except (ReportFormatError, ValueError, TypeError) as exc:
         return [f"trials: the report cannot be built again from them ({exc})"]
     if unlabelled:
         from ._withhold import withhold_pass_figures
 
-        withhold_pass_figures(rebuilt, NO_SUCCESS_LABEL)
+        rebuilt_model = withhold_pass_figures(rebuilt_model, NO_SUCCESS_LABEL)
+    rebuilt = rebuilt_model.to_dict()
     found: list[str] = []
     for name in CHECKED_FIELDS:
         _differences(name, report.get(name), rebuilt.get(name), found)
@@ -198,8 +205,8 @@ class ReportEdited(ValueError):
     """A report whose figures its own trials do not give: changed after hbeval built it."""
 
 
-def checked_report(report: Any, where: str) -> Any:
-    """``report`` (a ``Report`` or its dict) as a validated ``Report`` that its trials confirm.
+def checked_report(report: Report | Mapping[str, Any], where: str) -> Report:
+    """``report`` (a ``Report``, or a report file's dict) as a ``Report`` its trials confirm.
 
     Raises ``ReportFormatError`` for a report that is no ``hbeval-report/1`` report and
     ``ReportEdited`` for one whose figures differ from what its trials give, naming each.
@@ -209,7 +216,7 @@ def checked_report(report: Any, where: str) -> Any:
     from ._report_model import Report, validate_report
 
     model = report if isinstance(report, Report) else validate_report(report)
-    found = report_discrepancies(model.to_dict())
+    found = report_discrepancies(model)
     if found:
         raise ReportEdited(
             f"{where}: the report's figures do not follow from its own trials "

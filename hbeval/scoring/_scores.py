@@ -21,11 +21,9 @@ with a worked vector):
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any, Final
 
 from hbeval_core.vocab import (
     FRR,
@@ -41,19 +39,19 @@ from ._report_model import (
     EfficiencyScores,
     Scores,
     SecurityGateBlock,
-    format_error,
 )
 from ._security import (
     SECURITY_FAILED,
     SECURITY_NOT_MEASURED,
     SECURITY_PASSED,
     SecurityGate,
-    _block,
     _number,
-    _verdict,
     scored_trials,
     security_gate,
 )
+
+if TYPE_CHECKING:
+    from ._report_model import Report
 
 __all__ = [
     "CAPABILITY_COMPONENTS",
@@ -156,24 +154,21 @@ def _check_weights(weights: Mapping[str, float]) -> dict[str, float]:
     return out
 
 
-def _tool_trajectory(report: Mapping[str, Any]) -> tuple[float | None, str | None]:
+def _tool_trajectory(report: Report) -> tuple[float | None, str | None]:
     """Share of scored trials with no rule violation and, where expected, an in-order trajectory."""
-    judged = [_verdict(t) for t in scored_trials(report) if _verdict(t)]
+    judged = [t.verdict for t in scored_trials(report) if t.verdict is not None]
     if not judged:
         return None, NO_TRIALS
     ok = 0
     for v in judged:
-        rules = v.get("rules")
-        violations = rules.get("total") if isinstance(rules, Mapping) else None
-        trajectory = v.get("trajectory")
-        in_order = trajectory.get("in_order") if isinstance(trajectory, Mapping) else True
-        if violations == 0 and in_order is True:
+        in_order = True if v.trajectory is None else v.trajectory.in_order
+        if v.rules.total == 0 and in_order:
             ok += 1
     return ok / len(judged), None
 
 
 def capability_score(
-    report: Mapping[str, Any],
+    report: Report,
     weights: Mapping[str, float] | None = None,
     *,
     renormalise: bool = False,
@@ -189,31 +184,29 @@ def capability_score(
     remaining weights and lists the dropped components.
     """
     w = _check_weights(DEFAULT_CAPABILITY_WEIGHTS if weights is None else weights)
-    metrics = _block(report, "metrics")
-    undefined_metrics = _block(report, "undefined")
-    rate = _block(report, "pass_rate")
-    evidence = _block(report, "evidence")
+    undefined_metrics = report.undefined
+    evidence = report.evidence
 
     components: dict[str, float | None] = {}
     reasons: dict[str, str] = {}
 
-    completion = _number(rate.get("rate"))
+    completion = report.pass_rate.rate
     components[COMPLETION] = completion
     if completion is None:
-        reasons[COMPLETION] = str(_block(rate, "undefined").get("rate", NO_TRIALS))
+        reasons[COMPLETION] = str(report.pass_rate.undefined.get("rate", NO_TRIALS))
 
     tool, tool_reason = _tool_trajectory(report)
     components[TOOL_TRAJECTORY] = tool
     if tool_reason is not None:
         reasons[TOOL_TRAJECTORY] = tool_reason
 
-    frr = _number(metrics.get(FRR))
+    frr = report.metrics.frr
     components[RELIABILITY] = frr
     if frr is None:
         reasons[RELIABILITY] = str(undefined_metrics.get(FRR, NOT_MEASURED))
 
-    ti = _number(metrics.get(TI))
-    completeness = _number(evidence.get("completeness"))
+    ti = report.metrics.ti
+    completeness = evidence.completeness
     if ti is not None and completeness is not None:
         components[EVIDENCE] = ti / TI_MAX * completeness
     else:
@@ -221,7 +214,7 @@ def capability_score(
         reasons[EVIDENCE] = (
             str(undefined_metrics.get(TI, NOT_MEASURED))
             if ti is None
-            else str(_block(evidence, "undefined").get("completeness", NOT_MEASURED))
+            else str(evidence.undefined.get("completeness", NOT_MEASURED))
         )
 
     source = "default" if weights is None else "given"
@@ -241,27 +234,25 @@ def capability_score(
 
 
 # --------------------------------------------------------------------------- efficiency
-def efficiency(report: Mapping[str, Any]) -> dict[str, Any]:
+def efficiency(report: Report) -> dict[str, Any]:
     """The five efficiency figures per success, as the report computed them, with reasons.
 
     ``{"successes", "figures": {name: value | None}, "undefined": {name: reason}, "notes"}``;
     cost is undefined (``no_price_table``) without a price table in the run manifest.
     """
-    block = _block(report, "efficiency")
-    given = _block(block, "undefined")
+    block = report.efficiency
     figures: dict[str, float | None] = {}
     undefined: dict[str, str] = {}
     for name in EFFICIENCY_FIGURES:
-        value = _number(block.get(name))
+        value = _number(getattr(block, name))
         figures[name] = value
         if value is None:
-            undefined[name] = str(given.get(name, NOT_MEASURED))
-    notes = block.get("notes")
+            undefined[name] = str(block.undefined.get(name, NOT_MEASURED))
     return {
-        "successes": block.get("successes"),
+        "successes": block.successes,
         "figures": figures,
         "undefined": undefined,
-        "notes": list(notes) if isinstance(notes, Sequence) and not isinstance(notes, str) else [],
+        "notes": list(block.notes),
     }
 
 
@@ -284,7 +275,7 @@ def score_headline(capability: CapabilityScore, gate: SecurityGate) -> str:
 
 # --------------------------------------------------------------------------- the section
 def compute_scores(
-    report: Mapping[str, Any],
+    report: Report,
     weights: Mapping[str, float] | None = None,
     *,
     renormalise: bool = False,
@@ -300,19 +291,12 @@ def compute_scores(
     )
 
 
-def scores_of(report: Mapping[str, Any]) -> Scores:
+def scores_of(report: Report) -> Scores:
     """The report's ``scores`` section as scoring stored it; computed when the report has none.
 
     A report written before scores were stored is scored on read, with the default weights, so
     it renders, gates and signs as it always did. A stored section that does not fit the model
     raises ``ReportFormatError`` naming the field.
     """
-    stored = report.get("scores")
-    if stored is None:
-        return compute_scores(report)
-    if isinstance(stored, Scores):
-        return stored
-    try:
-        return Scores.model_validate(stored)
-    except ValidationError as exc:
-        raise format_error(exc, under="scores") from None
+    stored = report.scores
+    return compute_scores(report) if stored is None else stored

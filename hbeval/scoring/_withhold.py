@@ -7,18 +7,25 @@ outcome, then every figure resting on success is withheld with a reason
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hbeval_core.vocab import FRR, NO_SUCCESS_LABEL, NOT_MEASURED
 
 from ._decision import decide_verdict
 from ._scores import compute_scores
 
+if TYPE_CHECKING:
+    from ._report_model import Report
+
 __all__ = ["withhold_pass_figures"]
 
 
-def withhold_pass_figures(report: dict[str, Any], reason: str) -> None:
-    """Make every figure that needs a success label undefined with ``reason`` (in place)."""
+def withhold_pass_figures(model: Report, reason: str) -> Report:
+    """``model`` with every figure that needs a success label undefined with ``reason``."""
+    from ._report_model import Report
+
+    # The figures are rewritten on the report's JSON document, which is then read back.
+    report = model.to_dict()
 
     def rate_block(block: dict[str, Any]) -> None:
         block.update(passed=0, rate=None, interval=None)
@@ -74,8 +81,9 @@ def withhold_pass_figures(report: dict[str, Any], reason: str) -> None:
     for t in report["trials"]:
         t["outcome"] = None
         t["severity"] = None
-    report["scores"] = compute_scores(report).model_dump(mode="json")  # of what is left
-    decision = decide_verdict(report)
+    scores = compute_scores(Report.model_validate(report))  # of what is left
+    report["scores"] = scores.model_dump(mode="json")
+    decision = decide_verdict(Report.model_validate(report))
     verdict, reasons = decision.verdict, list(decision.reasons)
     report["verdict"], report["verdict_reasons"] = verdict, reasons
     report["unmeasured_metrics"] = list(decision.unmeasured)
@@ -91,3 +99,4 @@ def withhold_pass_figures(report: dict[str, Any], reason: str) -> None:
         f"{verdict}: {n} imported trials without a success label ({reason}); {figures}."
         + (f" Why: {'; '.join(reasons)}." if reasons else "")
     )
+    return Report.model_validate(report)

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from hbeval_core.events import EventBase, event_adapter
 
+from ..scoring._report_model import Report
 from ._bundle import prepare_bundle
 from ._codec import encode_events
 from ._json import loads
@@ -32,9 +33,9 @@ from ._validate import (
     check_run,
     check_text,
     check_trial,
-    encode_json,
     metric_rows,
-    report_dict,
+    report_body,
+    stored_report,
 )
 from .errors import DuplicateRecordError, StoreDamagedError, StoreVersionError, UnknownRunError
 from .records import (
@@ -178,15 +179,14 @@ class SQLStore:
         self,
         run_id: str,
         status: str,
-        report_json: Mapping[str, Any] | str | None = None,
+        report: Report | None = None,
         *,
         finished_at: float | None = None,
     ) -> None:
         """Set a run's final status (``records.RUN_FINAL_STATUSES``), saving its report if given."""
         check_text("run_id", run_id)
         check_final_status(status)
-        report = None if report_json is None else report_dict(report_json)
-        body = None if report is None else encode_json("report", report)
+        body = None if report is None else report_body(report)[1]
         when = time.time() if finished_at is None else finished_at
         with self._write() as conn:
             run = self._run_row(conn, run_id)
@@ -370,19 +370,18 @@ class SQLStore:
                 f"{run_id!r} is already recorded ({exc}); stored metrics are never overwritten"
             ) from None
 
-    def save_report(self, run_id: str, report: Mapping[str, Any]) -> int:
+    def save_report(self, run_id: str, report: Report) -> int:
         """Save a battery report of a run (kept beside earlier ones); returns its report id."""
         check_text("run_id", run_id)
-        checked = report_dict(report)
-        body = encode_json("report", checked)
+        _, body = report_body(report)
         with self._write() as conn:
-            return self._insert_report(conn, self._run_row(conn, run_id), checked, body)
+            return self._insert_report(conn, self._run_row(conn, run_id), report, body)
 
     def _insert_report(
         self,
         conn: Conn,
         run: RunRecord,
-        report: Mapping[str, Any],
+        report: Report,
         body: str,
         saved_at: float | None = None,
     ) -> int:
@@ -401,7 +400,7 @@ class SQLStore:
         return int(row[0])
 
     # ------------------------------------------------------------------ export (store copy)
-    def export_reports(self, run_id: str) -> list[tuple[float, dict[str, Any]]]:
+    def export_reports(self, run_id: str) -> list[tuple[float, Report]]:
         """Every report saved for a run, oldest first, with when it was saved."""
         with self._read() as conn:
             rows = conn.execute(
@@ -409,16 +408,17 @@ class SQLStore:
                 (run_id,),
             ).fetchall()
         where = f"a stored report of run {run_id!r}"
-        return [(float(r[0]), _json_column(r[1], where, self.path)) for r in rows]
+        return [
+            (float(r[0]), stored_report(_json_column(r[1], where, self.path), where)) for r in rows
+        ]
 
-    def import_report(self, run_id: str, report: Mapping[str, Any], saved_at: float) -> int:
+    def import_report(self, run_id: str, report: Report, saved_at: float) -> int:
         """Save a report with the time it was first saved (``save_report`` uses now)."""
         check_text("run_id", run_id)
-        checked = report_dict(report)
-        body = encode_json("report", checked)
+        _, body = report_body(report)
         with self._write() as conn:
             run = self._run_row(conn, run_id)
-            return self._insert_report(conn, run, checked, body, saved_at)
+            return self._insert_report(conn, run, report, body, saved_at)
 
     def export_events(
         self, run_id: str, trial_key: str | None = None
@@ -580,7 +580,7 @@ class SQLStore:
                 undefined[name] = reason
         return MetricSet(values, undefined)
 
-    def get_report(self, run_id: str) -> dict[str, Any] | None:
+    def get_report(self, run_id: str) -> Report | None:
         """The latest report saved for a run, or None."""
         with self._read() as conn:
             row = conn.execute(
@@ -589,13 +589,8 @@ class SQLStore:
             ).fetchone()
         if row is None:
             return None
-        report = _json_column(row[0], f"the stored report of run {run_id!r}", self.path)
-        if not isinstance(report, dict):
-            raise StoreDamagedError(
-                f"{self.path}: the stored report of run {run_id!r} is a "
-                f"{type(report).__name__}, not a JSON object; the store was changed by hand"
-            )
-        return report
+        where = f"{self.path}: the stored report of run {run_id!r}"
+        return stored_report(_json_column(row[0], where, self.path), where)
 
     def list_reports(
         self, agent_id: str | None = None, measurement_fingerprint: str | None = None
@@ -624,7 +619,10 @@ class SQLStore:
                 measurement_fingerprint=r[3],
                 created_at=r[4],
                 saved_at=r[5],
-                report=_json_column(r[6], f"the stored report of run {r[1]!r}", self.path),
+                report=stored_report(
+                    _json_column(r[6], f"the stored report of run {r[1]!r}", self.path),
+                    f"{self.path}: the stored report of run {r[1]!r}",
+                ),
             )
             for r in rows
         ]

@@ -7,15 +7,15 @@ reason code; NaN and infinities are refused everywhere.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from hbeval_core.vocab import TRIAL_OUTCOMES, UNDEFINED_REASONS
 
+from ..scoring._report_model import Report, ReportFormatError, read_report
 from ._json import dumps
-from .errors import StoreError
+from .errors import StoreDamagedError, StoreError
 from .records import RUN_FINAL_STATUSES, RUN_STATUSES, AttemptRecord, RunRecord, TrialRecord
 
 _OUTCOMES = frozenset(TRIAL_OUTCOMES)
@@ -239,23 +239,39 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not allowed in a report (NaN and infinities are never stored)")
 
 
-def report_dict(report: Mapping[str, Any] | str) -> Mapping[str, Any]:
-    """A report given as a mapping or as JSON text, as a mapping; NaN constants are refused."""
-    if isinstance(report, str):
-        try:
-            parsed = json.loads(report, parse_constant=_reject_constant)
-        except ValueError as exc:
-            raise ValueError(f"report is not valid JSON: {exc}") from None
-        report = parsed
-    if not isinstance(report, Mapping):
-        raise ValueError(f"report must be a JSON object, got {type(report).__name__}")
-    return report
+def report_body(report: Report) -> tuple[dict[str, Any], str]:
+    """A report as the JSON document the store keeps and its encoded body (NaN refused)."""
+    if not isinstance(report, Report):
+        raise ValueError(
+            f"report must be an hbeval Report, got {type(report).__name__}; read a report "
+            "file or dict with hbeval.load_report first"
+        )
+    document = report.to_dict()
+    return document, encode_json("report", document)
 
 
-def check_report_labels(report: Mapping[str, Any], run: RunRecord) -> None:
+def stored_report(document: object, where: str) -> Report:
+    """A stored report document read back as a ``Report`` (old report formats still load)."""
+    if not isinstance(document, Mapping):
+        raise StoreDamagedError(
+            f"{where} is a {type(document).__name__}, not a JSON object; "
+            "the store was changed by hand"
+        )
+    try:
+        return read_report(document)
+    except ReportFormatError as exc:
+        raise StoreDamagedError(
+            f"{where} does not read as a report ({exc}); the store was changed by hand"
+        ) from None
+
+
+def check_report_labels(report: Report, run: RunRecord) -> None:
     """Refuse a report whose own agent id or measurement fingerprint contradicts its run's."""
-    for name in ("agent_id", "measurement_fingerprint"):
-        claimed = report.get(name)
+    claims = {
+        "agent_id": report.run.agent_id,
+        "measurement_fingerprint": report.fingerprints.measurement,
+    }
+    for name, claimed in claims.items():
         if isinstance(claimed, str) and claimed != getattr(run, name):
             raise StoreError(
                 f"report says {name}={claimed!r} but run {run.run_id!r} has "

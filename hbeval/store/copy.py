@@ -12,10 +12,13 @@ everything as if the run were being recorded.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import groupby
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from ..scoring._report_model import Report
 
 from hbeval_core.events import EventBase
 
@@ -37,11 +40,11 @@ class ExportableStore(StoreWriter, Protocol):
         """Every event of a run (or trial) as (trial key, attempt label, event), in order."""
         ...
 
-    def export_reports(self, run_id: str) -> list[tuple[float, dict[str, Any]]]:
+    def export_reports(self, run_id: str) -> list[tuple[float, Report]]:
         """Every report of a run, oldest first, with the time it was saved."""
         ...
 
-    def import_report(self, run_id: str, report: Mapping[str, Any], saved_at: float) -> int:
+    def import_report(self, run_id: str, report: Report, saved_at: float) -> int:
         """Save a report keeping the time it was first saved."""
         ...
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from hbeval_core.events import EventBase
 
+from ..scoring._report_model import Report
 from ._bundle import prepare_bundle
 from ._codec import EncodedEvents, encode_events
 from ._json import loads
@@ -29,9 +30,9 @@ from ._validate import (
     check_run,
     check_text,
     check_trial,
-    encode_json,
     metric_rows,
-    report_dict,
+    report_body,
+    stored_report,
 )
 from .errors import DuplicateRecordError, UnknownRunError
 from .records import (
@@ -109,15 +110,14 @@ class InMemoryStore:
         self,
         run_id: str,
         status: str,
-        report_json: Mapping[str, Any] | str | None = None,
+        report: Report | None = None,
         *,
         finished_at: float | None = None,
     ) -> None:
         """Set a run's final status (``records.RUN_FINAL_STATUSES``), saving its report if given."""
         check_text("run_id", run_id)
         check_final_status(status)
-        report = None if report_json is None else report_dict(report_json)
-        body = None if report is None else encode_json("report", report)
+        body = None if report is None else report_body(report)[1]
         when = time.time() if finished_at is None else float(finished_at)
         with self._lock:
             stored = self._run(run_id)
@@ -230,16 +230,15 @@ class InMemoryStore:
                 _store_metrics(stored, trial_key, bundle.metrics)
         return bundle.event_count
 
-    def save_report(self, run_id: str, report: Mapping[str, Any]) -> int:
+    def save_report(self, run_id: str, report: Report) -> int:
         """Save a battery report of a run (kept beside earlier ones); returns its report id."""
         check_text("run_id", run_id)
-        checked = report_dict(report)
-        body = encode_json("report", checked)
+        _, body = report_body(report)
         with self._lock:
-            return self._insert_report(self._run(run_id).record, checked, body)
+            return self._insert_report(self._run(run_id).record, report, body)
 
     def _insert_report(
-        self, run: RunRecord, report: Mapping[str, Any], body: str, saved_at: float | None = None
+        self, run: RunRecord, report: Report, body: str, saved_at: float | None = None
     ) -> int:
         check_report_labels(report, run)
         report_id = len(self._reports) + 1
@@ -248,18 +247,21 @@ class InMemoryStore:
         return report_id
 
     # ------------------------------------------------------------------ export (store copy)
-    def export_reports(self, run_id: str) -> list[tuple[float, dict[str, Any]]]:
+    def export_reports(self, run_id: str) -> list[tuple[float, Report]]:
         """Every report saved for a run, oldest first, with when it was saved."""
         with self._lock:
-            return [(r.saved_at, loads(r.body)) for r in self._reports if r.run_id == run_id]
+            return [
+                (r.saved_at, stored_report(loads(r.body), f"report {r.report_id}"))
+                for r in self._reports
+                if r.run_id == run_id
+            ]
 
-    def import_report(self, run_id: str, report: Mapping[str, Any], saved_at: float) -> int:
+    def import_report(self, run_id: str, report: Report, saved_at: float) -> int:
         """Save a report with the time it was first saved (``save_report`` uses now)."""
         check_text("run_id", run_id)
-        checked = report_dict(report)
-        body = encode_json("report", checked)
+        _, body = report_body(report)
         with self._lock:
-            return self._insert_report(self._run(run_id).record, checked, body, saved_at)
+            return self._insert_report(self._run(run_id).record, report, body, saved_at)
 
     def export_events(
         self, run_id: str, trial_key: str | None = None
@@ -336,12 +338,12 @@ class InMemoryStore:
         undefined = {name: reason for name, (_, reason) in items if reason is not None}
         return MetricSet(values, undefined)
 
-    def get_report(self, run_id: str) -> dict[str, Any] | None:
+    def get_report(self, run_id: str) -> Report | None:
         """The latest report saved for a run, or None."""
         with self._lock:
             for rep in reversed(self._reports):
                 if rep.run_id == run_id:
-                    return dict(loads(rep.body))
+                    return stored_report(loads(rep.body), f"report {rep.report_id}")
         return None
 
     def list_reports(
@@ -370,7 +372,7 @@ class InMemoryStore:
                         measurement_fingerprint=run.measurement_fingerprint,
                         created_at=run.created_at,
                         saved_at=rep.saved_at,
-                        report=loads(rep.body),
+                        report=stored_report(loads(rep.body), f"report {rep.report_id}"),
                     )
                 )
         out.sort(key=lambda r: (r.created_at, r.run_id))

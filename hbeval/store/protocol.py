@@ -10,7 +10,10 @@ former name, kept as an alias.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from ..scoring._report_model import Report
 
 from hbeval_core.events import EventBase
 
@@ -39,7 +42,7 @@ class StoreWriter(Protocol):
         self,
         run_id: str,
         status: str,
-        report_json: Mapping[str, Any] | str | None = None,
+        report: Report | None = None,
         *,
         finished_at: float | None = None,
     ) -> None:
@@ -116,7 +119,7 @@ class StoreWriter(Protocol):
         """
         ...
 
-    def save_report(self, run_id: str, report: Mapping[str, Any]) -> int:
+    def save_report(self, run_id: str, report: Report) -> int:
         """Save a battery report of a run (kept beside earlier ones); returns its report id."""
         ...
 
@@ -151,7 +154,7 @@ class StoreWriter(Protocol):
         """The metrics recorded for a trial, or for the run itself when ``trial_key`` is None."""
         ...
 
-    def get_report(self, run_id: str) -> dict[str, Any] | None:
+    def get_report(self, run_id: str) -> Report | None:
         """The latest report saved for a run, or None."""
         ...
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..scoring._report_model import Report
 
 RUN_RUNNING = "running"
 """A run that has started and not finished (or is being resumed)."""
@@ -117,4 +120,4 @@ class ReportRecord:
     measurement_fingerprint: str
     created_at: float
     saved_at: float
-    report: dict[str, Any]
+    report: Report

@@ -10,12 +10,13 @@ import json
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pytest
 
 if TYPE_CHECKING:
     from ..report.gate import GateResult
+    from ..scoring import Report
 
 __all__ = [
     "REUSE_OPTION",
@@ -26,7 +27,8 @@ __all__ = [
     "set_reuse",
 ]
 
-ReportArg = str | Path | Mapping[str, Any]
+ReportArg: TypeAlias = "Report | str | Path | Mapping[str, Any]"
+"""A report as a test gives it: the ``Report``, its dict, or a report file."""
 
 REUSE_OPTION = "--hbeval-reuse"
 _reuse = False
@@ -64,18 +66,28 @@ def resolve_skip_security(skip_security: bool, require_security: bool | None, wh
     return not require_security
 
 
-def load_report_arg(report: ReportArg, what: str) -> Mapping[str, Any]:
-    """A report given as a mapping or a JSON file; an unreadable file fails the test."""
-    if isinstance(report, Mapping):
-        return report
-    path = Path(report)
+def load_report_arg(report: ReportArg, what: str) -> Report:
+    """A report given as a ``Report``, its dict or a JSON file, checked against its own trials;
+    an unreadable file, or a report that is none or was edited, fails the test."""
+    from ..scoring._recheck import ReportEdited, checked_report
+    from ..scoring._report_model import Report, ReportFormatError
+
+    where = f"the {what}"
+    if isinstance(report, (Report, Mapping)):
+        data: Any = report
+    else:
+        path = Path(report)
+        where = f"the {what} {path}"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            pytest.fail(f"hbeval gate: cannot read {where}: {exc}", pytrace=False)
+        if not isinstance(data, Mapping):
+            pytest.fail(f"hbeval gate: {path} holds no report object", pytrace=False)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        pytest.fail(f"hbeval gate: cannot read the {what} {path}: {exc}", pytrace=False)
-    if not isinstance(data, Mapping):
-        pytest.fail(f"hbeval gate: {path} holds no report object", pytrace=False)
-    return data
+        return checked_report(data, where)
+    except (ReportFormatError, ReportEdited) as exc:
+        pytest.fail(f"hbeval gate: {exc}", pytrace=False)
 
 
 def assert_gate(

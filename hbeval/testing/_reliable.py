@@ -11,8 +11,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 from hbeval_core.vocab import DEFAULT_SCENARIOS, DEFAULT_SEED, DEFAULT_TRIALS
 
+from ..scoring._view import section
+
 if TYPE_CHECKING:
     from ..report.gate import GateCheck, GateResult
+    from ..scoring import Report
 
 __all__ = ["INSUFFICIENT_MODES", "Reliability", "assert_reliable"]
 
@@ -27,7 +30,7 @@ class Reliability:
     """What ``assert_reliable`` found: the gate's result, the report and where it was written."""
 
     gate: GateResult
-    report: dict[str, Any] = field(repr=False)
+    report: Report = field(repr=False)
     report_path: Path
     reused: bool
     """True when ``reuse`` found a stored run of the same configuration and code."""
@@ -60,13 +63,13 @@ def _reuse_default() -> bool:
     return reuse_requested()
 
 
-def _interval_text(report: Mapping[str, Any], metric: str) -> str:
+def _interval_text(report: Report, metric: str) -> str:
     from hbeval_core.metrics import wilson_interval
 
     from ..report.scores import proportion_counts
 
     if metric == "pass_rate":
-        rate = report.get("pass_rate")
+        rate = section(report, "pass_rate")
         ci = rate.get("interval") if isinstance(rate, Mapping) else None
         if isinstance(ci, Sequence) and len(ci) == 2:
             return f"[{ci[0]:.2f}, {ci[1]:.2f}] (95% Wilson)"
@@ -78,17 +81,17 @@ def _interval_text(report: Mapping[str, Any], metric: str) -> str:
     return "(no interval: a mean over trials, not a proportion)"
 
 
-def _point(report: Mapping[str, Any], metric: str) -> float | None:
+def _point(report: Report, metric: str) -> float | None:
     if metric == "pass_rate":
-        rate = report.get("pass_rate")
+        rate = section(report, "pass_rate")
         value = rate.get("rate") if isinstance(rate, Mapping) else None
     else:
-        metrics = report.get("metrics")
+        metrics = section(report, "metrics")
         value = metrics.get(metric) if isinstance(metrics, Mapping) else None
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _line(report: Mapping[str, Any], check: GateCheck) -> str:
+def _line(report: Report, check: GateCheck) -> str:
     """One reason: a floor missed with its value and interval, else the gate's own words."""
     if check.kind != "floor" or check.passed is not False:
         return check.message
@@ -102,12 +105,13 @@ def _line(report: Mapping[str, Any], check: GateCheck) -> str:
     )
 
 
-def _write_report(report: Mapping[str, Any], folder: Path) -> Path:
+def _write_report(report: Report, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    name = str(report.get("run_id") or "report").replace("/", "_")
+    name = str(report.run_id or "report").replace("/", "_")
     path = folder / f"{name}.json"
     path.write_text(
-        json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8"
+        json.dumps(report.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+        encoding="utf-8",
     )
     return path
 
@@ -138,7 +142,7 @@ def assert_reliable(
     concurrency: int = 1,
     timeout: float | None = None,
     lower_bound: bool = False,
-    baseline: str | Path | Mapping[str, Any] | None = None,
+    baseline: Report | str | Path | Mapping[str, Any] | None = None,
     max_drop: float = 0.05,
     skip_security: bool = False,
     on_insufficient: str = "fail",
@@ -219,7 +223,7 @@ def assert_reliable(
         store_path = ":memory:" if is_postgres_url(db) else resolve_path(db)
     finally:
         store.close()
-    run = report.get("run")
+    run = section(report, "run")
     reused = isinstance(run, Mapping) and float(run.get("started_at") or started) < started
     path = _write_report(report, _report_folder(report_dir, store_path))
     if on_report is not None:

@@ -53,10 +53,10 @@ def test_agent_exit_ends_its_trial_as_an_error(exc: BaseException, timeout: floa
         None, _factory(exc), [TASK], battery(), trials=1, store=store, run_id="x", timeout=timeout
     )
     assert store.get_run("x").status == RUN_COMPLETED  # type: ignore[union-attr]
-    assert report["run"]["trial_count"] == 6
-    failed = [t for t in report["trials"] if t["outcome"] == "fail"]
+    assert report.run.trial_count == 6
+    failed = [t for t in report.trials if t.outcome == "fail"]
     assert len(failed) == 3  # every second agent call raised
-    assert all(t["outcome"] == "pass" for t in report["trials"] if t not in failed)
+    assert all(t.outcome == "pass" for t in report.trials if t not in failed)
     attempts = [a for a in store.list_attempts("x") if a.error_type == type(exc).__name__]
     assert len(attempts) == 3 and all(not a.infra for a in attempts)
     assert f"the agent raised {type(exc).__name__}" in (attempts[0].error or "")
@@ -129,4 +129,4 @@ def test_ctrl_c_on_hbeval_still_stops_the_run(timeout: float | None) -> None:
     report = run_battery(
         None, _factory(KeyboardInterrupt()), [TASK], battery(), trials=1, timeout=timeout
     )
-    assert report["run"]["trial_count"] == 6
+    assert report.run.trial_count == 6

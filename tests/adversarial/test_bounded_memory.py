@@ -134,7 +134,7 @@ def test_a_battery_does_not_hold_finished_trials(tmp_path: Path) -> None:
             tracemalloc.stop()
     growth_per_trial = (sizes[240] - sizes[30]) / 210
     assert growth_per_trial < 1_000, growth_per_trial  # a held trial dict is ~6 KB
-    assert report["run"]["trial_count"] == 240
+    assert report.run.trial_count == 240
     # The report read back from the store equals the one built from trials held in memory.
     held = run_battery(None, careful, tasks, battery, trials=4, store=InMemoryStore(), timeout=0)
     strip = ("latency_ms",)
@@ -142,4 +142,4 @@ def test_a_battery_does_not_hold_finished_trials(tmp_path: Path) -> None:
     def plain(trials: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [{k: v for k, v in t.items() if k not in strip} for t in trials]
 
-    assert plain(report["trials"]) == plain(held["trials"])
+    assert plain(report.to_dict()["trials"]) == plain(held.to_dict()["trials"])

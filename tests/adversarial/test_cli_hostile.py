@@ -42,7 +42,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             None, careful, tasks, Battery.hbeval(n_scenarios=6, seed=42), trials=1,
             store=store, run_id="r1",
         )  # fmt: skip
-    (root / "report.json").write_text(json.dumps(report))
+    (root / "report.json").write_text(json.dumps(report.to_dict()))
     (root / "deep.json").write_text(DEEP)
     (root / "deep.jsonl").write_text('{"format":"hb-events/1"}\n' + DEEP + "\n")
     (root / "binary.bin").write_bytes(bytes(range(256)) * 8)

@@ -6,7 +6,6 @@ strings) and every command refuses with exit 2 naming the field."""
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ FORGERIES = [
 
 
 def _forged(block: str, key: str, value: Any) -> dict[str, Any]:
-    report = copy.deepcopy(demo().careful)
+    report = demo().careful.to_dict()  # a fresh JSON dict: the forgery would not validate
     report[block][key] = value
     return report
 

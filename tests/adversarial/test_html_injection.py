@@ -25,7 +25,8 @@ import pytest
 from pydantic import ValidationError
 
 from hbeval.report.html import render_html, store_traces
-from hbeval.scoring import Report, Scores
+from hbeval.scoring import Report
+from hbeval.scoring._report_model import validate_report
 from hbeval.store import open_store
 from hbeval_core.events import parse_event
 from tests.report.test_report_chromium import CHROMIUM, chromium, with_script
@@ -51,9 +52,6 @@ LABEL_MAPS = (
 )
 """Paths of dicts whose keys are labels shown on the page rather than field names."""
 
-COUNT_FIELDS = frozenset({"passed", "n", "nominal_n", "faulted_n", "successes"})
-"""Counts the page prints in sentences; in a raw report dict they can be strings too."""
-
 CSP_RE = re.compile(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">')
 
 
@@ -76,20 +74,6 @@ def poison(value: Any, path: tuple[str, ...] = (), skip: frozenset[str] = frozen
         }
     if isinstance(value, list):
         return [poison(v, (*path, "*"), skip) for v in value]
-    return value
-
-
-def counts_as_payload(value: Any) -> Any:
-    """``value`` with every count in ``COUNT_FIELDS`` replaced by the payload."""
-    if isinstance(value, dict):
-        return {
-            k: PAYLOAD
-            if k in COUNT_FIELDS and isinstance(v, int) and not isinstance(v, bool)
-            else counts_as_payload(v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [counts_as_payload(v) for v in value]
     return value
 
 
@@ -130,17 +114,15 @@ def poison_valid(original: dict[str, Any], validate: Callable[[Any], Any]) -> di
     raise AssertionError("could not make a poisoned copy the model accepts")
 
 
-def poisoned_reports() -> dict[str, dict[str, Any]]:
+def poisoned_reports() -> dict[str, Report]:
     run = demo()
-    # rendered as given (render_html takes raw dicts), so even its counts can be strings
-    raw = counts_as_payload(poison(copy.deepcopy(run.careful)))
-    # the scores section is read through its model: poisoned wherever the model takes a string
-    raw["scores"] = poison_valid(copy.deepcopy(run.careful["scores"]), Scores.model_validate)
-    valid = poison_valid(copy.deepcopy(run.naive), Report.model_validate)
+    # render_html takes typed Reports: both are poisoned wherever the model takes a string
+    raw = poison_valid(run.careful.to_dict(), Report.model_validate)
+    valid = poison_valid(run.naive.to_dict(), Report.model_validate)
     assert raw["run_id"].startswith(PAYLOAD) and valid["run_id"].startswith(PAYLOAD)
     domains = {t["domain"] for t in valid["trials"]}
     assert domains and all(d.startswith(PAYLOAD) for d in domains)  # the field of finding 11
-    return {PAYLOAD + "careful": raw, PAYLOAD + "naive": valid}
+    return {PAYLOAD + "careful": validate_report(raw), PAYLOAD + "naive": validate_report(valid)}
 
 
 def poisoned_page() -> str:

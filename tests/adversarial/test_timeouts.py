@@ -49,7 +49,7 @@ def test_a_hanging_agent_is_cut_abandoned_and_reported() -> None:
     finally:
         release.set()
     assert store.get_run("h").status == RUN_COMPLETED  # type: ignore[union-attr]
-    outcomes = [t["outcome"] for t in report["trials"]]
+    outcomes = [t.outcome for t in report.trials]
     assert outcomes.count("timeout") == 1 and outcomes[1] == "timeout"
     (attempt,) = [a for a in store.list_attempts("h") if a.trial_key == "s001-t0"]
     assert attempt.error_type == "TrialTimeout" and "abandoned" in (attempt.error or "")
@@ -66,7 +66,7 @@ def test_attempt_threads_end_with_the_run() -> None:
     report = run_battery(
         None, agent, [TASK], battery(), trials=2, store=InMemoryStore(), run_id="w", timeout=30
     )
-    assert len(report["trials"]) > 2
+    assert len(report.trials) > 2
     assert seen and threading.current_thread() not in seen
     for thread in seen:
         thread.join(10)
@@ -89,7 +89,7 @@ def test_a_cut_attempt_thread_ends_when_its_agent_returns() -> None:
         )
     finally:
         release.set()
-    assert report["trials"][0]["outcome"] == "timeout"
+    assert report.trials[0].outcome == "timeout"
     hung[0].join(10)
     assert not hung[0].is_alive()
     assert not any(name.startswith("hbeval-s000-t0") for name in abandoned_threads())

@@ -51,8 +51,8 @@ def test_a_hostile_argument_and_result_never_stop_the_battery(name: str, tmp_pat
             None, _agent_sending(value), [TASK], battery(), trials=2, store=store, run_id="r"
         )
         assert store.get_run("r").status == RUN_COMPLETED  # type: ignore[union-attr]
-        assert report["run"]["trial_count"] == 12
-        assert report["outcomes"]["infra_error"] == 0
+        assert report.run.trial_count == 12
+        assert report.outcomes["infra_error"] == 0
         # Every trial is stored, readable, and its events decode as JSON.
         assert len(store.list_trials("r")) == 12
         events = list(store.iter_events("r", "s000-t0"))
@@ -61,7 +61,7 @@ def test_a_hostile_argument_and_result_never_stop_the_battery(name: str, tmp_pat
         again = run_battery(
             None, _agent_sending(value), [TASK], battery(), trials=2, store=store, run_id="r"
         )
-        assert again["run"]["trial_count"] == 12
+        assert again.run.trial_count == 12
 
 
 @pytest.mark.parametrize(
@@ -113,7 +113,7 @@ def test_memory_store_and_sqlite_both_keep_the_sanitised_trial() -> None:
     report = run_battery(
         None, _agent_sending("x\udfffy"), [TASK], battery(), trials=1, store=store, run_id="m"
     )
-    assert report["run"]["trial_count"] == 6
+    assert report.run.trial_count == 6
     starts = [e for e in store.iter_events("m", "s000-t0") if e.kind == "tool_start"]
     assert starts and starts[0].args["extra"] == "x\ufffdy"  # type: ignore[attr-defined]
     assert ATTR_SANITISED in starts[0].attrs

@@ -105,7 +105,9 @@ def battery_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
             store=store,
             agent_id="careful",
         )
-    return db, report["run"]["run_id"]
+    run_id = report.run.run_id
+    assert run_id is not None
+    return db, run_id
 
 
 def _stored(db: Path, run_id: str) -> dict[str, Any]:
@@ -114,7 +116,8 @@ def _stored(db: Path, run_id: str) -> dict[str, Any]:
 
     out: dict[str, Any] = {"trials": {}, "report": None}
     with open_store(str(db), read_only=True) as store:
-        out["report"] = store.get_report(run_id)
+        stored = store.get_report(run_id)
+        out["report"] = stored.to_dict() if stored is not None else None
         last: dict[str, int] = {}
         for a in store.list_attempts(run_id):
             last[a.trial_key] = max(last.get(a.trial_key, 0), a.attempt)

@@ -192,7 +192,7 @@ def test_injected_faults_without_model_events_are_unobserved_not_undelivered(
     assert "payload was seen" not in report["verdict_fix"]
     assert "no model call" in res.stderr and "faultable boundary" not in res.stderr
     assert "delivery_unobserved" in res.stdout
-    html = render_html({"r": report})
+    html = render_html({"r": validate_report(report)})
     assert "delivery_unobserved" in html and "cannot be seen" in html
     gate = runner.invoke(app, ["gate", str(project / f"{attr}.json")])
     assert gate.exit_code != 0
@@ -211,7 +211,9 @@ def test_compare_refuses_with_the_unobserved_reason(project: Path) -> None:
     blind, _ = _run(project, "blind")
     seen, _ = _run(project, "seen")
     assert blind["fingerprints"]["measurement"] == seen["fingerprints"]["measurement"]
-    result = compare_reports(seen, blind, labels=("seen", "blind"))
+    result = compare_reports(
+        validate_report(seen), validate_report(blind), labels=("seen", "blind")
+    )
     row = result["fault_types"]["tool_failure"]
     assert row["change"] is None and row["undefined"]["change"] == "delivery_unobserved"
     assert "recorded no model call" in row["refused"]
@@ -241,6 +243,6 @@ def test_scenarios_with_no_scored_trial_say_so(tmp_path: Path) -> None:
     assert report["verdict"] == "INSUFFICIENT_DATA"
     assert "no trial was scored: no_trials" in res.stdout
     assert "no fault reached the agent" not in res.stdout
-    html = render_html({"r": report})
+    html = render_html({"r": validate_report(report)})
     assert "not measured — no trial was scored" in html
     assert "none reached the agent" not in html

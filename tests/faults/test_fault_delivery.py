@@ -154,7 +154,7 @@ def test_no_faultable_tool_is_insufficient_data(
     # Surfaces: warning on stderr, "not measured" in the terminal and the HTML.
     assert "warning: only 0 of" in res.stderr and "faultable" in res.stderr
     assert "not measured" in res.stdout and "fix: no tool call was seen" in res.stdout
-    html = render_html({"r": report})
+    html = render_html({"r": validate_report(report)})
     assert "not measured" in html and "no_fault_delivered" in html
     gate = runner.invoke(app, ["gate", str(project / "unfaultable.json")])
     assert gate.exit_code == 3
@@ -177,7 +177,9 @@ def test_compare_refuses_fault_figures_where_a_side_delivered_none(
     plain, _ = unfaultable
     wrapped, _ = _run(project, "faultable")
     assert plain["fingerprints"]["measurement"] == wrapped["fingerprints"]["measurement"]
-    result = compare_reports(wrapped, plain, labels=("wrapped", "plain"))
+    result = compare_reports(
+        validate_report(wrapped), validate_report(plain), labels=("wrapped", "plain")
+    )
     adv = result["fault_types"]["adversarial"]
     assert adv["change"] is None and adv["p"] is None and adv["rate_b"] is None
     assert adv["undefined"]["change"] == "no_fault_delivered"
@@ -211,7 +213,8 @@ def test_partly_delivered_fault_type_counts_only_where_delivered() -> None:
 
     hit = {"mode": "intermittent", "delivered": True}
     trials = [t("a", 0, [hit, hit], "pass"), t("b", 1, [], "pass"), t("c", 1, [], "pass")]
-    report = build_report(run={"run_id": "x", "trials": 1}, trials=trials).to_dict()
+    built = build_report(run={"run_id": "x", "trials": 1}, trials=trials)
+    report = built.to_dict()
     fd = report["fault_delivery"]
     # Planned 3 (one per trial); delivered 2 faults, but one spec counts once: 1 of 3.
     assert (fd["planned"], fd["delivered"], fd["planned_delivered"]) == (3, 2, 1)
@@ -220,5 +223,5 @@ def test_partly_delivered_fault_type_counts_only_where_delivered() -> None:
     assert s0["measured"] is True and s1["measured"] is False
     assert s1["undefined"]["frr"] == "no_fault_delivered"
     assert "faults:stochastic" not in report["unmeasured_metrics"]
-    warning = delivery_warning(report)
+    warning = delivery_warning(built)
     assert warning is not None and "only 1 of 3 planned faults" in warning

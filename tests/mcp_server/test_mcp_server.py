@@ -85,7 +85,12 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     finally:
         st.close()
         edm.close()
-    return {"db": str(db), "folder": folder, "reports": reports, "again": again}
+    return {
+        "db": str(db),
+        "folder": folder,
+        "reports": {name: report.to_dict() for name, report in reports.items()},
+        "again": again.to_dict(),
+    }
 
 
 def _port() -> int:

@@ -102,7 +102,7 @@ def run_with(
         memory=edm,
         on_admission=lambda r: records.append(dict(r)),
         **options,
-    )
+    ).to_dict()
     return report, records
 
 
@@ -249,7 +249,7 @@ def test_a_failing_memory_never_breaks_the_plain_run() -> None:
 
 
 def test_episode_from_a_bare_verdict() -> None:
-    report = run_battery(None, careful, tasks, battery(), trials=1, agent_id="a")
+    report = run_battery(None, careful, tasks, battery(), trials=1, agent_id="a").to_dict()
     trial = report["trials"][0]
     task = next(t for t in tasks if t.id == trial["task_id"])
     run = {"agent_id": "a", "run_id": "r1", "fingerprints": report["fingerprints"]}

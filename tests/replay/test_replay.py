@@ -64,7 +64,7 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
             store=store,
             agent_id="careful",
         )
-    return db, report["run"]["run_id"]
+    return db, report.run.run_id
 
 
 def _recorded(db: Path, run_id: str) -> dict[str, dict[str, Any]]:

@@ -30,7 +30,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, st
     report = run_battery(
         None, careful, tasks, Battery.hbeval(n_scenarios=6, seed=42), trials=1, store=store
     )
-    yield store, report["run"]["run_id"]
+    yield store, report.run.run_id
     store.close()
 
 

@@ -3,7 +3,6 @@ pass rate, its interval and test, Cohen's h and per-fault-type changes."""
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 from pathlib import Path
@@ -11,15 +10,24 @@ from pathlib import Path
 import pytest
 
 from hbeval.report.compare import CompareRefused, compare_reports, outcomes_by_task
+from hbeval.scoring import Report
+from hbeval.scoring._report_model import validate_report
 from hbeval_core.metrics import cohens_h, paired_comparison
 from tests.report.test_report_fixtures import demo, hb, write_json
+
+
+def _with_measurement(report: Report, fingerprint: str | None) -> Report:
+    """``report`` with its measurement fingerprint replaced (a hand-edited report)."""
+    edited = report.to_dict()
+    edited["fingerprints"]["measurement"] = fingerprint
+    return validate_report(edited)
 
 
 def test_careful_vs_naive_paired_per_task() -> None:
     run = demo()
     result = compare_reports(run.careful, run.naive, labels=("careful", "naive"))
     assert result["format"] == "hbeval-compare/1"
-    assert result["measurement_fingerprint"] == run.careful["fingerprints"]["measurement"]
+    assert result["measurement_fingerprint"] == run.careful.fingerprints.measurement
     overall = result["overall"]
     assert overall["rate_a"] == pytest.approx(52 / 54)
     assert overall["rate_b"] == pytest.approx(25 / 54)
@@ -55,8 +63,8 @@ def test_per_fault_type_and_metric_changes() -> None:
         "interval": "single_task",
         "p_paired": "single_task",
     }
-    assert set(result["fault_types"]) == set(run.careful["breakdowns"]["fault_type"])
-    assert set(result["domains"]) == set(run.careful["breakdowns"]["domain"])
+    assert set(result["fault_types"]) == set(run.careful.breakdowns.fault_type)
+    assert set(result["domains"]) == set(run.careful.breakdowns.domain)
     csi = result["metrics"]["csi"]
     assert csi == {
         "a": None,
@@ -65,18 +73,17 @@ def test_per_fault_type_and_metric_changes() -> None:
         "undefined": {"a": "single_run", "b": "single_run", "change": "single_run"},
     }
     frr = result["metrics"]["frr"]
-    assert frr["change"] == pytest.approx(
-        run.naive["metrics"]["frr"] - run.careful["metrics"]["frr"]
-    )
+    naive_frr, careful_frr = run.naive.metrics.frr, run.careful.metrics.frr
+    assert naive_frr is not None and careful_frr is not None
+    assert frr["change"] == pytest.approx(naive_frr - careful_frr)
 
 
 def test_different_measurement_fingerprints_are_refused() -> None:
     run = demo()
-    other = copy.deepcopy(run.naive)
-    other["fingerprints"]["measurement"] = "ffffffffffffffff"
+    other = _with_measurement(run.naive, "ffffffffffffffff")
     with pytest.raises(CompareRefused, match="never compared"):
         compare_reports(run.careful, other)
-    other["fingerprints"]["measurement"] = None
+    other = _with_measurement(run.naive, None)
     with pytest.raises(CompareRefused, match="no measurement fingerprint"):
         compare_reports(run.careful, other)
 
@@ -84,8 +91,7 @@ def test_different_measurement_fingerprints_are_refused() -> None:
 def test_cli(tmp_path: Path) -> None:
     run = demo()
     both = write_json(tmp_path / "both.json", run.reports)
-    other = copy.deepcopy(run.naive)
-    other["fingerprints"]["measurement"] = "ffffffffffffffff"
+    other = _with_measurement(run.naive, "ffffffffffffffff")
     other_file = write_json(tmp_path / "other.json", other)
 
     text = hb("compare", f"{both}#careful", f"{both}#naive")
@@ -98,10 +104,10 @@ def test_cli(tmp_path: Path) -> None:
     assert json.loads(as_json.stdout)["overall"]["rate_b"] == pytest.approx(25 / 54)
 
     by_run_id = hb(
-        "compare", run.careful["run_id"], run.naive["run_id"], "--db", str(run.db), "--json"
+        "compare", str(run.careful.run_id), str(run.naive.run_id), "--db", str(run.db), "--json"
     )
     assert by_run_id.exit_code == 0, by_run_id.stderr
-    assert json.loads(by_run_id.stdout)["b"]["run_id"] == run.naive["run_id"]
+    assert json.loads(by_run_id.stdout)["b"]["run_id"] == run.naive.run_id
 
     refused = hb("compare", f"{both}#careful", str(other_file))
     assert refused.exit_code == 2

@@ -121,7 +121,7 @@ def test_passport_content(signed: tuple[bytes, Ed25519PrivateKey]) -> None:
     assert doc["agent"] == {"agent_id": "demo-naive"}
     assert doc["issued_at"] == "2026-01-01T00:00:00Z"
     assert doc["expires_at"] == "2026-04-01T00:00:00Z"  # 90 days
-    assert doc["metrics"] == naive["metrics"]
+    assert doc["metrics"] == naive.to_dict()["metrics"]
     assert doc["metrics"]["csi"] is None and doc["undefined"]["csi"] == "single_run"
     # IRS 1/13 of its maximum; TI is 5.0 since hb-derive/2 (every call links to its reply).
     assert doc["weakest"]["metric"] == "irs"
@@ -131,7 +131,7 @@ def test_passport_content(signed: tuple[bytes, Ed25519PrivateKey]) -> None:
     # 100 x (0.6 x 25/54 + 0.15 x 21/54 + 0.15 x 1/3 + 0.1 x TI 5/5 x completeness 1.0)
     assert doc["capability"]["value"] == pytest.approx(48.61, abs=0.01)
     assert doc["evidence"]["level"] == "E2"
-    assert doc["fingerprints"] == naive["fingerprints"]
+    assert doc["fingerprints"] == naive.to_dict()["fingerprints"]
     assert doc["versions"]["passport"] == "hbeval-passport/1"
     assert "not byte-compatible with HB-Eval Gateway" in doc["issuer"]["statement"]
     assert doc["signer"]["key_id"] == key_id(public_key_raw(signed[1]))
@@ -207,7 +207,8 @@ def test_build_refuses_bad_days_and_non_reports() -> None:
     with pytest.raises(PassportError, match="1 to 365"):
         build_passport(demo().naive, days=366)
     with pytest.raises(PassportError, match="hbeval-report/1"):
-        build_passport({"format": "other"})
+        # not an hbeval-report/1 report (model_copy does not validate, as a forged object)
+        build_passport(demo().naive.model_copy(update={"format": "other"}))
     empty = build_passport(empty_report(), now=ISSUED)
     assert empty["weakest"] == {
         "metric": None,

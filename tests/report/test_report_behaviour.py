@@ -23,6 +23,7 @@ import pytest
 
 from hbeval.cli._demo import side_by_side_rows
 from hbeval.scoring import strip_volatile
+from hbeval.scoring._report_model import validate_report
 from hbeval_core.faults.battery import measurement_fingerprint
 from hbeval_core.vocab import DERIVE_VERSION
 
@@ -132,7 +133,8 @@ def test_the_scores_section_holds_what_report_json_computed(after: dict[str, Any
 
 
 def test_the_demo_table_is_unchanged(after: dict[str, Any]) -> None:
-    table = [[label, cells] for label, cells in side_by_side_rows(after)]
+    reports = {name: validate_report(report) for name, report in after.items()}
+    table = [[label, cells] for label, cells in side_by_side_rows(reports)]
     assert table == _before()["table"]
 
 

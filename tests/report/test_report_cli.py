@@ -28,7 +28,7 @@ def test_report_by_run_id_writes_html_with_traces_and_json(tmp_path: Path) -> No
     out = tmp_path / "report.json"
     proc = hb(
         "report",
-        run.naive["run_id"],
+        str(run.naive.run_id),
         "--db",
         str(run.db),
         "--html",
@@ -43,8 +43,8 @@ def test_report_by_run_id_writes_html_with_traces_and_json(tmp_path: Path) -> No
     assert doc["html"] == str(page)
     view = doc["reports"]["demo-naive"]
     assert view["scores"]["headline"] == "capability 49, security gate not passed"
-    assert view["report"]["run_id"] == run.naive["run_id"]
-    assert json.loads(out.read_text())["run_id"] == run.naive["run_id"]
+    assert view["report"]["run_id"] == run.naive.run_id
+    assert json.loads(out.read_text())["run_id"] == run.naive.run_id
     html = page.read_text()
     assert 'data-chart="timeline"' in html  # events came from the store
     assert "FORBIDDEN TOOL" in html  # the injected transfer shows in the trace
@@ -75,7 +75,9 @@ def test_report_bad_input_exits_2_and_creates_no_store(tmp_path: Path) -> None:
     junk.write_text('{"hello": 1}')
     bad = hb("report", str(junk))
     assert bad.exit_code == 2 and "neither an hbeval-report/1 report" in bad.stderr
-    newer = write_json(tmp_path / "newer.json", {**demo().naive, "format": "hbeval-report/9"})
+    newer = write_json(
+        tmp_path / "newer.json", {**demo().naive.to_dict(), "format": "hbeval-report/9"}
+    )
     refused = hb("report", str(newer))
     assert refused.exit_code == 2 and "newer hbeval" in refused.stderr
     both = write_json(tmp_path / "both.json", demo().reports)

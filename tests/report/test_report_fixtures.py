@@ -2,13 +2,13 @@
 
 ``demo()`` runs the packaged careful and naive agents through the default battery once (about
 half a second) into a temporary folder and returns the reports and the store path; every test
-module reuses it. Tests must not modify what it returns: copy first (``copy.deepcopy``).
+module reuses it. The reports are typed ``Report`` models; to edit one, edit its ``to_dict()``
+and read it back with ``validate_report`` (or ``model_copy(update=...)``).
 """
 
 from __future__ import annotations
 
 import atexit
-import copy
 import functools
 import shutil
 import tempfile
@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from hbeval.report import build_report
+from hbeval.scoring import Report
+from hbeval.scoring._report_model import validate_report
 
 
 @dataclass(frozen=True)
@@ -25,14 +27,14 @@ class DemoRun:
 
     folder: Path
     db: Path
-    reports: dict[str, dict[str, Any]]
+    reports: dict[str, Report]
 
     @property
-    def careful(self) -> dict[str, Any]:
+    def careful(self) -> Report:
         return self.reports["careful"]
 
     @property
-    def naive(self) -> dict[str, Any]:
+    def naive(self) -> Report:
         return self.reports["naive"]
 
 
@@ -47,17 +49,15 @@ def demo() -> DemoRun:
     return DemoRun(folder, folder / ".hbeval" / "hbeval.db", reports)
 
 
-def empty_report(**run: Any) -> dict[str, Any]:
+def empty_report(**run: Any) -> Report:
     """A valid report with no trial at all: every metric undefined."""
     info = {"run_id": "empty-run", "agent_id": "nobody", "trials": 3, **run}
-    return build_report(run=info, trials=[]).to_dict()
+    return build_report(run=info, trials=[])
 
 
-def mutated(report: dict[str, Any], **changes: Any) -> dict[str, Any]:
-    """A deep copy of ``report`` with top-level keys replaced."""
-    out = copy.deepcopy(report)
-    out.update(changes)
-    return out
+def mutated(report: Report, **changes: Any) -> Report:
+    """``report`` with top-level keys of its JSON replaced, read back as a ``Report``."""
+    return validate_report({**report.to_dict(), **changes})
 
 
 def cli_app() -> Any:
@@ -82,9 +82,15 @@ def hb(*args: str, env: dict[str, str] | None = None) -> Any:
     return CliRunner(env=env).invoke(cli_app(), list(args))
 
 
+def _as_json(value: Any) -> Any:
+    if isinstance(value, Report):
+        return value.to_dict()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def write_json(path: Path, data: Any) -> Path:
-    """Write ``data`` as JSON to ``path`` and return the path."""
+    """Write ``data`` as JSON to ``path`` (a ``Report`` as its ``to_dict()``); return the path."""
     import json
 
-    path.write_text(json.dumps(data), encoding="utf-8")
+    path.write_text(json.dumps(data, default=_as_json), encoding="utf-8")
     return path

@@ -3,7 +3,6 @@ undefined values never drawn (text with their reason instead), bars and timeline
 
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -11,6 +10,7 @@ from html.parser import HTMLParser
 import pytest
 
 from hbeval.report.html import render_html, store_traces, trial_timeline
+from hbeval.scoring._report_model import validate_report
 from hbeval.store import open_store
 from tests.report.test_report_fixtures import demo, empty_report
 
@@ -143,7 +143,7 @@ def test_bars_are_drawn_to_scale_and_zero_is_a_real_zero(page: str) -> None:
     naive = next(n for n in tree.all() if n.attrs.get("data-report") == "naive")
     metrics = next(n for n in naive.walk() if n.attrs.get("data-chart") == "metrics")
     rows = {n.attrs["data-metric"]: n for n in metrics.walk() if n.attrs.get("class") == "row"}
-    report = demo().naive
+    report = demo().naive.to_dict()
     for name, scale in (("pei", 1.0), ("frr", 1.0), ("irs", 1.0), ("ti", 5.0)):
         bar = next(d for d in rows[name].walk() if d.tag == "rect")
         expected = 360 * report["metrics"][name] / scale
@@ -152,9 +152,9 @@ def test_bars_are_drawn_to_scale_and_zero_is_a_real_zero(page: str) -> None:
     assert not [d for d in rows["csi"].walk() if d.tag == "rect"]
     # A measured 0 (TI of an agent none of whose calls link to a model reply) is a bar of width
     # 0, not a gap.
-    zero = copy.deepcopy(report)
+    zero = demo().naive.to_dict()
     zero["metrics"]["ti"] = zero["aggregate_metrics"]["ti"] = 0.0
-    tree = Tree(render_html({"naive": zero}))
+    tree = Tree(render_html({"naive": validate_report(zero)}))
     metrics = next(n for n in tree.all() if n.attrs.get("data-chart") == "metrics")
     ti = next(n for n in metrics.walk() if n.attrs.get("data-metric") == "ti")
     assert ti.attrs["data-undefined"] == "false" and ti.attrs["data-value"] == "0"
@@ -167,13 +167,14 @@ def test_timelines_break_at_undefined_values(page: str) -> None:
     store = open_store(run.db)
     try:
         traces = store_traces(store)
-        events = traces(run.naive["run_id"], "s003-t0")
+        events = traces(str(run.naive.run_id), "s003-t0")
     finally:
         store.close()
     assert events
     rows = trial_timeline(events)
     # the trial's scored live metrics are the timeline's last step
-    verdict = next(t for t in run.naive["trials"] if t["trial_key"] == "s003-t0")["verdict"]
+    trials = run.naive.to_dict()["trials"]
+    verdict = next(t for t in trials if t["trial_key"] == "s003-t0")["verdict"]
     assert rows[-1]["metrics"] == verdict["metrics"]
     undefined_steps = [r["step"] for r in rows if r["metrics"]["irs"] is None]
     assert undefined_steps  # IRS is undefined (no_judged_step) along this trial
@@ -261,7 +262,9 @@ def test_every_reason_code_has_plain_words() -> None:
 
 def test_traceability_is_said_in_words(page: str) -> None:
     text = re.sub(r"<[^>]+>", "", page)
-    calls = demo().naive["traceability"]["calls"]
+    trace = demo().naive.traceability
+    assert trace is not None
+    calls = trace.calls
     assert (
         f"Traceability: {calls} of {calls} tool calls link to the model reply that issued them "
         f"(TI); 0 of {calls} came with a stated reason (explained share 0.00). {calls} of "

@@ -10,7 +10,6 @@ figure, and no passport may be written. The untouched files must go through.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +19,9 @@ import pytest
 
 from hbeval.report.passport import PassportError, build_passport
 from hbeval.runner.run import run_battery
+from hbeval.scoring import Report
 from hbeval.scoring._recheck import report_discrepancies
+from hbeval.scoring._report_model import validate_report
 from hbeval.store import SQLiteStore
 from hbeval_core.faults import Battery
 from hbeval_plain.examples import careful, tasks
@@ -35,7 +36,7 @@ SESSION = (
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Report]]:
     """Three runs of one agent and measurement (so the third has a CSI from the history)."""
     folder = tmp_path_factory.mktemp("recheck")
     db = folder / "hb.db"
@@ -58,9 +59,10 @@ def key(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _file(folder: Path, name: str, report: dict[str, Any]) -> Path:
+def _file(folder: Path, name: str, report: Report | dict[str, Any]) -> Path:
     path = folder / name
-    path.write_text(json.dumps(report), encoding="utf-8")
+    doc = report.to_dict() if isinstance(report, Report) else report
+    path.write_text(json.dumps(doc), encoding="utf-8")
     return path
 
 
@@ -120,9 +122,9 @@ def trial_outcome(r: dict[str, Any]) -> None:
     t["verdict"]["passed"] = t["outcome"] == "pass"
 
 
-def test_untouched_reports_go_through(runs: tuple[Path, list[dict[str, Any]]], key: Path, tmp_path: Path) -> None:  # fmt: skip
+def test_untouched_reports_go_through(runs: tuple[Path, list[Report]], key: Path, tmp_path: Path) -> None:  # fmt: skip
     _, reports = runs
-    assert reports[2]["metrics"]["csi"] is not None  # CSI from the history, taken as stated
+    assert reports[2].metrics.csi is not None  # CSI from the history, taken as stated
     for i, report in enumerate(reports):
         assert report_discrepancies(report) == []
         path = _file(tmp_path, f"r{i}.json", report)
@@ -137,12 +139,12 @@ def test_untouched_reports_go_through(runs: tuple[Path, list[dict[str, Any]]], k
 
 @pytest.mark.parametrize("name", sorted(EDITS))
 def test_an_edited_report_is_refused_everywhere(
-    runs: tuple[Path, list[dict[str, Any]]], key: Path, tmp_path: Path, name: str
+    runs: tuple[Path, list[Report]], key: Path, tmp_path: Path, name: str
 ) -> None:
     _, reports = runs
-    report = copy.deepcopy(reports[2])
+    report = reports[2].to_dict()
     field = EDITS[name](report)
-    found = report_discrepancies(report)
+    found = report_discrepancies(validate_report(report))
     assert found and any(f.startswith(field + ":") for f in found), found
     path = _file(tmp_path, "edited.json", report)
     good = _file(tmp_path, "good.json", reports[1])
@@ -158,11 +160,11 @@ def test_an_edited_report_is_refused_everywhere(
         assert "do not follow from its own trials" in proc.stderr and field in proc.stderr
     assert not out.exists()
     with pytest.raises(PassportError, match="do not follow from its own trials"):
-        build_passport(report)
+        build_passport(validate_report(report))
 
 
 def test_a_stored_report_edited_in_the_store_is_refused(
-    runs: tuple[Path, list[dict[str, Any]]], tmp_path: Path
+    runs: tuple[Path, list[Report]], tmp_path: Path
 ) -> None:
     import shutil
     import sqlite3
@@ -170,7 +172,7 @@ def test_a_stored_report_edited_in_the_store_is_refused(
     db, reports = runs
     copy_db = tmp_path / "edited.db"
     shutil.copy(db, copy_db)
-    edited = copy.deepcopy(reports[0])
+    edited = reports[0].to_dict()
     edited["metrics"]["pei"] = 0.2
     conn = sqlite3.connect(copy_db)
     try:
@@ -188,7 +190,8 @@ def test_an_imported_report_is_checked_too(tmp_path: Path) -> None:
     shown = hb("report", run_id, "--db", str(db), "--json")
     assert shown.exit_code == 0, shown.stderr
     report = next(iter(json.loads(shown.stdout)["reports"].values()))["report"]
-    assert report_discrepancies(report) == []  # unlabelled: rebuilt, then withheld alike
+    # unlabelled: rebuilt, then withheld alike
+    assert report_discrepancies(validate_report(report)) == []
     report["metrics"]["ti"] = 5.0 if report["metrics"]["ti"] != 5.0 else 1.0
     path = _file(tmp_path, "import.json", report)
     proc = hb("gate", str(path), "--skip-security")
@@ -200,7 +203,7 @@ def test_a_report_built_under_older_rules_is_taken_as_stated_with_a_note(tmp_pat
 
     old = _before()["reports"]["careful"]
     assert old["versions"]["derive"] == "hb-derive/2"  # this library derives hb-derive/3
-    assert report_discrepancies(old) is None
+    assert report_discrepancies(validate_report(old)) is None
     proc = hb("gate", str(_file(tmp_path, "old.json", old)))
     assert proc.exit_code == 0, proc.stderr
     assert "not checked against its" in proc.stderr

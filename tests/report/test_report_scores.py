@@ -3,6 +3,7 @@ the efficiency figures, on hand-built reports (the vectors of docs/reports.md) a
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -19,7 +20,17 @@ from hbeval.report.scores import (
     score_headline,
     security_gate,
 )
+from hbeval.scoring import Report
+from hbeval.scoring._report_model import validate_report
 from tests.report.test_report_fixtures import demo, empty_report
+
+
+def _base() -> dict[str, Any]:
+    """A complete report (the demo's careful run) as JSON, without its stored scores section:
+    the sections a test sets below replace its own, the rest only makes the report whole."""
+    report = demo().careful.to_dict()
+    del report["scores"]  # computed from the sections set here, not the run's
+    return report
 
 
 def trial(
@@ -32,21 +43,36 @@ def trial(
     faulted: bool = False,
     irs: float | None = None,
 ) -> dict[str, Any]:
-    verdict: dict[str, Any] = {
-        "rules": {"counts": {}, "total": rules},
-        "trajectory": None if in_order is None else {"in_order": in_order},
-        "forbidden_tools_run": forbidden or [],
-        "secrets_leaked": secrets,
-        "faulted": faulted,
-        "judged": irs is not None,
-        "irs_score": irs,
-    }
-    return {"trial_key": f"k{id(verdict)}", "task_id": "t", "outcome": outcome, "verdict": verdict}
+    """A complete trial entry (a real one's) with the fields the scores read set by hand."""
+    template = copy.deepcopy(_base()["trials"][0])
+    assert template["verdict"]["trajectory"] is not None
+    verdict: dict[str, Any] = template["verdict"]
+    verdict.update(
+        {
+            "rules": {"counts": {}, "total": rules},
+            "trajectory": (
+                None if in_order is None else {**verdict["trajectory"], "in_order": in_order}
+            ),
+            "forbidden_tools_run": forbidden or [],
+            "secrets_leaked": secrets,
+            "faulted": faulted,
+            "judged": irs is not None,
+            "irs_score": irs,
+        }
+    )
+    template.update(
+        {"trial_key": f"k{id(verdict)}", "task_id": "t", "outcome": outcome, "verdict": verdict}
+    )
+    return template
 
 
-def synthetic(**over: Any) -> dict[str, Any]:
-    """The docs/reports.md vector: pass rate 0.8, FRR 0.75, TI 4, completeness 0.9, tool 0.5."""
-    report: dict[str, Any] = {
+def synthetic(**over: Any) -> Report:
+    """The docs/reports.md vector: pass rate 0.8, FRR 0.75, TI 4, completeness 0.9, tool 0.5.
+
+    The sections given replace the base report's fields of the same names (a section given in
+    part keeps the base's other fields, which these scores do not read).
+    """
+    sections: dict[str, Any] = {
         "pass_rate": {"rate": 0.8, "n": 4, "passed": 3, "undefined": {}},
         "metrics": {"pei": 0.9, "frr": 0.75, "irs": 1.0, "ti": 4.0, "csi": None},
         "undefined": {"csi": "single_run"},
@@ -70,8 +96,14 @@ def synthetic(**over: Any) -> dict[str, Any]:
             "undefined": {"cost_per_success_usd": "no_price_table"},
         },
     }
-    report.update(over)
-    return report
+    sections.update(over)
+    report = _base()
+    for name, value in sections.items():
+        if name == "undefined" or not isinstance(value, dict):
+            report[name] = value
+        else:
+            report[name] = {**report[name], **value}
+    return validate_report(report)
 
 
 def test_capability_vector() -> None:

@@ -16,6 +16,7 @@ from hbeval.report.terminal import (
     print_summary,
 )
 from hbeval.runner import ProgressUpdate, run_battery
+from hbeval.scoring import Report
 from tests.report.test_report_fixtures import demo, empty_report
 
 
@@ -117,7 +118,7 @@ def test_demo_progress_labels_each_agent() -> None:
     assert lines[0].startswith("[hbeval] careful: ") and lines[1].startswith("[hbeval] naive: ")
 
 
-def render(report: dict[str, Any]) -> str:
+def render(report: Report) -> str:
     console = Console(file=io.StringIO(), width=200, color_system=None)
     print_summary(report, console)
     assert isinstance(console.file, io.StringIO)
@@ -131,7 +132,9 @@ def test_summary_table_shows_undefined_with_reasons() -> None:
     assert "0.333" in rows["FRR"] and "[0.206, 0.490]" in rows["FRR"] and "BELOW" in rows["FRR"]
     assert "5.000" in rows["TI (0–5)"]  # every call links to the reply that issued it
     # ... but no reply said why: a measured zero is a zero, with the reason in words.
-    calls = demo().naive["traceability"]["calls"]
+    trace = demo().naive.traceability
+    assert trace is not None
+    calls = trace.calls
     assert "0.000" in rows["explained share"] and f"0/{calls} calls" in rows["explained share"]
     assert "came from a model message that stated no reason" in text
     assert "undefined (no_price_table)" in rows["cost per success usd"]

@@ -58,19 +58,22 @@ def test_the_stored_scores_are_the_ones_computed_from_the_report() -> None:
     for name in ("careful", "naive"):
         old = _old(name)
         built = build_report(run=_run_of(old), trials=_trials_of(old)).to_dict()
-        assert built["scores"] == compute_scores(old).model_dump(mode="json")
-        assert built["scores"] == report_scores(old)  # what a report without the section shows
+        assert built["scores"] == compute_scores(validate_report(old)).model_dump(mode="json")
+        # what a report without the section shows
+        assert built["scores"] == report_scores(validate_report(old))
         assert built["scores"] == _before()["scores"][name]
 
 
 def test_readers_take_the_stored_section_not_a_second_computation() -> None:
     """A stored gate is what gate, verdict and passport show (the trials here are clean)."""
     old = _old()
-    report = build_report(run=_run_of(old), trials=_trials_of(old)).to_dict()
-    assert run_gate(report).verdict == GATE_PASS
-    report["scores"]["security_gate"].update(
+    built = build_report(run=_run_of(old), trials=_trials_of(old))
+    assert run_gate(built).verdict == GATE_PASS
+    edited = built.to_dict()
+    edited["scores"]["security_gate"].update(
         status="failed", breach_trials=1, forbidden_tools_run=["wire_money"], reason="stored"
     )
+    report = validate_report(edited)
     assert decide_verdict(report).verdict == "UNSAFE"
     assert run_gate(report).verdict == GATE_FAIL
     assert build_passport(report)["security_gate"]["reason"] == "stored"
@@ -82,7 +85,7 @@ def test_a_malformed_scores_section_is_refused_naming_the_field() -> None:
     report = build_report(run=_run_of(old), trials=_trials_of(old)).to_dict()
     report["scores"]["security_gate"]["status"] = "probably fine"
     with pytest.raises(ReportFormatError, match=r"scores\.security_gate\.status"):
-        scores_of(report)
+        scores_of(validate_report(report))  # the section never reaches a reader
     with pytest.raises(ReportFormatError, match=r"scores\.security_gate\.status"):
         validate_report(report)
 

@@ -26,7 +26,9 @@ def test_arun_battery_gives_run_batterys_report_without_blocking_the_loop() -> N
     from hbeval_langgraph import LangGraphAdapter
     from hbeval_langgraph.examples import careful, tasks
 
-    expected = run_battery(LangGraphAdapter(), careful, tasks, battery(), trials=2, seed=42)
+    expected = run_battery(
+        LangGraphAdapter(), careful, tasks, battery(), trials=2, seed=42
+    ).to_dict()
 
     async def main() -> tuple[dict[str, Any], list[float], list[Any]]:
         ticks: list[float] = []
@@ -44,17 +46,19 @@ def test_arun_battery_gives_run_batterys_report_without_blocking_the_loop() -> N
 
         beat = asyncio.create_task(heartbeat())
         try:
-            report = await arun_battery(
-                LangGraphAdapter(),
-                careful,
-                tasks,
-                battery(),
-                trials=2,
-                seed=42,
-                store=InMemoryStore(),
-                concurrency=4,
-                progress=on_progress,
-            )
+            report = (
+                await arun_battery(
+                    LangGraphAdapter(),
+                    careful,
+                    tasks,
+                    battery(),
+                    trials=2,
+                    seed=42,
+                    store=InMemoryStore(),
+                    concurrency=4,
+                    progress=on_progress,
+                )
+            ).to_dict()
             during = len(ticks)  # heartbeats that ran while the battery was awaited
             await asyncio.sleep(0.05)  # let the last progress call land
         finally:

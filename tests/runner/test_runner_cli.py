@@ -168,11 +168,11 @@ def test_run_demo_returns_both_reports(tmp_path: Path) -> None:
     assert set(reports) == {"careful", "naive"}
     # One trial per scenario gives under 6 injection trials: the careful agent cannot be SAFE
     # (security not measured), exactly what `hbeval gate` says of the same report.
-    assert reports["careful"]["verdict"] == "INSUFFICIENT_DATA"
-    assert reports["careful"]["unmeasured_metrics"] == ["security"]
-    assert reports["naive"]["verdict"] == "UNSAFE"
+    assert reports["careful"].verdict == "INSUFFICIENT_DATA"
+    assert reports["careful"].unmeasured_metrics == ["security"]
+    assert reports["naive"].verdict == "UNSAFE"
     assert (tmp_path / ".hbeval" / "hbeval.db").exists()
     again = run_demo(tmp_path, None, n_scenarios=6, trials=1)
-    assert again["careful"]["run"]["run_id"] != reports["careful"]["run"]["run_id"]
+    assert again["careful"].run.run_id != reports["careful"].run.run_id
     # Same measurement, same agent id: the second demo sees the first as CSI history.
-    assert again["careful"]["csi_info"]["runs_total"] == 2
+    assert again["careful"].csi_info.runs_total == 2

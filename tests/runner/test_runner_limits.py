@@ -51,7 +51,7 @@ def run(factory: Any, store: Any = None, *, n: int = 6, trials: int = 2, **kw: A
         store=store if store is not None else InMemoryStore(),
         manifest=manifest,
         **kw,
-    )
+    ).to_dict()
 
 
 def comparable(report: Any) -> Any:

@@ -71,7 +71,7 @@ def battery_run(store: Any, factory: Any, ref: str, n: int, trials: int, **kw: A
         store=store,
         manifest=RunManifest(target=ref),
         **kw,
-    )
+    ).to_dict()
 
 
 def one_final_attempt_each(store: PostgresStore, run_id: str, expected: int) -> None:
@@ -132,7 +132,7 @@ def test_a_killed_driver_is_resumed_by_the_same_command(
         assert again.run_id == run.run_id and again.status == "completed"
         one_final_attempt_each(store, run.run_id, 18)
         report = store.get_report(run.run_id)
-    assert report is not None and report["run"]["trial_count"] == 18
+    assert report is not None and report.run.trial_count == 18
 
 
 def test_a_worker_node_killed_mid_battery_loses_and_doubles_nothing(

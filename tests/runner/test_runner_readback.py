@@ -48,12 +48,12 @@ def test_errors_read_back_from_sqlite_are_the_ones_a_run_in_memory_reports(
     battery = Battery.hbeval(n_scenarios=6, seed=42)
     in_memory = run_battery(
         None, _factory(), [TASK], battery, trials=2, run_id="r", max_infra_retries=0
-    )
+    ).to_dict()
     with SQLiteStore(str(tmp_path / "hb.db")) as store:
         on_disk = run_battery(
             None, _factory(), [TASK], battery, trials=2, store=store, run_id="r",
             max_infra_retries=0,
-        )  # fmt: skip
+        ).to_dict()  # fmt: skip
     outcomes = {t["outcome"] for t in on_disk["trials"]}
     assert {OUTCOME_FAIL, OUTCOME_INFRA_ERROR, OUTCOME_PASS} <= outcomes
     errors = [t.get("error") for t in on_disk["trials"]]

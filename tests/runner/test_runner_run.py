@@ -38,14 +38,15 @@ def test_end_to_end_into_sqlite(tmp_path: Path) -> None:
     with open_store(str(db)) as store:
         report = run_battery(
             None, careful, tasks, small(12), trials=2, store=store, agent_id="careful"
-        )
+        ).to_dict()
         run_id = report["run"]["run_id"]
         validate_report(report)
         assert report["run"]["trial_count"] == 24
         assert store.get_run(run_id).status == RUN_COMPLETED  # type: ignore[union-attr]
         assert len(store.list_trials(run_id)) == 24
         assert len(store.list_attempts(run_id)) == 24
-        assert store.get_report(run_id) == report
+        stored = store.get_report(run_id)
+        assert stored is not None and stored.to_dict() == report
         assert store.get_metrics(run_id).values.keys() == report["metrics"].keys()
         key = store.list_trials(run_id)[0].trial_key
         kinds = [e.kind for e in store.iter_events(run_id, key)]  # type: ignore[attr-defined]
@@ -62,8 +63,10 @@ def test_end_to_end_into_sqlite(tmp_path: Path) -> None:
 
 
 def test_careful_and_naive_differ_plainly() -> None:
-    good = run_battery(None, careful, tasks, Battery.hbeval(seed=42), trials=1, agent_id="c")
-    bad = run_battery(None, naive, tasks, Battery.hbeval(seed=42), trials=1, agent_id="n")
+    good = run_battery(
+        None, careful, tasks, Battery.hbeval(seed=42), trials=1, agent_id="c"
+    ).to_dict()
+    bad = run_battery(None, naive, tasks, Battery.hbeval(seed=42), trials=1, agent_id="n").to_dict()
     assert good["agentdojo"]["targeted_attack_success_rate"] == 0.0
     assert bad["agentdojo"]["targeted_attack_success_rate"] == 1.0
     # trials=1: too few injection trials for the security gate, so not SAFE (as `gate` says).
@@ -86,10 +89,14 @@ def test_same_seed_same_report(tmp_path: Path) -> None:
     for name in ("a.db", "b.db"):
         with SQLiteStore(str(tmp_path / name)) as store:
             reports.append(
-                run_battery(None, naive, tasks, small(), trials=2, store=store, run_id="same")
+                run_battery(
+                    None, naive, tasks, small(), trials=2, store=store, run_id="same"
+                ).to_dict()
             )
     assert strip_volatile(reports[0]) == strip_volatile(reports[1])
-    other_seed = run_battery(None, naive, tasks, Battery.hbeval(n_scenarios=6, seed=7), seed=7)
+    other_seed = run_battery(
+        None, naive, tasks, Battery.hbeval(n_scenarios=6, seed=7), seed=7
+    ).to_dict()
     assert other_seed["fingerprints"]["measurement"] != reports[0]["fingerprints"]["measurement"]
 
 
@@ -113,9 +120,11 @@ def test_a_run_into_sqlite_reports_what_a_run_in_memory_reports(tmp_path: Path) 
         return agent
 
     task = Task(id="t", question="q", required=("done",))
-    in_memory = run_battery(None, factory, [task], small(), trials=2, run_id="m")
+    in_memory = run_battery(None, factory, [task], small(), trials=2, run_id="m").to_dict()
     with SQLiteStore(str(tmp_path / "hb.db")) as store:
-        on_disk = run_battery(None, factory, [task], small(), trials=2, store=store, run_id="m")
+        on_disk = run_battery(
+            None, factory, [task], small(), trials=2, store=store, run_id="m"
+        ).to_dict()
     # Three replies per trial, each issuing a call, whatever the faults did to the calls.
     assert {t["usage"]["model_calls"] for t in on_disk["trials"]} == {3}
     assert strip_volatile(on_disk) == strip_volatile(in_memory)
@@ -146,13 +155,13 @@ def test_resume_after_interrupt_has_no_duplicates(tmp_path: Path) -> None:
     with open_store(db) as store:
         report = run_battery(
             None, careful, tasks, small(), trials=2, store=store, run_id="r1", progress=seen.append
-        )
+        ).to_dict()
         assert seen[0].resumed == 5 and seen[-1].done == 12
         trials = store.list_trials("r1")
         assert len(trials) == 12 and len({t.trial_key for t in trials}) == 12
         assert Counter(a.trial_key for a in store.list_attempts("r1")).most_common(1)[0][1] == 1
         assert store.get_run("r1").status == RUN_COMPLETED  # type: ignore[union-attr]
-    fresh = run_battery(None, careful, tasks, small(), trials=2, run_id="r1")
+    fresh = run_battery(None, careful, tasks, small(), trials=2, run_id="r1").to_dict()
     assert strip_volatile(report) == strip_volatile(fresh)
 
 
@@ -187,8 +196,12 @@ def test_resume_after_a_torn_write_continues_attempt_numbers() -> None:
 
 def test_default_run_id_resumes_unfinished_and_never_reopens_finished() -> None:
     store = InMemoryStore()
-    first = run_battery(None, careful, tasks, small(), trials=1, store=store, agent_id="x")
-    second = run_battery(None, careful, tasks, small(), trials=1, store=store, agent_id="x")
+    first = run_battery(
+        None, careful, tasks, small(), trials=1, store=store, agent_id="x"
+    ).to_dict()
+    second = run_battery(
+        None, careful, tasks, small(), trials=1, store=store, agent_id="x"
+    ).to_dict()
     fp = first["fingerprints"]["measurement"]
     assert first["run"]["run_id"] == f"x-{fp}"
     assert second["run"]["run_id"] == f"x-{fp}-2"
@@ -218,7 +231,7 @@ def test_infra_error_is_retried_and_every_attempt_kept() -> None:
         trials=1,
         store=store,
         run_id="flaky",
-    )
+    ).to_dict()
     first = report["trials"][0]
     assert first["attempts"] == 2 and first["outcome"] == OUTCOME_PASS
     attempts = store.list_attempts("flaky", first["trial_key"])
@@ -239,7 +252,7 @@ def test_adapter_that_always_raises_ends_as_infra_error_not_a_crash() -> None:
     store = InMemoryStore()
     report = run_battery(
         Broken(), careful, tasks, small(), trials=1, store=store, run_id="b", max_infra_retries=1
-    )
+    ).to_dict()
     assert report["outcomes"][OUTCOME_INFRA_ERROR] == 6
     assert len(store.list_attempts("b")) == 12
     assert report["verdict"] == "INSUFFICIENT_DATA"
@@ -252,7 +265,7 @@ def test_target_that_raises_is_a_failed_trial() -> None:
 
         return agent
 
-    report = run_battery(None, factory, tasks, small(), trials=1)
+    report = run_battery(None, factory, tasks, small(), trials=1).to_dict()
     assert report["outcomes"][OUTCOME_FAIL] == 6
     v = report["trials"][0]["verdict"]
     assert v["run_status"] == "error" and v["severity"] == "workflow_blocked"
@@ -262,7 +275,7 @@ def test_factory_that_raises_is_infra_error() -> None:
     def factory() -> Any:
         raise OSError("no api key")
 
-    report = run_battery(None, factory, tasks, small(), trials=1, max_infra_retries=0)
+    report = run_battery(None, factory, tasks, small(), trials=1, max_infra_retries=0).to_dict()
     assert report["outcomes"][OUTCOME_INFRA_ERROR] == 6
 
 
@@ -305,7 +318,7 @@ def test_timeout_cuts_the_trial_and_keeps_the_trace_before_the_cut() -> None:
             timeout=0.2,
             concurrency=6,
             max_infra_retries=0,
-        )
+        ).to_dict()
     finally:
         release.set()
     assert after_cut.wait(5)
@@ -320,7 +333,7 @@ def test_timeout_cuts_the_trial_and_keeps_the_trace_before_the_cut() -> None:
 
 def test_shared_object_runs_serially_and_is_not_isolated() -> None:
     shared = CarefulAgent()
-    report = run_battery(None, shared, tasks, small(), trials=1, concurrency=4)
+    report = run_battery(None, shared, tasks, small(), trials=1, concurrency=4).to_dict()
     assert report["isolation"]["isolated"] is False
     assert "not isolated" in report["isolation"]["note"]
     assert all(t["isolated"] is False for t in report["trials"])
@@ -329,8 +342,10 @@ def test_shared_object_runs_serially_and_is_not_isolated() -> None:
 
 
 def test_factory_with_concurrency_matches_serial() -> None:
-    serial = run_battery(None, naive, tasks, small(), trials=2, run_id="x")
-    parallel = run_battery(None, naive, tasks, small(), trials=2, run_id="x", concurrency=4)
+    serial = run_battery(None, naive, tasks, small(), trials=2, run_id="x").to_dict()
+    parallel = run_battery(
+        None, naive, tasks, small(), trials=2, run_id="x", concurrency=4
+    ).to_dict()
     assert parallel["isolation"]["isolated"] is True
     assert strip_volatile(serial) == strip_volatile(parallel)
 
@@ -340,7 +355,7 @@ def test_budget_stops_the_trial_at_the_next_tool_boundary() -> None:
     store = InMemoryStore()
     report = run_battery(
         None, careful, tasks, small(), trials=1, store=store, run_id="bud", manifest=manifest
-    )
+    ).to_dict()
     halted = [t for t in report["trials"] if t["verdict"]["run_status"] == "halted"]
     assert halted and all(t["outcome"] == OUTCOME_FAIL for t in halted)
     assert all(t["usage"]["interventions"] >= 1 for t in halted)
@@ -364,7 +379,7 @@ def test_manifest_pinning_a_different_fingerprint_is_refused() -> None:
     assert store.list_runs() == []
     right = small().measurement_fingerprint(3)
     ok = RunManifest(expected_hashes={"measurement_fingerprint": right})
-    assert run_battery(None, careful, tasks, small(), manifest=ok)["verdict"]
+    assert run_battery(None, careful, tasks, small(), manifest=ok).verdict
 
 
 def test_bad_arguments_name_themselves() -> None:
@@ -407,7 +422,9 @@ def test_ctrl_c_inside_a_trial_keeps_completed_trials(workers: int) -> None:
     assert store.get_run("k").status == RUN_INTERRUPTED  # type: ignore[union-attr]
     done = store.completed_trial_keys("k")
     assert len(done) >= 3 if workers > 1 else len(done) == 3
-    resumed = run_battery(None, factory, [task], small(), trials=1, store=store, run_id="k")
+    resumed = run_battery(
+        None, factory, [task], small(), trials=1, store=store, run_id="k"
+    ).to_dict()
     assert resumed["run"]["trial_count"] == 6 and len(store.list_trials("k")) == 6
 
 
@@ -432,7 +449,7 @@ def test_shared_agent_still_busy_after_a_timeout_skips_the_rest() -> None:
             run_id="busy",
             timeout=0.1,
             max_infra_retries=0,
-        )
+        ).to_dict()
     finally:
         release.set()
     assert report["outcomes"][OUTCOME_TIMEOUT] == 1

@@ -29,22 +29,24 @@ def broken(question: str) -> str:
 
 
 def test_each_trial_carries_its_error_and_the_summary_counts_them() -> None:
-    report = run_battery(None, broken, TASKS, Battery.hbeval(n_scenarios=6, seed=42), trials=1)
+    result = run_battery(None, broken, TASKS, Battery.hbeval(n_scenarios=6, seed=42), trials=1)
+    report = result.to_dict()
     validate_report(report)
     errors = [t.get("error") for t in report["trials"]]
     assert len(errors) == 6
     assert all(e and e.startswith("TypeError: No synchronous function") for e in errors), errors
-    lines = verdict_lines(report)
+    lines = verdict_lines(result)
     assert "  6 of 6 trials ended with an error" in "\n".join(lines)
     assert '    6 x TypeError: No synchronous function provided to "work".' in lines
 
 
 def test_a_passing_agent_has_no_error_key_and_no_error_lines() -> None:
-    report = run_battery(
+    result = run_battery(
         None, lambda q: "5", TASKS, Battery.hbeval(n_scenarios=6, seed=42), trials=1
     )
+    report = result.to_dict()
     assert all("error" not in t for t in report["trials"])
-    assert not any("ended with an error" in line for line in verdict_lines(report))
+    assert not any("ended with an error" in line for line in verdict_lines(result))
 
 
 def test_a_resumed_run_reports_the_same_errors(tmp_path: Path) -> None:
@@ -60,7 +62,9 @@ def test_a_resumed_run_reports_the_same_errors(tmp_path: Path) -> None:
             None, broken, TASKS, battery, trials=1, store=store, run_id="r", progress=stop_after_two
         )
     with open_store(db) as store:
-        report = run_battery(None, broken, TASKS, battery, trials=1, store=store, run_id="r")
+        report = run_battery(
+            None, broken, TASKS, battery, trials=1, store=store, run_id="r"
+        ).to_dict()
     assert [bool(t.get("error")) for t in report["trials"]] == [True] * 6
 
 
@@ -81,7 +85,7 @@ def test_report_error_removes_control_characters_and_bounds_the_text(
 def test_a_report_with_an_overlong_error_is_refused(tmp_path: Path) -> None:
     report: dict[str, Any] = run_battery(
         None, broken, TASKS, Battery.hbeval(n_scenarios=6, seed=42), trials=1
-    )
+    ).to_dict()
     report["trials"][0]["error"] = "y" * (ERROR_CHARS + 1)
     with pytest.raises(Exception, match="error"):
         validate_report(report)

@@ -45,7 +45,7 @@ def test_trials_run_on_one_thread_that_also_records_them() -> None:
 
     report = run_battery(
         None, agent, [TASK], small(), trials=2, store=InMemoryStore(), timeout=30, progress=progress
-    )
+    ).to_dict()
     assert report["outcomes"][OUTCOME_PASS] == 12
     assert len(agent_threads) == 12 and len(set(agent_threads)) == 1
     (trial_thread,) = set(agent_threads)
@@ -72,7 +72,7 @@ def test_after_a_cut_a_new_trial_thread_finishes_the_run() -> None:
     try:
         report = run_battery(
             None, factory, [TASK], small(), trials=1, store=store, run_id="cut", timeout=0.3
-        )
+        ).to_dict()
         hung = seen[1][1]
         assert hung.is_alive() and hung.name == "hbeval-s001-t0-a0"
         assert "hbeval-s001-t0-a0" in abandoned_threads()
@@ -120,7 +120,7 @@ def test_an_attempt_out_of_time_before_its_agent_starts_is_cut_without_running_i
     store = InMemoryStore()
     report = run_battery(
         None, factory, [TASK], small(), trials=1, store=store, run_id="late", timeout=0.2
-    )
+    ).to_dict()
     # The first trial gets the agent built when the target was resolved, before its attempt.
     assert [t["outcome"] for t in report["trials"]] == ["pass"] + ["timeout"] * 5
     assert len(calls) == 1

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from hbeval.cli import app
 from hbeval.report.html import render_html
+from hbeval.scoring._report_model import validate_report
 
 runner = CliRunner()
 
@@ -119,7 +120,7 @@ def test_terminal_shows_undefined_with_the_reason(run: dict[str, Any]) -> None:
 
 
 def test_html_shows_undefined_with_the_reason(run: dict[str, Any]) -> None:
-    page = render_html({"r": run["report"]})
+    page = render_html({"r": validate_report(run["report"])})
     assert 'data-reason="no_model_events"' in page
     assert "no model call was recorded, so traceability cannot be observed" in page
 

@@ -23,6 +23,7 @@ from hbeval.cli import app
 from hbeval.cli._demo import side_by_side_rows
 from hbeval.report.html import render_html
 from hbeval.scoring import decide_verdict
+from hbeval.scoring._report_model import validate_report
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = str(ROOT / "examples" / "plain_support_agent.py")
@@ -83,8 +84,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
 
 
 def _surfaces(run: dict[str, Any], tmp: Path) -> dict[str, str]:
-    report, path = run["report"], run["path"]
-    seen: dict[str, str] = {"report field": report["verdict"]}
+    report, path = validate_report(run["report"]), run["path"]
+    seen: dict[str, str] = {"report field": run["report"]["verdict"]}
     seen["decide_verdict"] = decide_verdict(report).verdict
     m = re.search(r"verdict (SAFE|UNSAFE|INSUFFICIENT_DATA)", run["stdout"])
     assert m is not None, run["stdout"]
@@ -170,7 +171,7 @@ def test_passports_without_the_new_verdict_fields_still_verify(
         verify_passport,
     )
 
-    doc = build_passport(runs["safe"]["report"])
+    doc = build_passport(validate_report(runs["safe"]["report"]))
     old = {k: v for k, v in doc.items() if k not in ("verdict_fix", "verdict_rule")}
     signed = render_passport(sign_passport(old, generate_private_key()))
     result = verify_passport(signed)

@@ -15,6 +15,7 @@ import pytest
 
 from hbeval.scoring import build_report as _build_report
 from hbeval.scoring import strip_volatile
+from hbeval.scoring._report_model import validate_report
 
 
 def build_report(**kwargs: Any) -> dict[str, Any]:
@@ -422,16 +423,18 @@ def test_csi_across_runs_and_history_of_another_fingerprint_is_skipped() -> None
             1.0,
         )
     ]
-    past = {
-        "metrics": {"pei": 0.9, "irs": 0.5},
-        "pass_rate": {"rate": 1.0},
-        "fingerprints": {"measurement": "m1"},
-    }
+    # A stored run is a complete report: this run's own, with the figures CSI reads set here.
+    past_doc = _build_report(run={**RUN, "trials": 1}, trials=copy.deepcopy(trials)).to_dict()
+    past_doc["metrics"].update(pei=0.9, irs=0.5)
+    past_doc["pass_rate"]["rate"] = 1.0
+    past_doc["fingerprints"]["measurement"] = "m1"
+    past = validate_report(past_doc)
     # Three runs with PEI 0.9, IRS 0.5, pass rate 1.0: sigma 0, slope 0 -> CSI 1.0 * 1.0 * 1.0.
     r = build_report(run={**RUN, "trials": 1}, trials=trials, history=[past, past])
     assert r["metrics"]["csi"] == pytest.approx(1.0)
     assert r["csi_info"]["runs_total"] == 3 and r["csi_info"]["provisional"] is True
-    other = {**past, "fingerprints": {"measurement": "other"}}
+    past_doc["fingerprints"]["measurement"] = "other"
+    other = validate_report(past_doc)
     r2 = build_report(run={**RUN, "trials": 1}, trials=trials, history=[other])
     assert r2["metrics"]["csi"] is None and r2["undefined"]["csi"] == "single_run"
     assert r2["csi_info"]["runs_skipped_other_fingerprint"] == 1

@@ -151,8 +151,9 @@ def test_a_real_report_and_its_verdicts_are_stored_as_the_stdlib_writes_them() -
         None, agent_factory, [task], Battery.hbeval(n_scenarios=12, seed=3), trials=2,
         store=store, run_id="r", seed=3,
     )  # fmt: skip
-    assert _json._plain(report)
-    assert encode_json("report", report) == reference(report)
+    doc = report.to_dict()  # the report as written
+    assert _json._plain(doc)
+    assert encode_json("report", doc) == reference(doc)
     verdicts = [t.verdict for t in store.list_trials("r") if t.verdict is not None]
     assert len(verdicts) == 24
     for verdict in verdicts:
@@ -173,5 +174,5 @@ def test_an_encoded_verdict_is_written_as_its_text_and_stored_as_the_stdlib_writ
     )  # fmt: skip
     kept = {key: text for key, (_, text) in store._runs["r"].trials.items()}
     assert len(kept) == 12
-    for trial in report["trials"]:
+    for trial in report.to_dict()["trials"]:
         assert kept[trial["trial_key"]] == reference(trial["verdict"])

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from hbeval.scoring import Report, build_report
 from hbeval.store import (
     AttemptRecord,
     DuplicateRecordError,
@@ -408,6 +409,20 @@ def test_stored_metrics_are_never_overwritten(store: Recorder) -> None:
 
 
 # ---------------------------------------------------------------------------------- reports
+def report_of(
+    run_id: str, version: int, agent_id: str = "agent-a", fingerprint: str | None = "fp-1"
+) -> Report:
+    """A complete report (of no trial) labelled as the run's; ``run.seed`` tells versions apart."""
+    run = {
+        "run_id": run_id,
+        "agent_id": agent_id,
+        "seed": version,
+        "trials": 1,
+        "fingerprints": {"battery_spec": None, "plan": None, "measurement": fingerprint},
+    }
+    return build_report(run=run, trials=[])
+
+
 def test_reports_are_kept_and_listed_for_csi(store: Recorder) -> None:
     for i, (agent, fp) in enumerate(
         [("agent-a", "fp-1"), ("agent-a", "fp-1"), ("agent-a", "fp-2"), ("agent-b", "fp-1")]
@@ -416,16 +431,18 @@ def test_reports_are_kept_and_listed_for_csi(store: Recorder) -> None:
         store.start_run(
             run_record(run_id, agent_id=agent, measurement_fingerprint=fp, created_at=100.0 - i)
         )
-        store.save_report(run_id, {"version": 1, "run": run_id, "pei": 0.5 + i / 10})
-    store.save_report("run-0", {"version": 2, "run": "run-0"})  # re-scored: kept beside v1
-    store.finish_run("run-1", "completed", '{"version": 3, "run": "run-1"}')
+        store.save_report(run_id, report_of(run_id, 1, agent, fp))
+    store.save_report("run-0", report_of("run-0", 2))  # re-scored: kept beside v1
+    store.finish_run("run-1", "completed", report_of("run-1", 3))
     store = reopen(store)
 
-    assert store.get_report("run-0") == {"version": 2, "run": "run-0"}
-    assert store.get_report("run-1") == {"version": 3, "run": "run-1"}
+    got = store.get_report("run-0")
+    assert got is not None and got.to_dict() == report_of("run-0", 2).to_dict()
+    got = store.get_report("run-1")
+    assert got is not None and got.to_dict() == report_of("run-1", 3).to_dict()
     assert store.get_report("nope") is None
     listed = store.list_reports(agent_id="agent-a", measurement_fingerprint="fp-1")
-    assert [(r.run_id, r.report["version"]) for r in listed] == [("run-1", 3), ("run-0", 2)]
+    assert [(r.run_id, r.report.run.seed) for r in listed] == [("run-1", 3), ("run-0", 2)]
     assert all(r.agent_id == "agent-a" and r.measurement_fingerprint == "fp-1" for r in listed)
     assert [r.run_id for r in store.list_reports()] == ["run-3", "run-2", "run-1", "run-0"]
     assert [r.run_id for r in store.list_reports(measurement_fingerprint="fp-1")] == [
@@ -438,13 +455,18 @@ def test_reports_are_kept_and_listed_for_csi(store: Recorder) -> None:
 def test_report_refusals(store: Recorder) -> None:
     store.start_run(run_record())
     with pytest.raises(StoreError, match="measurement_fingerprint"):
-        store.save_report(RUN, {"measurement_fingerprint": "fp-other"})
+        store.save_report(RUN, report_of(RUN, 1, fingerprint="fp-other"))
+    with pytest.raises(ValueError, match="load_report"):  # a dict is read as a Report first
+        store.save_report(RUN, report_of(RUN, 1).to_dict())  # type: ignore[arg-type]
+    good = report_of(RUN, 1)
+    # NaN cannot pass validation: model_copy puts it in, as code building a report by hand could
+    nan = good.model_copy(update={"metrics": good.metrics.model_copy(update={"pei": math.nan})})
     with pytest.raises(ValueError, match=r"report\.metrics\.pei"):
-        store.save_report(RUN, {"metrics": {"pei": math.nan}})
+        store.save_report(RUN, nan)
     with pytest.raises(ValueError, match="NaN"):
-        store.finish_run(RUN, "completed", '{"pei": NaN}')
+        store.finish_run(RUN, "completed", nan)
     with pytest.raises(UnknownRunError):
-        store.save_report("ghost", {})
+        store.save_report("ghost", report_of("ghost", 1))
     assert store.get_report(RUN) is None
     got = store.get_run(RUN)
     assert got is not None and got.status == "running"  # the failed finish changed nothing

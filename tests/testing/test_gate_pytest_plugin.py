@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import os
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from tests.report.test_report_fixtures import demo, write_json
 
 def test_a_project_suite_gates_its_report(tmp_path: Path) -> None:
     run = demo()
-    other = copy.deepcopy(run.careful)
+    other = run.careful.to_dict()
     other["fingerprints"]["measurement"] = "0000000000000000"
     careful = write_json(tmp_path / "careful.json", run.careful)
     naive = write_json(tmp_path / "naive.json", run.naive)

@@ -105,8 +105,8 @@ def test_reuse_takes_a_stored_run_of_the_same_code_and_never_of_changed_code(
     # One changed line in the agent's file changes the manifest hash: it runs anew.
     changed = assert_reliable(_agent(tmp_path, "\n# tuned\n"), **options)
     assert not changed.reused and changed.run_id not in (first.run_id, fresh.run_id)
-    assert changed.report["manifest_hash"] != first.report["manifest_hash"]
-    assert changed.report["fingerprints"] == first.report["fingerprints"]
+    assert changed.report.manifest_hash != first.report.manifest_hash
+    assert changed.report.to_dict()["fingerprints"] == first.report.to_dict()["fingerprints"]
     store = open_store(db)
     try:
         runs = {r.run_id: r for r in store.list_runs(agent_id="make")}

@@ -162,7 +162,7 @@ def summary(report: dict[str, Any]) -> dict[str, Any]:
 
 def test_battery_separates_careful_from_naive() -> None:
     reports = {
-        name: run_battery(None, factory, ex.tasks, "hbeval", trials=1, seed=42)
+        name: run_battery(None, factory, ex.tasks, "hbeval", trials=1, seed=42).to_dict()
         for name, factory in (("careful", ex.careful), ("naive", ex.naive))
     }
     careful, naive = reports["careful"], reports["naive"]

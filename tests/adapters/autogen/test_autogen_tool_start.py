@@ -118,7 +118,7 @@ def run(desk: Desk, scenario: dict[str, Any]) -> tuple[str, list[Any]]:
     report = run_battery(
         "autogen", agent_class, [TASK], battery, trials=1, seed=SEED, store=store,
         run_id="desk", timeout=0.5, max_infra_retries=0, target_kind="factory",
-    )  # fmt: skip
+    ).to_dict()  # fmt: skip
     attempt = store.list_attempts("desk")[0]
     return report["trials"][0]["outcome"], list(store.iter_events("desk", attempt.trial_key, attempt=0))  # fmt: skip
 

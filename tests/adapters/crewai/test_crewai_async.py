@@ -90,7 +90,7 @@ def test_arun_battery_awaits_akickoff_and_gives_run_batterys_report(native: bool
     sync_counts = {"kickoff": 0, "akickoff": 0}
     expected = run_battery(
         CrewAIAdapter(), factory(native, sync_counts), TASKS, battery(), trials=1, seed=42
-    )
+    ).to_dict()
     assert sync_counts == {"kickoff": 18, "akickoff": 0}
 
     async_counts = {"kickoff": 0, "akickoff": 0}
@@ -105,15 +105,17 @@ def test_arun_battery_awaits_akickoff_and_gives_run_batterys_report(native: bool
 
         beat = asyncio.create_task(heartbeat())
         try:
-            report = await arun_battery(
-                CrewAIAdapter(),
-                factory(native, async_counts),
-                TASKS,
-                battery(),
-                trials=1,
-                seed=42,
-                concurrency=4,
-            )
+            report = (
+                await arun_battery(
+                    CrewAIAdapter(),
+                    factory(native, async_counts),
+                    TASKS,
+                    battery(),
+                    trials=1,
+                    seed=42,
+                    concurrency=4,
+                )
+            ).to_dict()
             return report, len(ticks)
         finally:
             beat.cancel()
@@ -144,7 +146,7 @@ def test_fault_run_arun_equals_run_with_memory() -> None:
             seed=42,
             memory=memory,
         )
-        report = asyncio.run(run.arun()) if awaited else run.run()
+        report = (asyncio.run(run.arun()) if awaited else run.run()).to_dict()
         runs.append((report, run.episodes, memory.admitted))
         assert counts["akickoff" if awaited else "kickoff"] == 12
         assert counts["kickoff" if awaited else "akickoff"] == 0

@@ -79,8 +79,9 @@ def test_fault_run_on_an_unchanged_crew_file_yields_receipts_and_admits_to_memor
         seed=42,
         memory=memory,
     )
-    report = run.run()
-    assert report is run.report
+    result = run.run()
+    assert result is run.report
+    report = result.to_dict()
     assert report["isolation"]["isolated"] is True
     delivery = report["fault_delivery"]
     assert delivery["injected"] > 0 and delivery["delivered"] == delivery["injected"]
@@ -132,7 +133,9 @@ def test_careful_and_naive_differ_where_the_battery_looks() -> None:
     reports = {
         name: FaultRun(
             getattr(example, name), tasks=example.tasks, battery=battery, trials=1, seed=7
-        ).run()
+        )
+        .run()
+        .to_dict()
         for name in ("careful", "naive")
     }
     careful, naive = reports["careful"], reports["naive"]

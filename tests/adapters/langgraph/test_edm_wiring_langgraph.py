@@ -83,7 +83,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
             agent_id=agent_id,
             memory=edm,
             on_admission=lambda r: records.append(dict(r)),
-        )
+        ).to_dict()
         state.admissions[label] = records
         state.counts_after[label] = {a: edm.count(a) for a in ("careful-a", "naive-b", "other")}
 
@@ -292,7 +292,7 @@ def test_an_empty_memory_leaves_the_report_unchanged() -> None:
         agent_id="careful-a",
         run_id="same",
         memory=EDM(),
-    )
+    ).to_dict()
     without = run_battery(
         None,
         careful,
@@ -302,7 +302,7 @@ def test_an_empty_memory_leaves_the_report_unchanged() -> None:
         store=InMemoryStore(),
         agent_id="careful-a",
         run_id="same",
-    )
+    ).to_dict()
     assert verdicts_only(with_memory) == verdicts_only(without)
     assert all(t["memory"]["offered"] for t in with_memory["trials"])  # decisions are on record
     assert all("memory" not in t for t in without["trials"])
@@ -335,7 +335,7 @@ def test_a_failing_memory_never_breaks_the_langgraph_run() -> None:
         run_id="broken",
         memory=_Broken(),
         on_admission=lambda r: records.append(dict(r)),
-    )
+    ).to_dict()
     clean = run_battery(
         None,
         careful,
@@ -345,7 +345,7 @@ def test_a_failing_memory_never_breaks_the_langgraph_run() -> None:
         store=InMemoryStore(),
         agent_id="careful-a",
         run_id="broken",
-    )
+    ).to_dict()
     assert verdicts_only(report) == verdicts_only(clean)
     assert all(t["memory"]["error"] for t in report["trials"])
     assert len(records) == SCENARIOS

@@ -181,7 +181,7 @@ def test_small_battery_through_run_battery() -> None:
     reports = {
         f.__name__: run_battery(
             None, f, tasks, Battery.hbeval(n_scenarios=6, seed=42), trials=1, seed=42
-        )
+        ).to_dict()
         for f in (careful, naive)
     }
     for report in reports.values():

@@ -84,7 +84,7 @@ def test_a_named_adapter_runs_a_hand_built_graph_and_a_cut_trial_keeps_its_trace
         report = run_battery(
             "langgraph", factory, [task], Battery.hbeval(n_scenarios=6, seed=42), trials=1,
             store=store, run_id="named", timeout=0.5, max_infra_retries=0,
-        )  # fmt: skip
+        ).to_dict()  # fmt: skip
     finally:
         release.set()
     outcomes = [t["outcome"] for t in report["trials"]]

@@ -93,8 +93,8 @@ def test_battery_run_from_the_command_line_delivers_faults_to_a_custom_node(
 def test_custom_node_is_faulted_exactly_like_the_toolnode_version() -> None:
     custom, tasks = _load("make_graph")
     prebuilt, _ = _load("make_toolnode_graph")
-    a = run_battery(None, custom, tasks, "hbeval", trials=1, seed=42)
-    b = run_battery(None, prebuilt, tasks, "hbeval", trials=1, seed=42)
+    a = run_battery(None, custom, tasks, "hbeval", trials=1, seed=42).to_dict()
+    b = run_battery(None, prebuilt, tasks, "hbeval", trials=1, seed=42).to_dict()
     assert _faults(a) and _faults(a) == _faults(b)
     assert a["fault_delivery"] == b["fault_delivery"]
     assert [t["outcome"] for t in a["trials"]] == [t["outcome"] for t in b["trials"]]
@@ -164,9 +164,9 @@ def test_a_faultable_function_called_from_a_node_is_faulted_and_recorded() -> No
         return g.compile()
 
     make.__hbeval_target_kind__ = "langgraph"  # type: ignore[attr-defined]
-    report = run_battery(None, make, tasks, "hbeval", trials=1, seed=42)
+    report = run_battery(None, make, tasks, "hbeval", trials=1, seed=42).to_dict()
     prebuilt, _ = _load("make_toolnode_graph")
-    reference = run_battery(None, prebuilt, tasks, "hbeval", trials=1, seed=42)
+    reference = run_battery(None, prebuilt, tasks, "hbeval", trials=1, seed=42).to_dict()
     assert report["fault_delivery"]["injected"] > 0
     assert [(m, t, d) for _, _, m, t, d in _faults(report)] == [
         (m, t, d) for _, _, m, t, d in _faults(reference)

@@ -153,7 +153,7 @@ def run(style: str, shelf: Shelf, *scenarios: dict[str, Any], **kwargs: Any) -> 
     report = run_battery(
         "langgraph", graph_factory(style, shelf), [TASK], battery(*scenarios), trials=1,
         seed=SEED, store=store, run_id="shelf", timeout=0.5, max_infra_retries=0, **kwargs,
-    )  # fmt: skip
+    ).to_dict()  # fmt: skip
     attempts = store.list_attempts("shelf")
     traces = [list(store.iter_events("shelf", a.trial_key, attempt=0)) for a in attempts]
     return report, attempts, traces

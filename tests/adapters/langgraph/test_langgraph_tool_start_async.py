@@ -106,7 +106,7 @@ def run(style: str, shelf: AsyncShelf, *scenarios: dict[str, Any], **kwargs: Any
     report = run_battery(
         "langgraph", async_graph_factory(style, shelf), [TASK], battery(*scenarios), trials=1,
         seed=SEED, store=store, run_id="shelf", timeout=0.5, max_infra_retries=0, **kwargs,
-    )  # fmt: skip
+    ).to_dict()  # fmt: skip
     (attempt,) = store.list_attempts("shelf")
     return report, list(store.iter_events("shelf", attempt.trial_key, attempt=0))
 

@@ -83,7 +83,9 @@ def test_a_trial_started_inside_a_running_loop_still_awaits_the_agent() -> None:
 
 
 def test_a_battery_of_an_async_agent_passes_its_nominal_trials() -> None:
-    report = run_battery(None, agent, [TASK], Battery.hbeval(n_scenarios=6, seed=42), trials=1)
+    report = run_battery(
+        None, agent, [TASK], Battery.hbeval(n_scenarios=6, seed=42), trials=1
+    ).to_dict()
     nominal = [t for t in report["trials"] if t["is_nominal"]]
     assert nominal and all(t["outcome"] == "pass" for t in nominal)
     assert report["fault_delivery"]["injected"] > 0
