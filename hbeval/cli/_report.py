@@ -54,11 +54,12 @@ def _open_store(db: str | None, *, required: bool) -> Any:
 
 def _checked(data: Report | Mapping[str, Any], where: str) -> Report:
     """``data`` as a ``Report``, refused when its figures do not follow from its own trials."""
-    from ..scoring._recheck import ReportEdited, checked_report, report_discrepancies
+    from ..scoring._recheck import describe, report_discrepancies
     from ..scoring._report_model import Report, validate_report
 
     report = data if isinstance(data, Report) else validate_report(data)
-    if report_discrepancies(report) is None:
+    found = report_discrepancies(report)  # rebuilds the report from its trials: once
+    if found is None:
         derive = report.versions.derive
         typer.echo(
             f"hbeval: note: {where} is taken as it states its figures, not checked against its "
@@ -66,14 +67,13 @@ def _checked(data: Report | Mapping[str, Any], where: str) -> Report:
             "them)",
             err=True,
         )
-        return report
-    try:
-        return checked_report(report, where)
-    except ReportEdited as exc:
+    elif found:
         raise _InputError(
-            f"{exc}. Use the report as hbeval wrote it "
+            f"{where}: the report's figures do not follow from its own trials ({describe(found)}); "
+            "it was changed after hbeval built it. Use the report as hbeval wrote it "
             "(`hbeval report RUN_ID --json` reads it from the store)"
-        ) from None
+        )
+    return report
 
 
 def _reports_in(data: Any, where: str) -> dict[str, Report]:

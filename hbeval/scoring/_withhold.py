@@ -81,9 +81,10 @@ def withhold_pass_figures(model: Report, reason: str) -> Report:
     for t in report["trials"]:
         t["outcome"] = None
         t["severity"] = None
-    scores = compute_scores(Report.model_validate(report))  # of what is left
+    left = Report.model_validate(report)
+    scores = compute_scores(left)  # of what is left
     report["scores"] = scores.model_dump(mode="json")
-    decision = decide_verdict(Report.model_validate(report))
+    decision = decide_verdict(left.model_copy(update={"scores": scores}))
     verdict, reasons = decision.verdict, list(decision.reasons)
     report["verdict"], report["verdict_reasons"] = verdict, reasons
     report["unmeasured_metrics"] = list(decision.unmeasured)
