@@ -90,14 +90,19 @@ def withhold_pass_figures(model: Report, reason: str) -> Report:
     report["unmeasured_metrics"] = list(decision.unmeasured)
     if "verdict_fix" in report:
         report["verdict_fix"] = decision.fix
-    figures = ", ".join(
-        f"{m.upper()} undefined ({report['undefined'].get(m, NOT_MEASURED)})"
-        if report["metrics"].get(m) is None
-        else f"{m.upper()} {report['metrics'][m]:.2f}"
-        for m in report["metrics"]
-    )
+    figures = _figures(report["metrics"], report["undefined"])
     report["summary"] = (
         f"{verdict}: {n} imported trials without a success label ({reason}); {figures}."
         + (f" Why: {'; '.join(reasons)}." if reasons else "")
     )
     return Report.model_validate(report)
+
+
+def _figures(metrics: dict[str, Any], undefined: dict[str, str]) -> str:
+    """The summary's metric list: each value, or undefined with its reason."""
+    return ", ".join(
+        f"{m.upper()} undefined ({undefined.get(m, NOT_MEASURED)})"
+        if metrics.get(m) is None
+        else f"{m.upper()} {metrics[m]:.2f}"
+        for m in metrics
+    )

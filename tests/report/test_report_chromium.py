@@ -174,5 +174,5 @@ def test_charts_render_and_undefined_is_never_drawn(page_file: Path, tmp_path: P
     careful, naive = frr
     # the naive agent's FRR (0.33) is drawn about a third as long as the careful one's (0.95)
     assert naive["w"] / careful["w"] == pytest.approx(
-        demo().naive["metrics"]["frr"] / demo().careful["metrics"]["frr"], rel=0.02
+        demo().naive.metrics.frr / demo().careful.metrics.frr, rel=0.02
     )
