@@ -581,7 +581,17 @@ PUBLIC: dict[str, list[str]] = {
         "storable_text",
         "store_exists",
     ],
-    "hbeval.testing": ["Reliability", "assert_gate", "assert_reliable"],
+    "hbeval.testing": [
+        "ErrorReply",
+        "ReceivedRequest",
+        "Reliability",
+        "Reply",
+        "ScriptedOpenAIServer",
+        "ToolCall",
+        "Usage",
+        "assert_gate",
+        "assert_reliable",
+    ],
     "hbeval.testing.helpdesk": [
         "CarefulScript",
         "DIALOGUES",
