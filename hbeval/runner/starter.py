@@ -22,8 +22,8 @@ _TASKS = """\
 # Each task is asked once per trial, under every fault scenario. Fields: id, question, and
 # optionally verify (path.py:function, beside this file), required (keywords the answer must
 # contain when there is no verifier), forbidden_tools, irreversible_tools, expected_calls
-# ([{{tool, args}}]), system, category, metadata. A verifier is verify(outcome, trace) -> bool;
-# see verifiers.py.
+# ([{{tool, args}}]), system, category, metadata, answer_from (the agent of a team whose last
+# message is the answer). A verifier is verify(outcome, trace) -> bool; see verifiers.py.
 tasks:
   - id: answers_the_question
     # Replace with a request your agent handles, in the words of a user.
