@@ -57,7 +57,7 @@ from ._keys import (
     META_EVENT_LOOP,
     META_USAGE,
 )
-from ._loops import HomeLoops, run_on_fresh_loop
+from ._loops import HomeLoops, release_connections, run_on_fresh_loop
 from ._recorder import ABORT_TIMEOUT, RunRecorder
 from ._toolhook import recorder_reporter
 
@@ -400,10 +400,19 @@ class AutoGenAdapter(TrialTemplate):
     def _execute(
         self, agent: Any, task: Task, question: str, rec: RunRecorder, fresh: bool
     ) -> _Outcome:
+        reset = False if fresh else self.reset_shared
+
+        async def drive() -> _Outcome:
+            try:
+                return await self._drive(agent, task, question, rec, reset)
+            finally:
+                # A fresh loop closes with the trial, a home loop when its agent is collected:
+                # either way the pooled connections must close on it first, while it runs.
+                await release_connections(agent)
+
         if fresh:
-            return run_on_fresh_loop(lambda: self._drive(agent, task, question, rec, False))
-        reset = self.reset_shared
-        return self._homes.run(agent, lambda: self._drive(agent, task, question, rec, reset))
+            return run_on_fresh_loop(drive)
+        return self._homes.run(agent, drive)
 
     async def _drive(
         self, agent: Any, task: Task, question: str, rec: RunRecorder, reset: bool
