@@ -313,11 +313,7 @@ def _task_from(item: Any, index: int, source: str, base_dir: Path | None) -> Tas
             f"must be a list of values, one per interrupt() the graph pauses at, e.g. "
             f"[approve] (got {resume!r})",
         )
-    answer_from = item.get("answer_from")
-    if answer_from is not None and (not isinstance(answer_from, str) or not answer_from.strip()):
-        raise fail(
-            "answer_from", f"must be the name of the agent that answers (got {answer_from!r})"
-        )
+    answer_from = _answer_from(item, fail)
     verify = None
     ref = item.get("verify")
     if callable(ref) and not isinstance(ref, str):  # a dict built in Python may hold it
@@ -345,6 +341,13 @@ def _task_from(item: Any, index: int, source: str, base_dir: Path | None) -> Tas
         resume=tuple(resume),
         answer_from=answer_from,
     )
+
+
+def _answer_from(item: Mapping[str, Any], fail: Any) -> str | None:
+    value = item.get("answer_from")
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise fail("answer_from", f"must be the name of the agent that answers (got {value!r})")
+    return value
 
 
 def _expected_calls(value: Any, fail: Any) -> tuple[ExpectedCall, ...] | None:
