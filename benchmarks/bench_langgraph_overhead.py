@@ -172,11 +172,11 @@ class _OpenInference:
         spans = self.exporter.get_finished_spans()
         self.spans.append(len(spans))
         assert spans
+        self.exporter.clear()  # the next run (under --marked: the same case) starts empty
         return spans
 
     def _done(self) -> None:
         self.instrumentor.uninstrument()
-        self.exporter.clear()
 
 
 def openinference_variant() -> _OpenInference | None:
@@ -265,12 +265,17 @@ def interleaved(
     """Seconds per run of each variant over ``rounds`` rounds, the order rotating per round.
 
     Inside the clock: entering the case's context, ``graph.invoke``, and the case's read;
-    outside: making the handler (or instrumenting), a full collection before each run, and
-    the clean-up.
+    outside: making the handler (or instrumenting), a full collection before each run (of what
+    is newer than the warm-up: the rest is frozen), and the clean-up.
     """
     names = list(table)
     times: dict[str, list[float]] = {n: [] for n in names}
     for r in range(warmup + rounds):
+        if r == warmup:
+            # What the imports and warm-up left is moved out of the collector's reach, so the
+            # full collection before each run is quick and every run starts from the same state.
+            gc.collect()
+            gc.freeze()
         order = names[r % len(names) :] + names[: r % len(names)]
         for name in order:
             case = table[name]()
@@ -283,6 +288,7 @@ def interleaved(
             case.done()
             if r >= warmup:
                 times[name].append(elapsed)
+    gc.unfreeze()
     return times
 
 
