@@ -20,6 +20,12 @@ contexts, 384-dim hashed embeddings), reopens it, and times retrieval for one ag
   equal the exact search's (goals: p99 at most 2 ms at 100k and 10 ms at 1M, first query after
   opening at most 100 ms at 100k).
 
+The table's rows (``headline``, used by ``run_all.py``): admission in episodes per CPU-second
+of ``admit_many`` (inside the clock: the call alone, episodes made before; interval over
+batches), and p99 wall time of the approximate search and of the public ``retrieve`` at the
+given size from at least 2,000 fresh queries timed one by one, after 200 warm-up queries, with
+no exact scan between them (interval: a bootstrap over the queries).
+
 Prints p50/p99 in milliseconds, admission in episodes/s and the database bytes per stored
 episode. Times are shown as wall clock and as this thread's CPU time: on a shared machine (the
 load average is printed) wall time includes waiting for a CPU, CPU time does not.

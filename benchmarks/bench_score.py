@@ -2,8 +2,11 @@
 
 Writes an N-event hb-events/1 trace (model_start, model_end with a tool call, tool_start,
 tool_end per step; every fifth call faulted), then, interleaved, times:
-  json.loads loop : for line in file: json.loads(line)              (the anchor without orjson)
-  orjson loop     : for line in file (bytes): orjson.loads(line)    (the anchor with orjson)
+  json.loads loop : for line in file: json.loads(line)              (the anchor without msgspec)
+  orjson loop     : for line in file (bytes): orjson.loads(line)
+  msgspec loop (dicts)   : for line in file (bytes): msgspec.json.Decoder().decode(line)
+  msgspec loop (structs) : for line in file (bytes): decode(line) into hbeval's own validated
+                    struct twins (the parser ``hbeval score`` uses; the fastest loop here)
   hbeval score    : `hbeval score`'s whole path without printing (cli.score_trace: the fast
                     reader, derivation, the monitor, the summary); with msgspec installed
                     (`hbeval[all]`) the reader is msgspec's
@@ -11,9 +14,13 @@ tool_end per step; every fifth call faulted), then, interleaved, times:
                     parse-and-validate into dicts), to compare with the json.loads loop
   model path      : read_events (a pydantic model per event) -> Monitor.observe -> summary,
                     the validated path the fast reader must match
-and prints the median seconds of wall clock and of this thread's CPU time (other processes'
-load does not count) and the ratios to each anchor (goals: at most 1.3x the json.loads loop,
-at most 1.5x the orjson loop), then the peak RSS of a scoring subprocess.
+Inside the clock, for every path: opening the file and reading it to its end, with the cyclic
+garbage collector off (a full collection just before): ``hbeval score`` pauses the collector
+while it folds a file, so every anchor loop runs with it paused too. Times are this thread's
+CPU time (other processes' load does not count); wall time is printed too. Ratios are the
+median over rounds of each round's ratio, with a 95% bootstrap interval over rounds. Goals:
+``hbeval score`` at most 1.5x the fastest per-line parser loop; the reader without msgspec at
+most 1.3x the json.loads loop. Then the peak RSS of a scoring subprocess.
 
 Each path is first run once on a small trace, and that first call's CPU time printed apart: it
 holds the imports and one-time set-up (hbeval's CLI, monitor and event models, the struct

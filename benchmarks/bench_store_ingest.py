@@ -33,6 +33,14 @@ the runner passes them, against a plain transaction writing the same rows with `
 and the separate calls (four transactions) for context. Goals: ours/bare at least 1.0 and
 bundles at least 0.9 of the plain transaction, by CPU time.
 
+The table's rows (``headline``, used by ``run_all.py``), events per CPU-second as ours / the
+anchor's (median over rounds of each round's ratio, 95% bootstrap interval over rounds), each
+timed write into a fresh store file, inside the clock exactly the writes (one transaction per
+batch) and, for plain events, the serialisation: encoded events against ``executemany`` and
+against the store's own multi-row INSERT alone (rows serialised before the clock for all
+three), plain events against both with each event serialised inside the clock by pydantic's
+``model_dump_json(exclude_defaults=True)``, and bundles against the plain transaction.
+
 Last, where encoding a plain event goes (with orjson): the per-class builder with and without
 its walk of the free-form values, orjson on the built dicts, and the whole ``encode_events``.
 

@@ -146,7 +146,15 @@ def instructions(variant: str, rounds: int = 10) -> float | None:
 
 def callgrind_rows() -> list[Row]:
     """Instruction counts (deterministic to about 0.5%: no interval from rounds)."""
-    got = {v: instructions(v) for v in CALLGRIND_VARIANTS}
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2) as pool:  # one valgrind process per core
+        got = dict(zip(CALLGRIND_VARIANTS, pool.map(instructions, CALLGRIND_VARIANTS), strict=True))
+    print(
+        "instructions per run (M): "
+        + ", ".join(f"{v} {m:.2f}" if m else f"{v} -" for v, m in got.items()),
+        file=sys.stderr,
+    )
     rows: list[Row] = []
     base, anchor = got.get("bare"), got.get("noop-same")
     inside = "callgrind instructions per run, read inside the counted region"
