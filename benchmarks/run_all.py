@@ -64,8 +64,8 @@ MODES: dict[str, dict[str, dict[str, object]]] = {
     },
     "default": {
         "langgraph": {"rounds": 120},
-        "score": {"n_events": 500_000, "rounds": 9},
-        "ingest": {"n_events": 50_000, "rounds": 7},
+        "score": {"n_events": 300_000, "rounds": 7},
+        "ingest": {"n_events": 30_000, "rounds": 6, "bundle_trials": 300},
         "runner": {"rounds": 8},
         "edm": {"size": 100_000, "n_queries": 3_000},
     },
