@@ -426,8 +426,11 @@ def write_html(
     **kwargs: Any,
 ) -> Path:
     """Render ``reports`` with ``render_html(**kwargs)`` and write the page to ``path`` (UTF-8)."""
+    from ..store._atomic import write_atomic
+
     target = Path(path)
+    page = render_html(reports, **kwargs)
     if target.parent != Path():
         target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_html(reports, **kwargs), encoding="utf-8")
+    write_atomic(target, page)
     return target
