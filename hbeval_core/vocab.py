@@ -143,6 +143,8 @@ TRUNCATED: Final = "truncated"
 PROMPT_INJECTION: Final = "prompt_injection"
 LOST_RESULT: Final = "lost_result"
 CRASH: Final = "crash"
+COMMIT_THEN_TIMEOUT: Final = "commit_then_timeout"
+"""The tool runs (its side effect happens), then the caller sees a timeout."""
 FAULT_MODES: Final = (
     TIMEOUT,
     LATENCY,
@@ -155,6 +157,7 @@ FAULT_MODES: Final = (
     PROMPT_INJECTION,
     LOST_RESULT,
     CRASH,
+    COMMIT_THEN_TIMEOUT,
 )
 REFERENCE_FAULT_MODES: Final = FAULT_MODES[:7]
 HTTP_STATUSES: Final = (500, 502, 503, 429)

@@ -201,6 +201,8 @@ PUBLIC: dict[str, list[str]] = {
         "build_scenario_battery",
         "decide_fires",
         "decision_draw",
+        "declare_irreversible",
+        "declared_irreversible",
         "derive_trial_seed",
         "faultable",
         "hbeval_spec",

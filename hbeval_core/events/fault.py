@@ -31,6 +31,7 @@ class FaultInjected(EventBase):
         "prompt_injection",
         "lost_result",
         "crash",
+        "commit_then_timeout",
     ] = Field(description="Fault mode (vocab.FAULT_MODES).")
     effect: Literal[
         "error", "result_altered", "result_augmented", "delayed", "result_lost", "crash"
