@@ -344,6 +344,7 @@ PUBLIC: dict[str, list[str]] = {
         "read_trials",
     ],
     "hbeval.mcp_server": ["StoreTools", "ToolInputError", "build_server"],
+    "hbeval.proxy": ["FaultSet", "FaultSpecError", "McpProxy", "SessionRecord", "parse_fault_spec"],
     "hbeval.memory": [
         "AdmissionDecision",
         "AdmissionPolicy",

@@ -32,7 +32,10 @@ class FaultInjected(EventBase):
         "lost_result",
         "crash",
         "commit_then_timeout",
-    ] = Field(description="Fault mode (vocab.FAULT_MODES).")
+        "protocol_error",
+        "poisoned_description",
+        "definition_change",
+    ] = Field(description="Fault mode (vocab.FAULT_MODES, vocab.MCP_FAULT_MODES).")
     effect: Literal[
         "error", "result_altered", "result_augmented", "delayed", "result_lost", "crash"
     ] = Field(description="How the fault reached the agent (vocab.FAULT_EFFECTS).")
