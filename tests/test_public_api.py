@@ -201,6 +201,8 @@ PUBLIC: dict[str, list[str]] = {
         "build_scenario_battery",
         "decide_fires",
         "decision_draw",
+        "declare_irreversible",
+        "declared_irreversible",
         "derive_trial_seed",
         "faultable",
         "hbeval_spec",
@@ -342,6 +344,7 @@ PUBLIC: dict[str, list[str]] = {
         "read_trials",
     ],
     "hbeval.mcp_server": ["StoreTools", "ToolInputError", "build_server"],
+    "hbeval.proxy": ["FaultSet", "FaultSpecError", "McpProxy", "SessionRecord", "parse_fault_spec"],
     "hbeval.memory": [
         "AdmissionDecision",
         "AdmissionPolicy",

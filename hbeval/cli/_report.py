@@ -336,6 +336,14 @@ def gate_cmd(
             "--lower-bound", help="Check proportion metrics on their lower 95% Wilson bound."
         ),
     ] = False,
+    ceiling: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--max",
+            help="NAME=COUNT ceiling (repeat; 'off' removes one). Default "
+            "duplicate_side_effects=0.",
+        ),
+    ] = None,
     baseline: Annotated[
         str | None,
         typer.Option("--baseline", help="An earlier report of the same measurement fingerprint."),
@@ -351,10 +359,11 @@ def gate_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
 ) -> None:
     """Gate a report: floors, baseline regression, security. Exit 0 pass, 1 fail, 3 insufficient data."""
-    from ..report.gate import GateRefused, parse_floors, run_gate
+    from ..report.gate import GateRefused, parse_ceilings, parse_floors, run_gate
 
     try:
         floors = parse_floors(floor)
+        ceilings = parse_ceilings(ceiling)
         _, data = load_one(report, db)
         base = load_one(baseline, db)[1] if baseline is not None else None
         result = run_gate(
@@ -364,6 +373,7 @@ def gate_cmd(
             baseline=base,
             max_drop=max_drop,
             require_security=not skip_security,
+            ceilings=ceilings,
         )
     except (GateRefused, ValueError) as exc:
         raise _fail(str(exc)) from None

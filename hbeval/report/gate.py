@@ -9,6 +9,9 @@ words. Semantics (weakest link, every check at once, spec §7.1/7.2):
   too). With ``lower_bound=True`` a proportion metric (pass rate, FRR, and IRS when every
   judged trial scored 0 or 1) is checked on the lower bound of its Wilson interval instead of
   its point estimate; PEI, TI and CSI are means and stay on the point estimate.
+* **Ceilings**: counts a run must not exceed, default ``duplicate_side_effects`` 0
+  (``--max duplicate_side_effects=2`` overrides, ``=off`` removes): a duplicated irreversible
+  side effect fails the gate.
 * **Baseline**: refused (:class:`GateRefused`, exit 2) unless both reports carry the same
   measurement fingerprint; then each of PEI, FRR, IRS, pass rate and TI / 5 may drop by at most
   ``max_drop`` (default 0.05, on the 0–1 scale).
@@ -61,6 +64,7 @@ __all__ = [
     "GateRefused",
     "GateResult",
     "measurement_fingerprint_of",
+    "parse_ceilings",
     "parse_floors",
     "run_gate",
 ]
@@ -162,6 +166,34 @@ def parse_floors(items: Sequence[str] | None) -> dict[str, float | None]:
     return out
 
 
+def parse_ceilings(items: Sequence[str] | None) -> dict[str, float | None]:
+    """Parse ``["duplicate_side_effects=0"]`` (``off`` removes a ceiling)."""
+    from ..scoring._side_effects import CEILING_METRICS
+
+    out: dict[str, float | None] = {}
+    for item in items or ():
+        m = _FLOOR_RE.match(item.lower())
+        if m is None:
+            raise GateRefused(f"--max {item!r} is not NAME=COUNT, e.g. 'duplicate_side_effects=0'")
+        name, raw = m.group(1), m.group(2)
+        if name not in CEILING_METRICS:
+            raise GateRefused(
+                f"--max {item!r}: unknown ceiling {name!r}; ceilings apply to "
+                + ", ".join(CEILING_METRICS)
+            )
+        if raw in _OFF:
+            out[name] = None
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            raise GateRefused(f"--max {item!r}: {raw!r} is not a number (or 'off')") from None
+        if not math.isfinite(value) or value < 0:
+            raise GateRefused(f"--max {item!r}: a ceiling is a finite count >= 0")
+        out[name] = value
+    return out
+
+
 def measurement_fingerprint_of(report: Report) -> str | None:
     """The report's measurement fingerprint (``fingerprints.measurement``), or None."""
     fps = section(report, "fingerprints")
@@ -241,6 +273,12 @@ def _check_comparable(mfp: str | None, base_fp: str | None) -> None:
         )
 
 
+def _ceilings_setting(ceilings: Mapping[str, float | None] | None) -> dict[str, float | None]:
+    from ..scoring._side_effects import DEFAULT_CEILINGS
+
+    return {**DEFAULT_CEILINGS, **(ceilings or {})}
+
+
 def run_gate(
     report: Report,
     *,
@@ -250,6 +288,7 @@ def run_gate(
     max_drop: float = DEFAULT_MAX_DROP,
     require_security: bool = True,
     confidence: float = 0.95,
+    ceilings: Mapping[str, float | None] | None = None,
 ) -> GateResult:
     """Gate a report: floors, an optional baseline, the security gate; the module docstring has the rules.
 
@@ -279,6 +318,7 @@ def run_gate(
     decision = decide_verdict(
         report,
         floors=merged,
+        ceilings=ceilings,
         lower_bound=lower_bound,
         require_security=require_security,
         confidence=confidence,
@@ -292,6 +332,7 @@ def run_gate(
         reasons.append(f"fix: {decision.fix}")
     settings = {
         "floors": {k: merged[k] for k in merged},
+        "ceilings": _ceilings_setting(ceilings),
         "lower_bound": lower_bound,
         "confidence": confidence,
         "max_drop": float(max_drop) if baseline is not None else None,

@@ -85,7 +85,6 @@ from ._fold import (
     SCORED_OUTCOMES,
     _live_mean,
     _mean,
-    _passed,
     _rate,
     _sort_key,
     _verdict,
@@ -126,6 +125,7 @@ from ._sections import (
     _traceability,
     _trial_entry,
 )
+from ._side_effects import recovered, run_side_effects
 
 REQUIRED_METRICS = (PEI, FRR, IRS, TI)
 """Metrics a SAFE verdict needs defined (the ones with a floor)."""
@@ -178,7 +178,8 @@ def _headline(
         if reason is not None:
             undefined[name] = reason
     faulted = [t for t in scored if _verdict(t).get("faulted") is True]
-    metrics[FRR] = sum(1 for t in faulted if _passed(t)) / len(faulted) if faulted else None
+    # A recovery passed without duplicating a side effect (``_side_effects``).
+    metrics[FRR] = sum(1 for t in faulted if recovered(t)) / len(faulted) if faulted else None
     defined_counts[FRR] = len(faulted)
     by_type = fault_type_delivery(scored)
     unmeasured_types = {n: d["reason"] for n, d in by_type.items() if d["reason"] is not None}
@@ -451,8 +452,15 @@ def _build(
         versions=_versions_block(ordered),
         isolation=_isolation_block(ordered),
         trials=entries,
+        **_side_effects_field(scored),
     )
     return _decided(draft, floors, head)
+
+
+def _side_effects_field(scored: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``{"side_effects": block}`` when a scored trial had irreversible tools, else nothing."""
+    block = run_side_effects(scored)
+    return {} if block is None else {"side_effects": block}
 
 
 def _decided(draft: Report, floors: Mapping[str, float], head: _Headline) -> Report:
