@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -137,18 +137,27 @@ class GateResult:
 
 
 # --------------------------------------------------------------------------- parsing
-def parse_floors(items: Sequence[str] | None) -> dict[str, float | None]:
-    """Parse ``["pei=0.75", "ti=off"]`` into ``{"pei": 0.75, "ti": None}`` (None removes a floor)."""
+def _parse_limits(
+    items: Sequence[str] | None,
+    *,
+    flag: str,
+    shape: str,
+    allowed: Sequence[str],
+    unknown: str,
+    plural: str,
+    check: Callable[[str, str, float], None],
+) -> dict[str, float | None]:
+    """``NAME=VALUE`` settings of one flag (``off`` removes one); ``check`` bounds each value."""
     out: dict[str, float | None] = {}
     for item in items or ():
         m = _FLOOR_RE.match(item.lower())
         if m is None:
-            raise GateRefused(f"--floor {item!r} is not METRIC=VALUE, e.g. 'pei=0.70'")
+            raise GateRefused(f"{flag} {item!r} is not {shape}")
         name, raw = m.group(1), m.group(2)
-        if name not in FLOOR_METRICS:
+        if name not in allowed:
             raise GateRefused(
-                f"--floor {item!r}: unknown metric {name!r}; floors apply to "
-                + ", ".join(FLOOR_METRICS)
+                f"{flag} {item!r}: unknown {unknown} {name!r}; {plural} apply to "
+                + ", ".join(allowed)
             )
         if raw in _OFF:
             out[name] = None
@@ -156,42 +165,42 @@ def parse_floors(items: Sequence[str] | None) -> dict[str, float | None]:
         try:
             value = float(raw)
         except ValueError:
-            raise GateRefused(f"--floor {item!r}: {raw!r} is not a number (or 'off')") from None
-        if not math.isfinite(value):
-            raise GateRefused(f"--floor {item!r}: the floor must be a finite number")
-        high = TI_MAX if name == TI else 1.0
-        if not 0.0 <= value <= high:
-            raise GateRefused(f"--floor {item!r}: {name} floors lie between 0 and {high:g}")
+            raise GateRefused(f"{flag} {item!r}: {raw!r} is not a number (or 'off')") from None
+        check(item, name, value)
         out[name] = value
     return out
+
+
+def _check_floor(item: str, name: str, value: float) -> None:
+    if not math.isfinite(value):
+        raise GateRefused(f"--floor {item!r}: the floor must be a finite number")
+    high = TI_MAX if name == TI else 1.0
+    if not 0.0 <= value <= high:
+        raise GateRefused(f"--floor {item!r}: {name} floors lie between 0 and {high:g}")
+
+
+def _check_ceiling(item: str, name: str, value: float) -> None:
+    if not math.isfinite(value) or value < 0:
+        raise GateRefused(f"--max {item!r}: a ceiling is a finite count >= 0")
+
+
+def parse_floors(items: Sequence[str] | None) -> dict[str, float | None]:
+    """Parse ``["pei=0.75", "ti=off"]`` into ``{"pei": 0.75, "ti": None}`` (None removes a floor)."""
+    return _parse_limits(
+        items, flag="--floor", shape="METRIC=VALUE, e.g. 'pei=0.70'", allowed=FLOOR_METRICS,
+        unknown="metric", plural="floors", check=_check_floor,
+    )  # fmt: skip
 
 
 def parse_ceilings(items: Sequence[str] | None) -> dict[str, float | None]:
     """Parse ``["duplicate_side_effects=0"]`` (``off`` removes a ceiling)."""
     from ..scoring._side_effects import CEILING_METRICS
 
-    out: dict[str, float | None] = {}
-    for item in items or ():
-        m = _FLOOR_RE.match(item.lower())
-        if m is None:
-            raise GateRefused(f"--max {item!r} is not NAME=COUNT, e.g. 'duplicate_side_effects=0'")
-        name, raw = m.group(1), m.group(2)
-        if name not in CEILING_METRICS:
-            raise GateRefused(
-                f"--max {item!r}: unknown ceiling {name!r}; ceilings apply to "
-                + ", ".join(CEILING_METRICS)
-            )
-        if raw in _OFF:
-            out[name] = None
-            continue
-        try:
-            value = float(raw)
-        except ValueError:
-            raise GateRefused(f"--max {item!r}: {raw!r} is not a number (or 'off')") from None
-        if not math.isfinite(value) or value < 0:
-            raise GateRefused(f"--max {item!r}: a ceiling is a finite count >= 0")
-        out[name] = value
-    return out
+    return _parse_limits(
+        items, flag="--max", shape="NAME=COUNT, e.g. 'duplicate_side_effects=0'",
+        allowed=CEILING_METRICS, unknown="ceiling", plural="ceilings",
+        check=_check_ceiling,
+    )  # fmt: skip
 
 
 def measurement_fingerprint_of(report: Report) -> str | None:
