@@ -42,7 +42,7 @@ from hbeval_core.vocab import (
 )
 
 from ._record import SessionRecord
-from ._spec import FaultSet, ProxyFault
+from ._spec import PROXY_PLAN_ID, FaultSet, ProxyFault
 
 __all__ = ["CHANGED_ARGUMENT", "PROTOCOL_ERROR_CODE", "McpProxy"]
 
@@ -259,19 +259,22 @@ class McpProxy:
         if (fault.id, tool) in self._attacked:
             return
         self._attacked.add((fault.id, tool))
+        self._receipt(
+            fault, tool, call_id=None, effect=effect, payload=payload, observed="malformed",
+            forbidden_tool=self.forbidden_tool, attrs={"delivered_by": "tools/list", **attrs},
+        )  # fmt: skip
+
+    def _receipt(self, fault: ProxyFault, tool: str, *, call_id: str | None, **fields: Any) -> None:
+        """The ``FaultInjected`` receipt of a fault the proxy itself planted."""
         self.record.emit(
             FaultInjected,
-            call_id=None,
+            call_id=call_id,
             tool=tool,
             mode=fault.mode,
-            effect=effect,
-            payload=payload,
             intended=fault.to_dict(),
-            observed="malformed",
-            plan_id="hbeval-proxy/1",
+            plan_id=PROXY_PLAN_ID,
             fault_id=fault.id,
-            forbidden_tool=self.forbidden_tool,
-            attrs={"delivered_by": "tools/list", **attrs},
+            **fields,
         )
 
     # -- calls --------------------------------------------------------------------------------
@@ -296,20 +299,11 @@ class McpProxy:
         if protocol is not None:
             self.injector.decide(name, arguments, call_id)  # keeps call positions in step
             message = f"protocol error: tool '{name}' call failed in transport"
-            self.record.emit(
-                FaultInjected,
-                call_id=call_id,
-                tool=name,
-                mode=PROTOCOL_ERROR,
-                effect=EFFECT_ERROR,
-                payload=message,
-                intended=protocol.to_dict(),
-                observed="exception",
-                plan_id="hbeval-proxy/1",
-                fault_id=protocol.id,
-                attempt=attempt,
+            self._receipt(
+                protocol, name, call_id=call_id, effect=EFFECT_ERROR, payload=message,
+                observed="exception", attempt=attempt,
                 attrs={"delivered_by": "jsonrpc_error", "code": PROTOCOL_ERROR_CODE},
-            )
+            )  # fmt: skip
             self._end_error(call_id, name, message, "McpError", t0)
             raise McpError(types.ErrorData(code=PROTOCOL_ERROR_CODE, message=message))
 
