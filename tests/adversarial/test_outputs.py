@@ -20,10 +20,8 @@ import pytest
 from typer.testing import CliRunner
 
 from hbeval.cli import app
-from hbeval.runner.run import run_battery
 from hbeval.store import open_store
-from hbeval_core.faults import Battery
-from hbeval_plain.examples import careful, tasks
+from tests.adversarial._agents import stored_careful_run
 
 AGENT = "hbeval_plain.examples:careful"
 
@@ -31,13 +29,7 @@ AGENT = "hbeval_plain.examples:careful"
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("outputs")
-    db = root / "store.db"
-    with open_store(str(db)) as store:
-        report = run_battery(
-            None, careful, tasks, Battery.hbeval(n_scenarios=6, seed=42), trials=1,
-            store=store, run_id="r1",
-        )  # fmt: skip
-    (root / "report.json").write_text(json.dumps(report.to_dict()))
+    db = stored_careful_run(root, "store.db")
     hb(["passport", "keygen", "--out", str(root / "k.pem")])
     return {"root": root, "db": db}
 

@@ -16,7 +16,7 @@ from langchain.agents import create_agent
 from hbeval.testing import ScriptedOpenAIServer
 from hbeval_core.events import ModelEnd, ToolStart
 from tests.adapters.langgraph import test_langgraph_conformance as base
-from tests.adapters.langgraph.test_langgraph_fixtures import make_tools
+from tests.adapters.langgraph.test_langgraph_fixtures import hand_built_graph, make_tools
 from tests.conformance.providers import (
     ProviderChecks,
     StandardResponder,
@@ -36,35 +36,7 @@ def openai_agent(server: ScriptedOpenAIServer, **model: Any) -> Any:
 
 def hand_built_agent(server: ScriptedOpenAIServer) -> Any:
     """A ``StateGraph`` whose own node runs the tools (no ToolNode), on ``ChatOpenAI``."""
-    from langchain_core.messages import ToolMessage
-    from langgraph.graph import END, START, MessagesState, StateGraph
-
-    calls: list[str] = []
-    tools = {t.name: t for t in make_tools(calls)}
-    model = chat_openai(server).bind_tools(list(tools.values()))
-
-    def think(state: Any) -> dict[str, Any]:
-        return {"messages": [model.invoke(state["messages"])]}
-
-    def act(state: Any) -> dict[str, Any]:
-        out = []
-        for c in state["messages"][-1].tool_calls:
-            result = tools[c["name"]].invoke(c["args"])
-            out.append(ToolMessage(content=str(result), tool_call_id=c["id"], name=c["name"]))
-        return {"messages": out}
-
-    def route(state: Any) -> str:
-        return "act" if state["messages"][-1].tool_calls else END
-
-    builder = StateGraph(MessagesState)
-    builder.add_node("think", think)
-    builder.add_node("act", act)
-    builder.add_edge(START, "think")
-    builder.add_conditional_edges("think", route, ["act", END])
-    builder.add_edge("act", "think")
-    graph = builder.compile()
-    graph.hbeval_calls = calls  # type: ignore[attr-defined]
-    return graph
+    return hand_built_graph(lambda tools: chat_openai(server).bind_tools(tools))
 
 
 class TestLangGraphOnChatOpenAI(ProviderChecks, base.TestLangGraphConformance):
