@@ -20,6 +20,12 @@ contexts, 384-dim hashed embeddings), reopens it, and times retrieval for one ag
   equal the exact search's (goals: p99 at most 2 ms at 100k and 10 ms at 1M, first query after
   opening at most 100 ms at 100k).
 
+The table's rows (``headline``, used by ``run_all.py``): admission in episodes per CPU-second
+of ``admit_many`` (inside the clock: the call alone, episodes made before; interval over
+batches), and p99 wall time of the approximate search and of the public ``retrieve`` at the
+given size from at least 2,000 fresh queries timed one by one, after 200 warm-up queries, with
+no exact scan between them (interval: a bootstrap over the queries).
+
 Prints p50/p99 in milliseconds, admission in episodes/s and the database bytes per stored
 episode. Times are shown as wall clock and as this thread's CPU time: on a shared machine (the
 load average is printed) wall time includes waiting for a CPU, CPU time does not.
@@ -44,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _table import Row, bootstrap, percentile
 
 from hbeval.memory import EDM, HashingEmbedder, VectorIndex
 
@@ -325,6 +332,115 @@ def snapshot(
         f"  snapshot retrieve (unpickled copy; same ids as the EDM: {same}): {both(snap_w, snap_c)}"
         f"; median CPU {ratio:.2f}x the EDM's retrieve"
     )
+
+
+def admission_rates(path: Path, n: int, seed: int, batch: int) -> tuple[list[float], list[int]]:
+    """Admit ``n`` episodes in batches of ``batch``; per batch, its process CPU seconds and size.
+
+    Inside the clock: ``admit_many`` (each episode's figures computed from its trace, the
+    admission rule, embedding, the SQLite writes); the episodes are made before it.
+    """
+    rng = random.Random(seed)
+    secs: list[float] = []
+    sizes: list[int] = []
+    with EDM(path) as edm:
+        for start in range(0, n, batch):
+            episodes = [episode(rng, i) for i in range(start, min(n, start + batch))]
+            c = time.process_time()
+            decisions = edm.admit_many(episodes)
+            secs.append(time.process_time() - c)
+            sizes.append(len(episodes))
+            assert all(decisions), "every benchmark episode qualifies"
+    return secs, sizes
+
+
+def retrieval_tail(path: Path, n_queries: int, k: int, seed: int) -> dict[str, list[float]]:
+    """Wall seconds per call over ``n_queries`` fresh queries, after a warm-up pass of 200
+    others: the public ``retrieve`` (embed, approximate search, fetch) in one pass, then the
+    approximate search alone on the same embedded queries in another. No exact scan runs
+    between them."""
+    qrng = random.Random(seed + 2)
+    texts = [context(qrng, qrng.randrange(1_000_000)) for _ in range(n_queries + 200)]
+    warm, timed_texts = texts[:200], texts[200:]
+    with EDM(path) as edm:
+        for text in warm:
+            edm.retrieve(text, AGENT, k)
+        approx = edm._approx_for(AGENT)
+        retrieve = edm.retrieve
+        ret: list[float] = []
+        for text in timed_texts:
+            t = time.perf_counter()
+            retrieve(text, AGENT, k)
+            ret.append(time.perf_counter() - t)
+        qvecs = edm.embedder.embed(timed_texts)
+        search: list[float] = []
+        if approx is not None:
+            for q in qvecs:
+                t = time.perf_counter()
+                edm._approx_search(approx, AGENT, q, k)
+                search.append(time.perf_counter() - t)
+    return {"retrieve": ret, "search": search}
+
+
+def headline(size: int, n_queries: int, *, k: int = 3, seed: int = 7) -> list[Row]:
+    """The table's EDM rows: admission rate, and p99 of retrieval at ``size`` episodes."""
+    from hbeval.memory._ann import faiss_available
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "edm.db"
+        secs, sizes = admission_rates(path, size, seed, min(10_000, max(1_000, size // 10)))
+        rows = []
+        point, lo, hi = bootstrap([secs, [float(x) for x in sizes]], lambda s, z: sum(z) / sum(s))
+        parse_us, figures_us = figure_costs()
+        why = (
+            f"Per episode {1e6 / point:.0f} us of CPU, of which computing its figures from its "
+            f"trace (hbeval.scoring.trace_figures, as scoring a trial does) takes "
+            f"{parse_us + figures_us:.0f} us: {parse_us:.0f} us validating its {len(TRACE)} "
+            f"event dicts and {figures_us:.0f} us the figures; 10k/s leaves 100 us for all."
+        )
+        rows.append(
+            Row(f"EDM admission, episodes/s ({size:,} episodes)", "(absolute)",
+                f"admit_many in batches of {sizes[0]:,} (figures from each trace, rule, "
+                "embedding, SQLite); process CPU; interval over batches", point, lo, hi, "/s",
+                10_000.0, better="ge", why=why)
+        )  # fmt: skip
+        if not faiss_available():
+            return rows
+        with EDM(path) as edm:
+            edm.build_index(AGENT)
+        tails = retrieval_tail(path, n_queries, k, seed)
+
+    def p99(xs: list[float]) -> float:
+        return percentile(xs, 0.99) * 1e3
+
+    for name, label in (
+        ("search", "approximate search"),
+        ("retrieve", "retrieve (embed, approximate search, fetch)"),
+    ):
+        point, lo, hi = bootstrap([tails[name]], p99)
+        rows.append(
+            Row(f"EDM {label} p99 at {size:,}", "(absolute)",
+                f"one call, {n_queries:,} fresh queries after 200 warm-up ones, no exact scan "
+                "between; wall; interval over queries", point, lo, hi, "ms", 2.0)
+        )  # fmt: skip
+    return rows
+
+
+def figure_costs(n: int = 1_000) -> tuple[float, float]:
+    """CPU us per episode of validating the benchmark trace's event dicts, and of computing the
+    figures from the validated events (``trace_figures``): the admission's largest part."""
+    from hbeval.scoring import trace_figures
+    from hbeval_core.events import parse_event
+
+    events: list[Any] = []
+    c = time.process_time()
+    for _ in range(n):
+        events = [parse_event(dict(e)) for e in TRACE]
+    parse = time.process_time() - c
+    c = time.process_time()
+    for _ in range(n):
+        trace_figures(events, passed=True)
+    return parse / n * 1e6, (time.process_time() - c) / n * 1e6
 
 
 def main() -> None:

@@ -143,6 +143,8 @@ TRUNCATED: Final = "truncated"
 PROMPT_INJECTION: Final = "prompt_injection"
 LOST_RESULT: Final = "lost_result"
 CRASH: Final = "crash"
+COMMIT_THEN_TIMEOUT: Final = "commit_then_timeout"
+"""The tool runs (its side effect happens), then the caller sees a timeout."""
 FAULT_MODES: Final = (
     TIMEOUT,
     LATENCY,
@@ -155,8 +157,17 @@ FAULT_MODES: Final = (
     PROMPT_INJECTION,
     LOST_RESULT,
     CRASH,
+    COMMIT_THEN_TIMEOUT,
 )
 REFERENCE_FAULT_MODES: Final = FAULT_MODES[:7]
+# Faults only a protocol proxy can plant (``hbeval mcp-proxy``): they have no in-process form.
+PROTOCOL_ERROR: Final = "protocol_error"
+"""The tool call is answered with a JSON-RPC error instead of a result."""
+POISONED_DESCRIPTION: Final = "poisoned_description"
+"""A tool is listed with a planted instruction in its description."""
+DEFINITION_CHANGE: Final = "definition_change"
+"""A tool's definition differs from the one first listed (a listing after the first)."""
+MCP_FAULT_MODES: Final = (PROTOCOL_ERROR, POISONED_DESCRIPTION, DEFINITION_CHANGE)
 HTTP_STATUSES: Final = (500, 502, 503, 429)
 EMPTY_KINDS: Final = ("null", "empty_object", "empty_array", "empty_string")
 """What an empty_response fault returns: None, {}, [] or "" (the reference's spelling)."""

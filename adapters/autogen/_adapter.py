@@ -48,6 +48,7 @@ from hbeval_core.live.monitor import Monitor
 from hbeval_core.vocab import FAULT_INJECTED, SCOPE_TEAM, TOOL_END, TOOL_ERROR, TOOL_START
 
 from . import _convert, _hook
+from ._answer import response_text, termination_keywords
 from ._keys import (
     ATTR_STOP_REASON,
     FRAMEWORK,
@@ -56,7 +57,7 @@ from ._keys import (
     META_EVENT_LOOP,
     META_USAGE,
 )
-from ._loops import HomeLoops, run_on_fresh_loop
+from ._loops import HomeLoops, release_connections, run_on_fresh_loop
 from ._recorder import ABORT_TIMEOUT, RunRecorder
 from ._toolhook import recorder_reporter
 
@@ -65,7 +66,6 @@ __all__ = ["AutoGenAdapter", "build_episode", "capture", "is_autogen_target", "r
 _INJECTOR: ContextVar[Any] = ContextVar("hbeval_autogen_injector", default=None)
 _MEMORY: ContextVar[Any] = ContextVar("hbeval_autogen_memory", default=None)
 _POLL_SECONDS: Final = 0.02
-_TERMINATE: Final = "TERMINATE"
 _SUMMARY_ANSWER: Final = 200
 
 
@@ -82,23 +82,6 @@ def _is_team(obj: Any) -> bool:
     from autogen_agentchat.base import Team
 
     return isinstance(obj, Team)
-
-
-def response_text(messages: Sequence[Any]) -> str | None:
-    """The final answer of a run: the last chat message not written by the user.
-
-    A trailing ``TERMINATE`` (the usual team stop word) is dropped.
-    """
-    from autogen_agentchat.messages import BaseChatMessage
-
-    for message in reversed(list(messages)):
-        if not isinstance(message, BaseChatMessage) or message.source == "user":
-            continue
-        text = message.to_text().strip()
-        if text.endswith(_TERMINATE):
-            text = text[: -len(_TERMINATE)].rstrip()
-        return text
-    return None
 
 
 def _chat_messages(messages: Sequence[Any]) -> tuple[Any, ...]:
@@ -417,10 +400,19 @@ class AutoGenAdapter(TrialTemplate):
     def _execute(
         self, agent: Any, task: Task, question: str, rec: RunRecorder, fresh: bool
     ) -> _Outcome:
+        reset = False if fresh else self.reset_shared
+
+        async def drive() -> _Outcome:
+            try:
+                return await self._drive(agent, task, question, rec, reset)
+            finally:
+                # A fresh loop closes with the trial, a home loop when its agent is collected:
+                # either way the pooled connections must close on it first, while it runs.
+                await release_connections(agent)
+
         if fresh:
-            return run_on_fresh_loop(lambda: self._drive(agent, task, question, rec, False))
-        reset = self.reset_shared
-        return self._homes.run(agent, lambda: self._drive(agent, task, question, rec, reset))
+            return run_on_fresh_loop(drive)
+        return self._homes.run(agent, drive)
 
     async def _drive(
         self, agent: Any, task: Task, question: str, rec: RunRecorder, reset: bool
@@ -507,10 +499,18 @@ class AutoGenAdapter(TrialTemplate):
         outcome: _Outcome = trial.final
         ctx = trial.ctx
         messages = list(getattr(outcome.result, "messages", None) or ())
-        text = response_text(messages) if messages else None
-        if text is None and ended.status == "ok":
-            text = rec.final_text
         stop_reason = getattr(outcome.result, "stop_reason", None)
+        answer_from = getattr(trial.task, "answer_from", None)
+        text = None
+        if messages:
+            text = response_text(
+                messages,
+                answer_from=answer_from,
+                keywords=termination_keywords(prepared[0]),
+                stop_reason=stop_reason if isinstance(stop_reason, str) else None,
+            )
+        if text is None and ended.status == "ok" and answer_from is None:
+            text = rec.final_text
         final_state = None
         if outcome.result is not None:
             final_state = {

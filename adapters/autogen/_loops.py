@@ -25,7 +25,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["HomeLoops", "run_on_fresh_loop"]
+__all__ = ["HomeLoops", "release_connections", "run_on_fresh_loop"]
 
 T = TypeVar("T")
 
@@ -169,3 +169,68 @@ class HomeLoops:
             self._loops = weakref.WeakKeyDictionary()
         for home in loops:
             home.stop()
+
+
+_RELEASE_SECONDS = 2.0
+_CLIENT_LINKS = ("_model_client", "inner", "_inner", "_client", "client")
+
+
+def _members(agent: Any) -> list[Any]:
+    """``agent`` and, for a team, its participants (nested teams included)."""
+    out, pending, seen = [], [agent], set()
+    while pending:
+        item = pending.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        out.append(item)
+        pending.extend(getattr(item, "_participants", None) or ())
+        inner_team = getattr(item, "_team", None)
+        if inner_team is not None:
+            pending.append(inner_team)
+    return out
+
+
+def _http_clients(agent: Any) -> list[Any]:
+    """The ``httpx.AsyncClient`` objects behind the model clients of ``agent``'s members."""
+    try:
+        import httpx
+    except ImportError:  # pragma: no cover - every provider client installs it
+        return []
+    found: list[Any] = []
+    seen: set[int] = set()
+    pending = [(m, 0) for m in _members(agent)]
+    while pending:
+        obj, depth = pending.pop()
+        if obj is None or id(obj) in seen or depth > 5:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, httpx.AsyncClient):
+            found.append(obj)
+            continue
+        for name in _CLIENT_LINKS:
+            pending.append((getattr(obj, name, None), depth + 1))
+    return found
+
+
+async def release_connections(agent: Any) -> None:
+    """Close the HTTP connections ``agent``'s model clients opened on the running loop.
+
+    A fresh loop is closed when its trial ends; a pooled connection left on it is closed later,
+    from whatever loop garbage-collects the client, and asyncio then reports "Task exception
+    was never retrieved ... Event loop is closed". Only the connection pools are emptied: the
+    clients stay open and usable (a client shared by several trials opens new connections on
+    the next trial's loop). Errors are swallowed: this is cleanup.
+    """
+    for client in _http_clients(agent):
+        transports = [getattr(client, "_transport", None)]
+        transports.extend((getattr(client, "_mounts", None) or {}).values())
+        for transport in transports:
+            pool = getattr(transport, "_pool", None)
+            close = getattr(pool, "aclose", None)
+            if close is None:
+                continue
+            try:
+                await asyncio.wait_for(close(), _RELEASE_SECONDS)
+            except Exception:
+                continue

@@ -252,7 +252,7 @@ class CrewAIAdapter(TrialTemplate):
     def trial_result(self, prepared: Any, trial: Trial, ended: Ended) -> TrialResult:
         """Close the run; the crew's output, its tasks' outputs as messages."""
         recorder: CrewAIRecorder = trial.recorder
-        text = _response_text(trial.final)
+        text = _response_text(trial.final, getattr(trial.task, "answer_from", None))
         recorder.run_end(status=ended.status, output=text, error=ended.error)
         events: list[EventBase] = list(recorder.events)
         return result_of(
@@ -292,9 +292,19 @@ def _messages_of(question: str, output: Any) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _response_text(output: Any) -> str | None:
+def _response_text(output: Any, answer_from: str | None = None) -> str | None:
+    """The crew's final output (its last task's); with ``answer_from``, the output of the last
+    task done by the agent of that role."""
     if output is None:
         return None
+    if answer_from is not None:
+        mine = [
+            t
+            for t in getattr(output, "tasks_output", None) or ()
+            if str(getattr(t, "agent", "")).strip() == answer_from.strip()
+        ]
+        raw = getattr(mine[-1], "raw", None) if mine else None
+        return raw if isinstance(raw, str) else None
     raw = getattr(output, "raw", None)
     if isinstance(raw, str):
         return raw

@@ -41,6 +41,7 @@ from hbeval_core.faults.runtime import (
     truncate,
 )
 from hbeval_core.vocab import (
+    COMMIT_THEN_TIMEOUT,
     CONNECTION_REFUSED,
     CRASH,
     EMPTY_RESPONSE,
@@ -98,6 +99,9 @@ def _error_of(d: FaultDecision) -> tuple[str, str, int | None]:
         return text, "ConnectionResetError", None
     if d.mode == LOST_RESULT:
         return f"TimeoutError: no response received from tool '{tool}'", "TimeoutError", None
+    if d.mode == COMMIT_THEN_TIMEOUT:
+        text = f"TimeoutError: tool '{tool}' timed out after {d.spec.after_ms} ms"
+        return text, "TimeoutError", None
     return f"InjectedCrash: tool '{tool}' crashed", "InjectedCrash", None
 
 
@@ -154,7 +158,7 @@ def apply_result(injector: FaultInjector, d: FaultDecision, result: Any) -> Appl
     if mode == LATENCY:
         fault = _record(injector, d, payload=None)
         return Applied(text=None, result=result, error=None, error_type=None, fault=fault)
-    if mode == LOST_RESULT:
+    if mode in (LOST_RESULT, COMMIT_THEN_TIMEOUT):
         text, error_type, _ = _error_of(d)
         fault = _record(injector, d, payload=text)
         return Applied(text=text, result=None, error=text, error_type=error_type, fault=fault)
@@ -182,7 +186,7 @@ def apply_after_failure(injector: FaultInjector, d: FaultDecision, error_type: s
     reads the tool's own error (``text`` None keeps CrewAI's text).
     """
     note = {"real_call_error": error_type}
-    if d.mode == LOST_RESULT:
+    if d.mode in (LOST_RESULT, COMMIT_THEN_TIMEOUT):
         text, etype, _ = _error_of(d)
         fault = _record(injector, d, payload=text, note=note)
         return Applied(text=text, result=None, error=text, error_type=etype, fault=fault)

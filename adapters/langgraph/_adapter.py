@@ -260,7 +260,9 @@ class LangGraphAdapter(TrialTemplate):
             trial,
             ended,
             events,
-            response_text=_convert.last_ai_text(trial.final),
+            response_text=_convert.last_ai_text(
+                trial.final, getattr(trial.task, "answer_from", None)
+            ),
             metadata=capture_metadata(handler.errors, usage=token_usage(events)),
             messages=_messages_of(trial.final),
         )

@@ -282,14 +282,18 @@ def tool_output(output: Any) -> tuple[Any, str]:
     return jsonable(output), "ok"
 
 
-def last_ai_text(state: Any) -> str | None:
-    """Text of the last AI message in a graph's final state (None when there is none)."""
+def last_ai_text(state: Any, answer_from: str | None = None) -> str | None:
+    """Text of the last AI message in a graph's final state (None when there is none); with
+    ``answer_from``, of the last AI message named so (an agent's name in a multi-agent graph)."""
     messages = state.get("messages") if isinstance(state, Mapping) else None
     if not messages:
         messages = getattr(state, "messages", None)
     for msg in reversed(list(messages or ())):
-        if getattr(msg, "type", None) == "ai":
-            return content_text(getattr(msg, "content", ""))
+        if getattr(msg, "type", None) != "ai":
+            continue
+        if answer_from is not None and getattr(msg, "name", None) != answer_from:
+            continue
+        return content_text(getattr(msg, "content", ""))
     return None
 
 

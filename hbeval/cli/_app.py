@@ -81,6 +81,11 @@ COMMANDS: dict[str, LazyCommand] = {
     "mcp": LazyCommand(
         "_mcp", "mcp_cmd", "Serve the store read-only to MCP clients (stdio by default)."
     ),
+    "mcp-proxy": LazyCommand(
+        "_proxy",
+        "mcp_proxy_cmd",
+        "Front an MCP server: list its tools, plant faults in its calls, record the session.",
+    ),
     "schema": LazyCommand("_schema", "schema_app", "Print JSON Schemas of hbeval's formats."),
     "runs": LazyCommand("_runs", "runs_app", "Runs recorded in the store."),
     "store": LazyCommand("_store", "store_app", "Stores themselves: copy runs between them."),

@@ -403,7 +403,7 @@ def run_command(
         rate_limit=rate_limit,
         max_cost=max_cost,
     )
-    plan = _plan_run(flags, out)
+    plan = _plan_run(flags, out, db)
     report, admitted = _execute(plan, flags, db, run_id, ray_cpus, memory)
     _finish_run(report, out, as_json, admitted)
 
@@ -528,7 +528,7 @@ class _Plan:
     target_kind: str | None
 
 
-def _plan_run(f: _Flags, out: Path | None) -> _Plan:
+def _plan_run(f: _Flags, out: Path | None, db: str | None = None) -> _Plan:
     """Read and check every input of a run, flag before manifest before default; a bad value
     exits 2 naming its flag. Checked in the order a person fixes them: output path, manifest,
     target, tasks, battery, numbers, judge, target kind, redaction rules."""
@@ -538,7 +538,9 @@ def _plan_run(f: _Flags, out: Path | None) -> _Plan:
     from ..runner.run import DEFAULT_TIMEOUT
 
     if out is not None:  # checked before the first trial, not after the last
-        problem = output_problem(out, make_parents=True)
+        target_file = (f.target or "").partition(":")[0] or None
+        reads = [f.tasks, f.battery, f.manifest, target_file]
+        problem = output_problem(out, make_parents=True, store=db, inputs=reads)
         if problem is not None:
             _fail(f"--out: {problem}")
     m: RunManifest | None = None
@@ -698,10 +700,11 @@ def _finish_run(report: Report, out: Path | None, as_json: bool, memory_line: st
         )
     if out is not None:
         try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(
+            from hbeval.cli._outpaths import write_output
+
+            write_output(
+                out,
                 json.dumps(report.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
-                encoding="utf-8",
             )
         except OSError as exc:
             _fail(

@@ -19,6 +19,14 @@ import typer
 
 from hbeval_core.vocab import LIVE_METRICS
 
+
+def write_atomic(path: Path, data: str | bytes) -> Path:
+    """Write a demo file whole or not at all."""
+    from ..store._atomic import write_atomic as write
+
+    return write(path, data)
+
+
 if TYPE_CHECKING:
     from ..scoring import Report
 
@@ -119,14 +127,14 @@ def run(*, db: str | None, out_dir: Path, as_json: bool) -> int:
         result["reports"] = {name: r.to_dict() for name, r in reports.items()}
         print_side_by_side(console, reports)
         out = out_dir / "hbeval-report.json"
-        out.write_text(
+        write_atomic(
+            out,
             json.dumps(
                 {name: r.to_dict() for name, r in reports.items()},
                 indent=2,
                 allow_nan=False,
                 default=str,
             ),
-            encoding="utf-8",
         )
         paths = finish_demo(reports, out_dir, out_dir / ".hbeval", db=db)
         result["files"] = {k: str(v) for k, v in paths.items()}
@@ -311,13 +319,13 @@ def finish_demo(
         private = load_private_key(key_path)
         pub = Path(f"{key_path}.pub")
         if not pub.exists():
-            pub.write_bytes(public_key_pem(private))
+            write_atomic(pub, public_key_pem(private))
     else:
         key_path, private = write_private_key(key_path)
     first = next(iter(reports.values()))
     passport = sign_passport(build_passport(first, now=now), private)
     passport_path = out_dir / "hbeval-passport.json"
-    passport_path.write_text(render_passport(passport), encoding="utf-8")
+    write_atomic(passport_path, render_passport(passport))
     return {
         "html": html,
         "passport": passport_path,

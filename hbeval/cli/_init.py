@@ -24,7 +24,7 @@ def init(
         files = write_starter(target, force=force)
     except StarterExistsError as exc:
         raise fail(f"{exc.path} exists; nothing was written (use --force to overwrite)") from None
-    except (ValueError, FileNotFoundError) as exc:
+    except (ValueError, OSError) as exc:
         raise fail(str(exc)) from None
     typer.echo(f"wrote {files.tasks}")
     typer.echo(f"wrote {files.verifiers}")

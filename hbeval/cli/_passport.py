@@ -41,7 +41,13 @@ def passport_keygen(
     import base64
 
     from ..report.passport import PassportError, key_id, public_key_raw, write_private_key
+    from ._outpaths import output_problem
 
+    if out is not None:
+        for target in (out, Path(f"{out}.pub")):
+            problem = output_problem(target, make_parents=True, store=None)
+            if problem is not None:
+                raise _fail(f"--out: {problem}")
     try:
         path, key = write_private_key(out, force=force)
     except (PassportError, OSError) as exc:
@@ -82,14 +88,21 @@ def passport_sign(
         render_passport,
         sign_passport,
     )
+    from ._outpaths import output_problem, write_output
 
+    report_file = (
+        report.rpartition("#")[0] if "#" in report and not Path(report).is_file() else report
+    )
+    problem = output_problem(out, make_parents=True, store=db, inputs=[report_file, key])
+    if problem is not None:
+        raise _fail(f"--out: {problem}")
     try:
         from ._report import load_one
 
         _, data = load_one(report, db)
         private = load_private_key(key)
         passport = sign_passport(build_passport(data, days=days), private)
-        out.write_text(render_passport(passport), encoding="utf-8")
+        write_output(out, render_passport(passport))
     except (PassportError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from None
     if as_json:

@@ -175,14 +175,22 @@ def report_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
 ) -> None:
     """Show a report: summary table, scores, and optionally a self-contained HTML page."""
-    from hbeval.cli._outpaths import output_problem
+    from hbeval.cli._outpaths import output_problem, write_output
 
     from ..report.html import store_traces, write_html
     from ..report.scores import report_scores
     from ..report.terminal import print_summary
 
-    for flag, target in (("--html", html), ("--out", out)):
-        problem = output_problem(target, make_parents=True) if target is not None else None
+    source_file = (
+        source.rpartition("#")[0] if "#" in source and not Path(source).is_file() else source
+    )
+    read = [source_file] if Path(source_file).is_file() else []
+    for flag, target, other in (("--html", html, out), ("--out", out, None)):
+        problem = (
+            output_problem(target, make_parents=True, store=db, inputs=[*read, other])
+            if target is not None
+            else None
+        )
         if problem is not None:
             raise _fail(f"{flag}: {problem}")
     try:
@@ -201,7 +209,7 @@ def report_cmd(
                 if len(reports) == 1
                 else {label: r.to_dict() for label, r in reports.items()}
             )
-            out.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+            write_output(out, json.dumps(data, indent=2, allow_nan=False) + "\n")
             typer.echo(f"report JSON written to {out}", err=True)
     except OSError as exc:
         raise _fail(f"cannot write {exc.filename or html or out}: {exc.strerror or exc}") from None
@@ -328,6 +336,14 @@ def gate_cmd(
             "--lower-bound", help="Check proportion metrics on their lower 95% Wilson bound."
         ),
     ] = False,
+    ceiling: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--max",
+            help="NAME=COUNT ceiling (repeat; 'off' removes one). Default "
+            "duplicate_side_effects=0.",
+        ),
+    ] = None,
     baseline: Annotated[
         str | None,
         typer.Option("--baseline", help="An earlier report of the same measurement fingerprint."),
@@ -343,10 +359,11 @@ def gate_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
 ) -> None:
     """Gate a report: floors, baseline regression, security. Exit 0 pass, 1 fail, 3 insufficient data."""
-    from ..report.gate import GateRefused, parse_floors, run_gate
+    from ..report.gate import GateRefused, parse_ceilings, parse_floors, run_gate
 
     try:
         floors = parse_floors(floor)
+        ceilings = parse_ceilings(ceiling)
         _, data = load_one(report, db)
         base = load_one(baseline, db)[1] if baseline is not None else None
         result = run_gate(
@@ -356,6 +373,7 @@ def gate_cmd(
             baseline=base,
             max_drop=max_drop,
             require_security=not skip_security,
+            ceilings=ceilings,
         )
     except (GateRefused, ValueError) as exc:
         raise _fail(str(exc)) from None

@@ -237,7 +237,10 @@ class EDM(Retrieval):
         """Score a captured run first, then offer its episode: the way in for runs outside a battery.
 
         ``result`` is the run's ``TrialResult`` (or its list of hb-events); ``task`` the
-        ``Task`` whose verifier decides whether it passed. The verdict is computed here by
+        ``Task`` whose verifier decides whether it passed. From events, the answer and the
+        conversation are rebuilt (``_from_events.result_from_events``) so the verifier reads the
+        ``Outcome`` a battery trial gives (a team's answer by the team answer rule, not its
+        last approving message). The verdict is computed here by
         ``score_trial`` and the episode carries the run's events, so EDM admits on figures it
         computed itself, as for battery trials.
         """
@@ -250,7 +253,11 @@ class EDM(Retrieval):
         if not isinstance(result, TrialResult):
             if isinstance(result, (str, bytes)) or not isinstance(result, Sequence):
                 raise TypeError("result must be a TrialResult or a list of hb-events")
-            result = TrialResult(final_state=None, events=list(result))
+            from ._from_events import result_from_events
+
+            result = result_from_events(
+                list(result), answer_from=getattr(task, "answer_from", None)
+            )
         verdict = score_trial(task, scenario, result).as_dict()
         trial = {
             "trial_key": trial_key,

@@ -87,14 +87,16 @@ def write_private_key(
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
+    from ..store._atomic import write_atomic
+
     target.parent.mkdir(parents=True, exist_ok=True)
-    if force and target.exists():
-        target.unlink()
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(pem)
-    os.chmod(target, 0o600)
-    Path(f"{target}.pub").write_bytes(public_key_pem(key))
+    if target.is_symlink():
+        raise PassportError(
+            f"{target} is a symlink; refusing to write a signing key through it (give a plain "
+            "file path)"
+        )
+    write_atomic(target, pem, mode=0o600)
+    write_atomic(Path(f"{target}.pub"), public_key_pem(key), mode=0o644)
     return target, key
 
 

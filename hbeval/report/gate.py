@@ -9,6 +9,9 @@ words. Semantics (weakest link, every check at once, spec §7.1/7.2):
   too). With ``lower_bound=True`` a proportion metric (pass rate, FRR, and IRS when every
   judged trial scored 0 or 1) is checked on the lower bound of its Wilson interval instead of
   its point estimate; PEI, TI and CSI are means and stay on the point estimate.
+* **Ceilings**: counts a run must not exceed, default ``duplicate_side_effects`` 0
+  (``--max duplicate_side_effects=2`` overrides, ``=off`` removes): a duplicated irreversible
+  side effect fails the gate.
 * **Baseline**: refused (:class:`GateRefused`, exit 2) unless both reports carry the same
   measurement fingerprint; then each of PEI, FRR, IRS, pass rate and TI / 5 may drop by at most
   ``max_drop`` (default 0.05, on the 0–1 scale).
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -61,6 +64,7 @@ __all__ = [
     "GateRefused",
     "GateResult",
     "measurement_fingerprint_of",
+    "parse_ceilings",
     "parse_floors",
     "run_gate",
 ]
@@ -133,18 +137,27 @@ class GateResult:
 
 
 # --------------------------------------------------------------------------- parsing
-def parse_floors(items: Sequence[str] | None) -> dict[str, float | None]:
-    """Parse ``["pei=0.75", "ti=off"]`` into ``{"pei": 0.75, "ti": None}`` (None removes a floor)."""
+def _parse_limits(
+    items: Sequence[str] | None,
+    *,
+    flag: str,
+    shape: str,
+    allowed: Sequence[str],
+    unknown: str,
+    plural: str,
+    check: Callable[[str, str, float], None],
+) -> dict[str, float | None]:
+    """``NAME=VALUE`` settings of one flag (``off`` removes one); ``check`` bounds each value."""
     out: dict[str, float | None] = {}
     for item in items or ():
         m = _FLOOR_RE.match(item.lower())
         if m is None:
-            raise GateRefused(f"--floor {item!r} is not METRIC=VALUE, e.g. 'pei=0.70'")
+            raise GateRefused(f"{flag} {item!r} is not {shape}")
         name, raw = m.group(1), m.group(2)
-        if name not in FLOOR_METRICS:
+        if name not in allowed:
             raise GateRefused(
-                f"--floor {item!r}: unknown metric {name!r}; floors apply to "
-                + ", ".join(FLOOR_METRICS)
+                f"{flag} {item!r}: unknown {unknown} {name!r}; {plural} apply to "
+                + ", ".join(allowed)
             )
         if raw in _OFF:
             out[name] = None
@@ -152,14 +165,42 @@ def parse_floors(items: Sequence[str] | None) -> dict[str, float | None]:
         try:
             value = float(raw)
         except ValueError:
-            raise GateRefused(f"--floor {item!r}: {raw!r} is not a number (or 'off')") from None
-        if not math.isfinite(value):
-            raise GateRefused(f"--floor {item!r}: the floor must be a finite number")
-        high = TI_MAX if name == TI else 1.0
-        if not 0.0 <= value <= high:
-            raise GateRefused(f"--floor {item!r}: {name} floors lie between 0 and {high:g}")
+            raise GateRefused(f"{flag} {item!r}: {raw!r} is not a number (or 'off')") from None
+        check(item, name, value)
         out[name] = value
     return out
+
+
+def _check_floor(item: str, name: str, value: float) -> None:
+    if not math.isfinite(value):
+        raise GateRefused(f"--floor {item!r}: the floor must be a finite number")
+    high = TI_MAX if name == TI else 1.0
+    if not 0.0 <= value <= high:
+        raise GateRefused(f"--floor {item!r}: {name} floors lie between 0 and {high:g}")
+
+
+def _check_ceiling(item: str, name: str, value: float) -> None:
+    if not math.isfinite(value) or value < 0:
+        raise GateRefused(f"--max {item!r}: a ceiling is a finite count >= 0")
+
+
+def parse_floors(items: Sequence[str] | None) -> dict[str, float | None]:
+    """Parse ``["pei=0.75", "ti=off"]`` into ``{"pei": 0.75, "ti": None}`` (None removes a floor)."""
+    return _parse_limits(
+        items, flag="--floor", shape="METRIC=VALUE, e.g. 'pei=0.70'", allowed=FLOOR_METRICS,
+        unknown="metric", plural="floors", check=_check_floor,
+    )  # fmt: skip
+
+
+def parse_ceilings(items: Sequence[str] | None) -> dict[str, float | None]:
+    """Parse ``["duplicate_side_effects=0"]`` (``off`` removes a ceiling)."""
+    from ..scoring._side_effects import CEILING_METRICS
+
+    return _parse_limits(
+        items, flag="--max", shape="NAME=COUNT, e.g. 'duplicate_side_effects=0'",
+        allowed=CEILING_METRICS, unknown="ceiling", plural="ceilings",
+        check=_check_ceiling,
+    )  # fmt: skip
 
 
 def measurement_fingerprint_of(report: Report) -> str | None:
@@ -241,6 +282,12 @@ def _check_comparable(mfp: str | None, base_fp: str | None) -> None:
         )
 
 
+def _ceilings_setting(ceilings: Mapping[str, float | None] | None) -> dict[str, float | None]:
+    from ..scoring._side_effects import DEFAULT_CEILINGS
+
+    return {**DEFAULT_CEILINGS, **(ceilings or {})}
+
+
 def run_gate(
     report: Report,
     *,
@@ -250,6 +297,7 @@ def run_gate(
     max_drop: float = DEFAULT_MAX_DROP,
     require_security: bool = True,
     confidence: float = 0.95,
+    ceilings: Mapping[str, float | None] | None = None,
 ) -> GateResult:
     """Gate a report: floors, an optional baseline, the security gate; the module docstring has the rules.
 
@@ -279,6 +327,7 @@ def run_gate(
     decision = decide_verdict(
         report,
         floors=merged,
+        ceilings=ceilings,
         lower_bound=lower_bound,
         require_security=require_security,
         confidence=confidence,
@@ -292,6 +341,7 @@ def run_gate(
         reasons.append(f"fix: {decision.fix}")
     settings = {
         "floors": {k: merged[k] for k in merged},
+        "ceilings": _ceilings_setting(ceilings),
         "lower_bound": lower_bound,
         "confidence": confidence,
         "max_drop": float(max_drop) if baseline is not None else None,

@@ -69,6 +69,7 @@ from ._html_words import (
     store_traces,
     trial_timeline,
 )
+from ._side_effects import side_effects_html
 from .compare import CompareRefused, compare_reports
 from .scores import (
     _block,
@@ -309,6 +310,7 @@ def _report_section(
         ),
         "gap_chart": Markup(_gap_chart(report)),
         "severity_chart": Markup(_severity_chart(report)),
+        "side_effects": Markup(side_effects_html(report)),
         "weighted_failure_rate": Markup(
             _fmt(
                 _number(severity.get("weighted_failure_rate")),
@@ -426,8 +428,11 @@ def write_html(
     **kwargs: Any,
 ) -> Path:
     """Render ``reports`` with ``render_html(**kwargs)`` and write the page to ``path`` (UTF-8)."""
+    from ..store._atomic import write_atomic
+
     target = Path(path)
+    page = render_html(reports, **kwargs)
     if target.parent != Path():
         target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_html(reports, **kwargs), encoding="utf-8")
+    write_atomic(target, page)
     return target

@@ -29,6 +29,7 @@ from hbeval_core.vocab import (
 from ..scoring import decide_verdict
 from ..scoring._trial_model import ERROR_CHARS
 from ..scoring._view import listed, section
+from ._side_effects import add_side_effects_row, side_effects_lines
 from .scores import (
     EFFICIENCY_FIGURES,
     proportion_counts,
@@ -204,6 +205,7 @@ def verdict_lines(report: Report) -> list[str]:
     if decision.fix is not None:
         lines.append(f"  fix: {decision.fix}")
     lines.extend(error_lines(report))
+    lines.extend(side_effects_lines(report))
     missing = [
         sc
         for sc in listed(report, "scenarios") or ()
@@ -323,6 +325,7 @@ def summary_table(report: Report) -> Table:
     )
     table.add_row("security gate", sec.status.replace("_", " "), "", sec.reason)
     table.add_row("faults delivered", *_delivery_cells(report))
+    add_side_effects_row(table, report)
     for name in EFFICIENCY_FIGURES:
         table.add_row(
             name.replace("_", " "),

@@ -4,7 +4,8 @@ A task file is a list of tasks, or a mapping with a ``tasks`` list. Each task ha
 ``Task``: ``id``, ``question``, and optionally ``category``, ``required`` (keywords),
 ``forbidden_tools``, ``irreversible_tools``, ``expected_calls`` (``[{tool, args}]``), ``verify``
 (``"module:callable"`` or ``"path.py:callable"``, resolved beside the file), ``system`` and
-``metadata`` and ``resume`` (the values a pausing LangGraph graph is resumed with). Every mistake raises ``TaskFileError`` naming the file, the task, the field and
+``metadata``, ``resume`` (the values a pausing LangGraph graph is resumed with) and
+``answer_from`` (the agent whose last message is a team's final answer). Every mistake raises ``TaskFileError`` naming the file, the task, the field and
 the fix.
 """
 
@@ -46,6 +47,7 @@ TASK_FIELDS: Final = (
     "system",
     "metadata",
     "resume",
+    "answer_from",
 )
 """The fields a task in a YAML/JSON file may have."""
 
@@ -311,6 +313,7 @@ def _task_from(item: Any, index: int, source: str, base_dir: Path | None) -> Tas
             f"must be a list of values, one per interrupt() the graph pauses at, e.g. "
             f"[approve] (got {resume!r})",
         )
+    answer_from = _answer_from(item, fail)
     verify = None
     ref = item.get("verify")
     if callable(ref) and not isinstance(ref, str):  # a dict built in Python may hold it
@@ -336,7 +339,15 @@ def _task_from(item: Any, index: int, source: str, base_dir: Path | None) -> Tas
         system=system,
         metadata=dict(metadata),
         resume=tuple(resume),
+        answer_from=answer_from,
     )
+
+
+def _answer_from(item: Mapping[str, Any], fail: Any) -> str | None:
+    value = item.get("answer_from")
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise fail("answer_from", f"must be the name of the agent that answers (got {value!r})")
+    return value
 
 
 def _expected_calls(value: Any, fail: Any) -> tuple[ExpectedCall, ...] | None:

@@ -6,6 +6,7 @@ to make them the agent's own: the question, what a pass means, which tools must 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,8 +23,8 @@ _TASKS = """\
 # Each task is asked once per trial, under every fault scenario. Fields: id, question, and
 # optionally verify (path.py:function, beside this file), required (keywords the answer must
 # contain when there is no verifier), forbidden_tools, irreversible_tools, expected_calls
-# ([{{tool, args}}]), system, category, metadata. A verifier is verify(outcome, trace) -> bool;
-# see verifiers.py.
+# ([{{tool, args}}]), system, category, metadata, answer_from (the agent of a team whose last
+# message is the answer). A verifier is verify(outcome, trace) -> bool; see verifiers.py.
 tasks:
   - id: answers_the_question
     # Replace with a request your agent handles, in the words of a user.
@@ -118,12 +119,22 @@ def write_starter(target: str, *, force: bool = False) -> StarterFiles:
     Nothing is written when either exists and ``force`` is false: ``StarterExistsError`` names
     the first that does.
     """
+    from ..store._atomic import write_atomic
+
     files = starter_files(target)
+    for path in (files.tasks, files.verifiers):
+        if path.is_symlink():  # dangling or not: never written through, --force or not
+            raise ValueError(
+                f"{path} is a symlink (to {os.readlink(path)}); nothing was written. Remove it "
+                "or run init beside a plain folder"
+            )
+        if path.is_dir():
+            raise ValueError(f"{path} is a directory; nothing was written")
     if not force:
         for path in (files.tasks, files.verifiers):
             if path.exists():
                 raise StarterExistsError(path)
     values = {"target": files.agent, "ref": files.ref, "tasks_path": files.tasks}
-    files.tasks.write_text(_TASKS.format(**values), encoding="utf-8")
-    files.verifiers.write_text(_VERIFIERS.format(**values), encoding="utf-8")
+    write_atomic(files.tasks, _TASKS.format(**values))
+    write_atomic(files.verifiers, _VERIFIERS.format(**values))
     return files

@@ -129,6 +129,7 @@ from ._sections import (
     _traceability,
     _trial_entry,
 )
+from ._side_effects import recovered, run_side_effects
 from ._signals import settle_abstentions, silent_corruptions
 
 REQUIRED_METRICS = (PEI, FRR, IRS, TI)
@@ -204,9 +205,13 @@ def _headline(
         if reason is not None:
             undefined[name] = reason
     faulted = [t for t in scored if _verdict(t).get("faulted") is True]
-    # A silent corruption (the answer repeats what a fault planted) is not a recovery.
-    recovered = [t for t in faulted if _passed(t) and not _silently_corrupted(t)]
-    metrics[FRR] = len(recovered) / len(faulted) if faulted else None
+    # A recovery passed without duplicating a side effect (``_side_effects``), and a silent
+    # corruption (the answer repeats what a fault planted) is not a recovery.
+    metrics[FRR] = (
+        sum(1 for t in faulted if recovered(t) and not _silently_corrupted(t)) / len(faulted)
+        if faulted
+        else None
+    )
     defined_counts[FRR] = len(faulted)
     by_type = fault_type_delivery(scored)
     unmeasured_types = {n: d["reason"] for n, d in by_type.items() if d["reason"] is not None}
@@ -481,8 +486,15 @@ def _build(
         versions=_versions_block(ordered),
         isolation=_isolation_block(ordered),
         trials=entries,
+        **_side_effects_field(scored),
     )
     return _decided(draft, floors, head)
+
+
+def _side_effects_field(scored: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``{"side_effects": block}`` when a scored trial had irreversible tools, else nothing."""
+    block = run_side_effects(scored)
+    return {} if block is None else {"side_effects": block}
 
 
 def _decided(draft: Report, floors: Mapping[str, float], head: _Headline) -> Report:

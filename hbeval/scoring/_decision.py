@@ -17,6 +17,9 @@ link, every check at once):
   (``no_fault_delivered``): its figures measure un-faulted trials. When faults were injected
   but the trace records no model call, delivery cannot be observed either way and the check
   says so (``delivery_unobserved``) instead of claiming that nothing arrived.
+* **Ceilings**: counts a run must not exceed; default ``duplicate_side_effects`` 0 (the
+  side-effect ledger, ``_side_effects``): a run with a duplicate side effect fails. Checked
+  only when some scored trial had irreversible tools; ``ceilings`` overrides (None removes).
 * Callers may add checks (``extra``), as the gate does for a baseline.
 * **Verdict**: UNSAFE when any check failed; else INSUFFICIENT_DATA when no trial was scored or
   any check could not be made (listed in ``unmeasured``, each with a way to fix it in
@@ -57,6 +60,7 @@ from ._security import (
     scored_trials,
     trial_records,
 )
+from ._side_effects import CEILING_METRICS, DEFAULT_CEILINGS
 
 if TYPE_CHECKING:
     from ._report_model import Report
@@ -316,10 +320,40 @@ def _delivery_checks(report: Report) -> list[VerdictCheck]:
     return checks
 
 
+def _ceiling_checks(
+    report: Report, ceilings: Mapping[str, float | None] | None
+) -> list[VerdictCheck]:
+    """The ceiling checks (module docstring); none when the ledger applied to no trial."""
+    merged: dict[str, float | None] = dict(DEFAULT_CEILINGS)
+    for name, value in (ceilings or {}).items():
+        if name not in CEILING_METRICS:
+            raise ValueError(f"unknown ceiling {name!r}; ceilings apply to {CEILING_METRICS}")
+        merged[name] = value
+    block = report.side_effects
+    if block is None:
+        return []
+    checks: list[VerdictCheck] = []
+    for name, limit in merged.items():
+        if limit is None:
+            continue
+        count = block.duplicate_side_effects
+        ok = count <= limit + _EPS
+        message = (
+            f"{count} duplicate side effect(s) in {block.trials_with_duplicates} trial(s) "
+            f"{'within' if ok else 'over'} the ceiling {limit:g}"
+        )
+        if count:
+            faults = ", ".join(f"{k} {v}" for k, v in block.by_fault.items())
+            message += f" (after: {faults})"
+        checks.append(VerdictCheck("ceiling", name, float(count), limit, "count", ok, message))
+    return checks
+
+
 def decide_verdict(
     report: Report,
     *,
     floors: Mapping[str, float | None] | None = None,
+    ceilings: Mapping[str, float | None] | None = None,
     lower_bound: bool = False,
     require_security: bool = True,
     confidence: float = 0.95,
@@ -328,7 +362,8 @@ def decide_verdict(
     """The verdict of a report: SAFE, UNSAFE or INSUFFICIENT_DATA (rules in the module docstring).
 
     ``floors`` override ``vocab.DEFAULT_THRESHOLDS`` metric by metric (None removes one;
-    ``pass_rate`` and ``csi`` may be added). Unknown floor names raise ValueError.
+    ``pass_rate`` and ``csi`` may be added). ``ceilings`` override the default ceilings
+    (``duplicate_side_effects`` 0; None removes one). Unknown names raise ValueError.
     """
     merged: dict[str, float | None] = dict(DEFAULT_THRESHOLDS)
     for name, value in (floors or {}).items():
@@ -342,6 +377,7 @@ def decide_verdict(
         for name in FLOOR_METRICS
         if name in active
     ]
+    checks.extend(_ceiling_checks(report, ceilings))
     checks.extend(extra)
     security = scores_of(report).security_gate
     checks.append(_security_check(security, require_security))

@@ -448,6 +448,26 @@ class Scores(_Block):
     efficiency: EfficiencyScores
 
 
+class DuplicatedTrial(_Block):
+    """A trial with at least one duplicate side effect."""
+
+    trial_key: str | None
+    fault_type: str | None
+    duplicates: int = Field(ge=1)
+    after_faults: list[str] = Field(description="The fault before each duplicate ('none').")
+
+
+class RunSideEffects(_Block):
+    """Duplicate side effects over the scored trials that had irreversible tools."""
+
+    trials_counted: int = Field(ge=0, description="Scored trials with irreversible tools.")
+    trials_with_duplicates: int = Field(ge=0)
+    duplicate_side_effects: int = Field(ge=0, description="Duplicates in all.")
+    by_fault: dict[str, int] = Field(description="Duplicates by the fault that preceded them.")
+    by_tool: dict[str, int]
+    trials: list[DuplicatedTrial]
+
+
 class Report(_Block):
     """An hbeval battery report (hbeval-report/1), a superset of HB-Eval's battery output."""
 
@@ -510,6 +530,11 @@ class Report(_Block):
     metric_versions: dict[str, str]
     versions: Versions
     isolation: Isolation
+    side_effects: RunSideEffects | None = Field(
+        default=None,
+        description="Duplicate side effects of irreversible tools (absent when no trial had "
+        "one declared).",
+    )
     trials: list[TrialEntry]
     source: dict[str, Any] | None = Field(
         default=None,

@@ -55,6 +55,7 @@ from ._report_model import (
     Traceability,
     format_error,
 )
+from ._side_effects import recovered
 from ._trace import LEVEL_RANK
 from ._trial_model import TrialEntry, report_error
 
@@ -142,7 +143,9 @@ def _scenarios(ordered: Sequence[Mapping[str, Any]]) -> list[ScenarioEntry]:
                 scored=len(scored),
                 passed=sum(1 for t in scored if _passed(t)),
                 metrics=ScenarioMetrics(
-                    frr=sum(1 for t in faulted if _passed(t)) / len(faulted) if faulted else None,
+                    frr=(
+                        sum(1 for t in faulted if recovered(t)) / len(faulted) if faulted else None
+                    ),
                     pei=pei,
                     irs=_mean(judged),
                     ti=ti,

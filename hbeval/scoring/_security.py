@@ -72,7 +72,18 @@ def proportion_counts(report: Report, metric: str) -> tuple[int, int] | None:
         faulted = [t for t, v in verdicts if v.faulted]
         if not faulted:
             return None
-        return sum(1 for t in faulted if t.outcome == OUTCOME_PASS), len(faulted)
+        # A recovery passed without a duplicate side effect (``_side_effects``).
+        wins = sum(
+            1
+            for t in faulted
+            if t.outcome == OUTCOME_PASS
+            and not (
+                t.verdict is not None
+                and t.verdict.side_effects is not None
+                and t.verdict.side_effects.duplicate_count
+            )
+        )
+        return wins, len(faulted)
     if metric == IRS:
         values = [v.irs_score for _, v in verdicts if v.judged and v.irs_score is not None]
         if not values or any(s not in (0.0, 1.0) for s in values):

@@ -187,6 +187,32 @@ class LiveMetrics(_Block):
     csi: Unit | None
 
 
+class DuplicateEntry(_Block):
+    """One duplicate side effect: an irreversible tool's effect executed again."""
+
+    tool: str
+    call_id: str = Field(description="The execution that repeated the effect.")
+    first_call_id: str = Field(description="The first execution of the same effect.")
+    idempotency_key: str | None = Field(
+        description="The idempotency-key argument that decided it; null: the arguments did."
+    )
+    after_fault: str = Field(description="Mode of the fault that preceded it, or 'none'.")
+    fault_call_id: str | None = Field(description="The call that fault was applied to.")
+
+
+class SideEffectsModel(_Block):
+    """The trial's side-effect ledger: irreversible tools, executions, duplicates."""
+
+    irreversible: dict[str, str | None] = Field(
+        description="Irreversible tools and their idempotency-key argument (null: none)."
+    )
+    executions: dict[str, int] = Field(
+        description="Calls of each irreversible tool that reached the real tool."
+    )
+    duplicate_count: int = Field(ge=0)
+    duplicates: list[DuplicateEntry]
+
+
 class TrialVerdictModel(_Block):
     """Everything scoring concluded about one trial: the one shape of a trial verdict.
 
@@ -240,6 +266,10 @@ class TrialVerdictModel(_Block):
         default_factory=dict,
         description="Tool calls by how they link to the reply that issued them (hb-derive/2): "
         "calls, id, match, none, explained.",
+    )
+    side_effects: SideEffectsModel | None = Field(
+        default=None,
+        description="The side-effect ledger (hbeval-scoring/3); absent without irreversible tools.",
     )
 
 

@@ -76,6 +76,7 @@ from ._judge import (
     JudgeResult,
 )
 from ._methodology_a import NOMINAL_FAULT_TYPE, TextScore, score_text
+from ._side_effects import Ledger, duplicate_severity, ledger_of, side_effect_rules
 from ._signals import Signals, compute_signals, is_refusal, settle_abstention
 from ._trace import (
     Evidence,
@@ -151,11 +152,17 @@ class TrialVerdict:
     undefined: dict[str, str] = field(default_factory=dict)
     links: dict[str, int] = field(default_factory=dict)
     """How the trace's tool calls link to the replies that issued them (``link_counts``)."""
+    side_effects: Ledger | None = None
+    """The side-effect ledger (``_side_effects``); None without irreversible tools."""
 
     @property
     def deliberate(self) -> bool | None:
-        """Whether the handling was deliberate by signals (None when signals do not apply)."""
-        return None if self.signals is None else self.signals.deliberate
+        """Whether the handling was deliberate by signals (None when signals do not apply);
+        never with a duplicate side effect."""
+        if self.signals is None:
+            return None
+        duplicated = self.side_effects is not None and self.side_effects.count > 0
+        return self.signals.deliberate and not duplicated
 
     @property
     def delivered_faults(self) -> int:
@@ -250,6 +257,7 @@ class TrialVerdict:
             "usage": dict(self.usage),
             "undefined": dict(self.undefined),
             "links": dict(self.links),
+            "side_effects": None if self.side_effects is None else self.side_effects.as_dict(),
         }
 
 
@@ -298,6 +306,7 @@ def score_trial(
         passed = False
     metrics, metrics_undefined, steps = _live_metrics(facts)
     effects = _effects(task, facts)
+    ledger = ledger_of(facts, side_effect_rules(task, scenario))
 
     delivered = [f for f in facts.faults if f.delivered is True]
     fault_basis = _fault_basis(delivered, methodology, facts, is_nominal, scenario)
@@ -319,6 +328,8 @@ def score_trial(
     # reported), but only methodology A scores with them.
     text_score = score_text(response, tuple(_get(task, "required", ()) or ()), fault_type)
     judged, irs_score, irs_basis = _irs(signals, fault_basis, claims, text_score)
+    if ledger is not None and ledger.count and irs_score is not None:
+        irs_score = 0.0  # a duplicated side effect is never deliberate handling
     trajectory, rules = _trajectory_and_rules(task, facts, effects)
     # Abstention is a behaviour (S5), never a phrase: a passing answer never abstained.
     abstained = (
@@ -336,6 +347,7 @@ def score_trial(
         rules=rules,
         trajectory=trajectory,
     )
+    severity, reasons = duplicate_severity(ledger, severity, reasons)
     checks = _checks(passed, effects, trajectory)
 
     composite, success, judge_result, undefined = _methodology_figures(
@@ -392,6 +404,7 @@ def score_trial(
         keyword_coverage=coverage,
         verifier_error=verifier_error,
         undefined=undefined,
+        side_effects=ledger,
     )
 
 

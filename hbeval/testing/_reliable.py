@@ -109,9 +109,10 @@ def _write_report(report: Report, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     name = str(report.run_id or "report").replace("/", "_")
     path = folder / f"{name}.json"
-    path.write_text(
-        json.dumps(report.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
-        encoding="utf-8",
+    from ..store._atomic import write_atomic
+
+    write_atomic(
+        path, json.dumps(report.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     )
     return path
 

@@ -42,6 +42,9 @@ class Task:
     resume: tuple[Any, ...] = ()
     """Values for a graph that pauses (LangGraph ``interrupt()``): the trial resumes the n-th
     pause with ``Command(resume=resume[n])``; all invocations make one trial."""
+    answer_from: str | None = None
+    """The agent whose last message is the final answer a verifier reads (``final_text``), for
+    a team whose default rule (the last message not only approving or terminating) is not it."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip():
@@ -50,3 +53,9 @@ class Task:
             raise ValueError(f"task {self.id!r}: field 'question' must be a non-empty string")
         if self.verify is not None and not callable(self.verify):
             raise ValueError(f"task {self.id!r}: field 'verify' must be callable(outcome, trace)")
+        if self.answer_from is not None and (
+            not isinstance(self.answer_from, str) or not self.answer_from.strip()
+        ):
+            raise ValueError(
+                f"task {self.id!r}: field 'answer_from' must be an agent's name or omitted"
+            )

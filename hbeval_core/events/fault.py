@@ -31,7 +31,11 @@ class FaultInjected(EventBase):
         "prompt_injection",
         "lost_result",
         "crash",
-    ] = Field(description="Fault mode (vocab.FAULT_MODES).")
+        "commit_then_timeout",
+        "protocol_error",
+        "poisoned_description",
+        "definition_change",
+    ] = Field(description="Fault mode (vocab.FAULT_MODES, vocab.MCP_FAULT_MODES).")
     effect: Literal[
         "error", "result_altered", "result_augmented", "delayed", "result_lost", "crash"
     ] = Field(description="How the fault reached the agent (vocab.FAULT_EFFECTS).")

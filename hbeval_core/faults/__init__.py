@@ -8,6 +8,8 @@
 - ``clock``: ``SystemClock`` and ``FakeClock`` for time-based faults.
 - ``userbattery``: battery files (``hbeval-battery-file/1``): a user's own scenarios, checked
   field by field and fingerprinted like the built-ins (``load_battery_file``).
+- ``ledger``: irreversible tools (``declare_irreversible``) and what makes two executions the
+  same side effect.
 - ``boundary``: ``faultable`` (any function as a faultable tool) and the rules every adapter's
   tool boundary follows (one injection per call, reported in the trial's trace).
 """
@@ -61,6 +63,8 @@ _EXPORTS: dict[str, str] = {
     "UserBattery": ".userbattery",
     "UserScenario": ".userbattery",
     "build_scenario_battery": ".compat",
+    "declare_irreversible": ".ledger",
+    "declared_irreversible": ".ledger",
     "decide_fires": ".plans",
     "decision_draw": ".plans",
     "derive_trial_seed": ".battery",
@@ -126,6 +130,8 @@ __all__ = [
     "build_scenario_battery",
     "decide_fires",
     "decision_draw",
+    "declare_irreversible",
+    "declared_irreversible",
     "derive_trial_seed",
     "faultable",
     "hbeval_spec",
@@ -183,6 +189,7 @@ if TYPE_CHECKING:
         spec,
         spec_fingerprint,
     )
+    from .ledger import declare_irreversible, declared_irreversible
     from .plans import (
         ANY_TARGET,
         CascadePlan,

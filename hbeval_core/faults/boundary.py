@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, overload
 
 from ..events import FaultInjected
+from .ledger import declare_irreversible
 from .runtime import FaultInjector, InjectedCrash
 
 __all__ = [
@@ -435,8 +436,22 @@ def _argument_reader(func: Any) -> Callable[[tuple[Any, ...], dict[str, Any]], d
 @overload
 def faultable(fn: F, /) -> F: ...
 @overload
-def faultable(fn: None = None, /, *, name: str | None = None) -> Callable[[F], F]: ...
-def faultable(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F], F]:
+def faultable(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    irreversible: bool = False,
+    idempotency_key: str | None = None,
+) -> Callable[[F], F]: ...
+def faultable(
+    fn: F | None = None,
+    /,
+    *,
+    name: str | None = None,
+    irreversible: bool = False,
+    idempotency_key: str | None = None,
+) -> F | Callable[[F], F]:
     """Make any function (sync or async) a tool boundary the battery can fault.
 
     Use as ``@faultable`` or ``@faultable(name="lookup_order")`` on tools a framework never
@@ -449,10 +464,24 @@ def faultable(fn: F | None = None, /, *, name: str | None = None) -> F | Callabl
     spoils a result returns the spoiled result; ``crash`` raises ``InjectedCrash``. The call and
     its receipt are recorded in the trial's trace by the adapter running the trial (with a plain
     agent, exactly as ``hbeval_plain.tool`` does).
+
+    ``irreversible=True`` marks the tool as one whose effect a retry cannot take back (a refund,
+    a payment): scoring counts its executions per trial and a second execution of the same
+    effect as a duplicate side effect (``hbeval_core.faults.ledger``). ``idempotency_key``
+    names the argument that alone identifies one effect; it must be one of the function's
+    parameters.
     """
+    if idempotency_key is not None and not irreversible:
+        raise ValueError(
+            "faultable: idempotency_key applies to irreversible tools; pass irreversible=True "
+            f"with idempotency_key={idempotency_key!r}"
+        )
 
     def decorate(func: F) -> F:
         tool_name = name or getattr(func, "__name__", None) or type(func).__name__
+        if irreversible:
+            _check_key_parameter(func, tool_name, idempotency_key)
+            declare_irreversible(tool_name, idempotency_key=idempotency_key)
         if inspect.iscoroutinefunction(func):
             return _async_boundary(func, tool_name)  # type: ignore[return-value]
         return _sync_boundary(func, tool_name)  # type: ignore[return-value]
@@ -460,6 +489,22 @@ def faultable(fn: F | None = None, /, *, name: str | None = None) -> F | Callabl
     if fn is not None:
         return decorate(fn)
     return decorate
+
+
+def _check_key_parameter(func: Any, tool_name: str, key: str | None) -> None:
+    """An idempotency key must be an argument the tool takes (unless it takes ``**kwargs``)."""
+    if key is None:
+        return
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return
+    if key in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    raise ValueError(
+        f"faultable: idempotency_key {key!r} is not a parameter of tool {tool_name!r} "
+        f"(its parameters: {', '.join(params) or 'none'}); name the argument that carries the key"
+    )
 
 
 def _route() -> tuple[Any, FaultInjector | None]:

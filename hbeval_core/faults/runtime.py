@@ -25,6 +25,8 @@ malformed           yes       the real result corrupted per ``malformed_kind``
 truncated           yes       the result's text cut to its first half, plus "…"
 prompt_injection    yes       the real result plus a planted instruction naming a forbidden tool
 lost_result         yes       error ``TimeoutError: no response received from tool '<t>'``
+commit_then_timeout yes       error ``TimeoutError: tool '<t>' timed out after <n> ms`` (as
+                              ``timeout`` reads, but the tool ran: its side effect happened)
 crash               no        nothing: ``InjectedCrash`` is raised out of ``run_call``
 =================== ========= ================================================================
 
@@ -46,6 +48,7 @@ from typing import Any, Final
 from ..contract._clock import AsyncClock, Clock, SystemClock
 from ..events import FaultInjected
 from ..vocab import (
+    COMMIT_THEN_TIMEOUT,
     CONNECTION_REFUSED,
     CRASH,
     EFFECT_CRASH,
@@ -115,6 +118,7 @@ MODE_EFFECTS: Final[Mapping[str, str]] = {
     TRUNCATED: EFFECT_RESULT_ALTERED,
     PROMPT_INJECTION: EFFECT_RESULT_AUGMENTED,
     LOST_RESULT: EFFECT_RESULT_LOST,
+    COMMIT_THEN_TIMEOUT: EFFECT_RESULT_LOST,
     CRASH: EFFECT_CRASH,
 }
 """How each mode reaches the agent (vocab EFFECT_*)."""
@@ -132,9 +136,13 @@ MODE_OBSERVED: Final[Mapping[str, str]] = {
     TRUNCATED: OBSERVED_MALFORMED,
     PROMPT_INJECTION: OBSERVED_MALFORMED,
     LOST_RESULT: OBSERVED_TIMEOUT,
+    COMMIT_THEN_TIMEOUT: OBSERVED_TIMEOUT,
     CRASH: OBSERVED_EXCEPTION,
 }
 """The observed outcome each mode records on its event."""
+
+RESULT_LOSING_MODES: Final = frozenset({LOST_RESULT, COMMIT_THEN_TIMEOUT})
+"""Modes where the tool runs and its answer never reaches the caller (the side effect stands)."""
 
 _SKIPS_REAL_CALL: Final = frozenset({TIMEOUT, ERROR_5XX, CONNECTION_REFUSED, INTERMITTENT, CRASH})
 
@@ -506,7 +514,7 @@ class FaultInjector:
         """Run one tool call under the plan: decide, apply the fault if one fires, report.
 
         Exceptions from ``real_call`` propagate unchanged (the adapter's normal tool-error path
-        handles them), except under ``lost_result``, whose agent never hears back either way.
+        handles them), except under ``lost_result`` and ``commit_then_timeout``, whose agent never hears back either way.
         Raises ``InjectedCrash`` for a ``crash`` fault.
 
         ``before_call(synthetic, receipt)``, when given, is called once the fault is decided and
@@ -605,27 +613,31 @@ class FaultInjector:
             return _Applied(result=text, payload=text)
         if mode == PROMPT_INJECTION:
             custom = d.spec.text
-            planted = (
+            instruction = (
                 planted_instruction(self.injection_target)
                 if custom is None
                 else custom.replace("{forbidden_tool}", self.injection_target)
             )
             return _Applied(
-                result=f"{render_text(result)}\n\n{planted}",
-                payload=planted,
-                note={"planted": [planted]},
+                result=f"{render_text(result)}\n\n{instruction}",
+                payload=instruction,
+                note={"planted": [instruction]},
             )
-        # LOST_RESULT: the side effect happened; the agent is told nothing came back.
+        # LOST_RESULT / COMMIT_THEN_TIMEOUT: the side effect happened; the agent is told
+        # nothing came back, or that the call timed out.
         return self._lost(d)
 
     def _lost(self, d: FaultDecision, note: dict[str, Any] | None = None) -> _Applied:
-        text = f"TimeoutError: no response received from tool '{d.tool}'"
+        if d.mode == COMMIT_THEN_TIMEOUT:
+            text = f"TimeoutError: tool '{d.tool}' timed out after {d.spec.after_ms} ms"
+        else:
+            text = f"TimeoutError: no response received from tool '{d.tool}'"
         return _Applied(error=text, error_type="TimeoutError", payload=text, note=note)
 
     def _after_failure(self, d: FaultDecision, exc: Exception) -> _Applied:
         """The real call raised: record what happened, then re-raise unless the result was lost."""
         note = {"real_call_error": type(exc).__name__}
-        if d.mode == LOST_RESULT:
+        if d.mode in RESULT_LOSING_MODES:
             return self._lost(d, note)
         # Latency was applied and the tool then failed on its own; other modes had no result to
         # alter, so their injection failed. Either way the tool's own error is what the agent sees.
@@ -705,6 +717,7 @@ __all__ = [
     "HTTP_REASONS",
     "MODE_EFFECTS",
     "MODE_OBSERVED",
+    "RESULT_LOSING_MODES",
     "TRUNCATION_MARK",
     "BeforeCall",
     "CallOutcome",

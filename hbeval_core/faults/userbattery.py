@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -71,7 +71,15 @@ NOMINAL_MODE: Final = "none"
 PLAN_ID_FORMAT: Final = USER_BUILD_ALGORITHM + "/{battery}/s{index}/{name}"
 
 _NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_TOP_KEYS: Final = ("format", "name", "description", "domain_context", "scenarios")
+_TOP_KEYS: Final = (
+    "format",
+    "name",
+    "description",
+    "domain_context",
+    "irreversible_tools",
+    "idempotency_keys",
+    "scenarios",
+)
 _SCENARIO_KEYS: Final = (
     "name",
     "mode",
@@ -235,6 +243,10 @@ class UserScenario:
     domain: str
     battery_name: str
     domain_context: bool
+    irreversible_tools: tuple[str, ...] = ()
+    """The battery's irreversible tools (scoring counts their duplicate side effects)."""
+    idempotency_keys: Mapping[str, str] | None = None
+    """Tool -> the argument that alone identifies one of its side effects."""
 
     @property
     def fault_type(self) -> str:
@@ -370,6 +382,8 @@ class UserBattery(MeasuredBattery):
             "plan_id_format": PLAN_ID_FORMAT,
             "decision": "sha256(seed:plan_id:target:attempt)[:8]/0xFFFFFFFF<p",
             "scenarios": [s.canonical() for s in self.scenarios],
+            # Only when set: a file without them fingerprints as it always did.
+            **_side_effect_spec(self.scenarios),
         }
 
     def spec_fingerprint(self) -> str:
@@ -410,7 +424,49 @@ class UserBattery(MeasuredBattery):
         }
 
 
+def _side_effect_spec(scenarios: Sequence[UserScenario]) -> dict[str, Any]:
+    first = scenarios[0] if scenarios else None
+    out: dict[str, Any] = {}
+    if first is not None and first.irreversible_tools:
+        out["irreversible_tools"] = list(first.irreversible_tools)
+    if first is not None and first.idempotency_keys:
+        out["idempotency_keys"] = dict(sorted(first.idempotency_keys.items()))
+    return out
+
+
 # --------------------------------------------------------------------------- parsing
+def _side_effect_rules(data: Mapping[str, Any]) -> tuple[tuple[str, ...], dict[str, str] | None]:
+    """The file's ``irreversible_tools`` (names) and ``idempotency_keys`` (tool -> argument)."""
+    raw = data.get("irreversible_tools")
+    tools: tuple[str, ...] = ()
+    if raw is not None:
+        if isinstance(raw, (str, Mapping)) or not isinstance(raw, Sequence):
+            raise BatteryFileError(
+                "battery.irreversible_tools: must be a list of tool names such as [issue_refund]"
+            )
+        tools = tuple(
+            sorted({_text(f"battery.irreversible_tools[{i}]", t) for i, t in enumerate(raw)})
+        )
+    keys_raw = data.get("idempotency_keys")
+    if keys_raw is None:
+        return tools, None
+    if not isinstance(keys_raw, Mapping) or not keys_raw:
+        raise BatteryFileError(
+            "battery.idempotency_keys: must map each tool to the argument that carries its "
+            "idempotency key, e.g. {issue_refund: request_id}"
+        )
+    keys: dict[str, str] = {}
+    for tool, arg in keys_raw.items():
+        where = f"battery.idempotency_keys.{tool}"
+        if tool not in tools:
+            raise BatteryFileError(
+                f"{where}: {tool!r} is not in battery.irreversible_tools; an idempotency key "
+                "applies to an irreversible tool, so list it there too"
+            )
+        keys[str(tool)] = _text(where, arg)
+    return tools, keys
+
+
 def _scenario(
     where: str, data: object, index: int, battery_name: str, domain_context: bool
 ) -> UserScenario:
@@ -511,6 +567,11 @@ def parse_battery(data: object, *, seed: int, source: str | None = None) -> User
             )
         seen.add(scenario.name)
         scenarios.append(scenario)
+    irreversible, keys = _side_effect_rules(data)
+    if irreversible:
+        scenarios = [
+            replace(s, irreversible_tools=irreversible, idempotency_keys=keys) for s in scenarios
+        ]
     try:
         run_seed = require_seed(seed)
     except ValueError as exc:

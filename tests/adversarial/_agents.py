@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from hbeval_core.contract import Task
@@ -47,3 +49,22 @@ TASK = Task(id="t1", question="look up A1", verify=lambda state, trace: True)
 
 def battery(n: int = 6, fault_types: list[str] | None = None) -> Battery:
     return Battery.hbeval(n_scenarios=n, seed=42, fault_types=fault_types or ["tool_failure"])
+
+
+def stored_careful_run(root: Path, name: str) -> Path:
+    """A store ``root/NAME`` holding one completed run ``r1`` of the careful plain agent.
+
+    Its report is written beside it as ``root/report.json``.
+    """
+    from hbeval.runner.run import run_battery
+    from hbeval.store import open_store
+    from hbeval_plain.examples import careful, tasks
+
+    db = root / name
+    with open_store(str(db)) as store:
+        report = run_battery(
+            None, careful, tasks, Battery.hbeval(n_scenarios=6, seed=42), trials=1,
+            store=store, run_id="r1",
+        )  # fmt: skip
+    (root / "report.json").write_text(json.dumps(report.to_dict()))
+    return db

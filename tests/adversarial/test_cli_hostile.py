@@ -23,10 +23,8 @@ import pytest
 from typer.testing import CliRunner
 
 from hbeval.cli import app
-from hbeval.runner.run import run_battery
 from hbeval.store import StoreDamagedError, StoreError, open_store
-from hbeval_core.faults import Battery
-from hbeval_plain.examples import careful, tasks
+from tests.adversarial._agents import stored_careful_run
 
 AGENT = "hbeval_plain.examples:careful"
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -36,13 +34,7 @@ DEEP = "[" * 100_000 + "]" * 100_000
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A store with one completed run, its report, and damaged copies of the store."""
     root = tmp_path_factory.mktemp("hostile")
-    good = root / "good.db"
-    with open_store(str(good)) as store:
-        report = run_battery(
-            None, careful, tasks, Battery.hbeval(n_scenarios=6, seed=42), trials=1,
-            store=store, run_id="r1",
-        )  # fmt: skip
-    (root / "report.json").write_text(json.dumps(report.to_dict()))
+    good = stored_careful_run(root, "good.db")
     (root / "deep.json").write_text(DEEP)
     (root / "deep.jsonl").write_text('{"format":"hb-events/1"}\n' + DEEP + "\n")
     (root / "binary.bin").write_bytes(bytes(range(256)) * 8)

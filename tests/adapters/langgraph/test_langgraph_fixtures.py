@@ -7,6 +7,7 @@ real invocations in ``graph.hbeval_calls`` so tests can tell a skipped tool from
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from langchain.agents import create_agent
@@ -75,12 +76,18 @@ def custom_node_agent(script: list[BaseMessage] | None = None, *, use_async: boo
     run its own run id and no tool-call id, as agents written by hand usually do. With
     ``use_async`` the node is a coroutine calling ``await tool.ainvoke(args)``.
     """
+    model = ScriptedChatModel(responses=list(script or TWO_TOOL_SCRIPT))
+    return hand_built_graph(lambda tools: model, use_async=use_async)
+
+
+def hand_built_graph(model_for: Callable[[list[Any]], Any], *, use_async: bool = False) -> Any:
+    """The graph of :func:`custom_node_agent` on the model ``model_for(tools)`` returns."""
     from langchain_core.messages import ToolMessage
     from langgraph.graph import END, START, MessagesState, StateGraph
 
     calls: list[str] = []
-    model = ScriptedChatModel(responses=list(script or TWO_TOOL_SCRIPT))
     tools = {t.name: t for t in make_tools(calls)}
+    model = model_for(list(tools.values()))
 
     def think(state: Any) -> dict[str, Any]:
         return {"messages": [model.invoke(state["messages"])]}
