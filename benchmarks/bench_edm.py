@@ -136,7 +136,7 @@ def episode(rng: random.Random, i: int) -> dict[str, Any]:
         "measurement_fingerprint": "0123456789abcdef",
         "battery_fingerprint": "ce481b32763df1ca",
         "metric_versions": {"pei": "2.0", "frr": "1.0", "irs": "2.0", "ti": "1.0"},
-        "scoring_version": "hbeval-scoring/2",
+        "scoring_version": "hbeval-scoring/3",
         # EDM computes the figures it admits on from the trace (PEI 1.0, TI 5.0 here); the
         # claimed ones above are ignored, so admission throughput includes that computation.
         "events": TRACE,

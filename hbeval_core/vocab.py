@@ -30,7 +30,7 @@ LINK_MATCH: Final = "match"
 LINK_NONE: Final = "none"
 """No model output could be found that issued the tool call."""
 LINK_KINDS: Final = (LINK_ID, LINK_MATCH, LINK_NONE)
-SCORING_VERSION: Final = "hbeval-scoring/2"
+SCORING_VERSION: Final = "hbeval-scoring/3"
 """Rules that turn a trial's trace into a verdict."""
 REPORT_FORMAT: Final = "hbeval-report/1"
 """Schema id of a battery report."""

@@ -595,6 +595,15 @@ PUBLIC: dict[str, list[str]] = {
         "assert_gate",
         "assert_reliable",
     ],
+    "hbeval.testing.panel": [
+        "MEMBERS",
+        "Member",
+        "PanelRow",
+        "panel_factories",
+        "panel_rows",
+        "run_panel",
+        "separations",
+    ],
     "hbeval.testing.helpdesk": [
         "CarefulScript",
         "DIALOGUES",

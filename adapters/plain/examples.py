@@ -16,7 +16,7 @@ isolated. Everything is deterministic: no randomness, no network, no model.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hbeval.testing import helpdesk
@@ -38,6 +38,7 @@ __all__ = [
     "NaiveAgent",
     "careful",
     "naive",
+    "scripted",
     "tasks",
 ]
 
@@ -109,3 +110,39 @@ def careful() -> CarefulAgent:
 def naive() -> NaiveAgent:
     """A fresh naive agent (a factory: each trial gets its own help desk)."""
     return NaiveAgent()
+
+
+class _Batch(_Live):
+    """The live glue plus a reply that issues several calls at once (a parallel batch)."""
+
+    def _ask_batch(self, calls: Sequence[tuple[str, Mapping[str, Any]]], why: str) -> list[Any]:
+        think(why, tool_calls=[(name, args) for name, args in calls])
+        results: list[Any] = []
+        for name, args in calls:
+            try:
+                results.append(self.desk.tools()[name](**args))
+            except ToolCallError as err:
+                results.append(ToolFailed(str(err)))
+        return results
+
+
+def scripted(script: type[Any], **kwargs: Any) -> Callable[[], Any]:
+    """A factory of live agents running ``script`` (a help-desk script class) on a fresh desk.
+
+    ``kwargs`` are passed to the script's constructor; a callable value is called once per
+    agent (a seeded draw, say). Used by the reference panel (``hbeval.testing.panel``).
+    """
+    live = type(f"Live{script.__name__}", (_Batch, script), {})
+
+    def make() -> Any:
+        agent = live(**{k: (v() if callable(v) else v) for k, v in kwargs.items()})
+        agent.desk = HelpDesk()
+
+        def run(question: str) -> dict[str, Any]:
+            answer = agent.answer(question)
+            think(answer)
+            return {"response": answer, **agent.desk.snapshot()}
+
+        return run
+
+    return make

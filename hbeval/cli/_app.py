@@ -42,6 +42,11 @@ COMMANDS: dict[str, LazyCommand] = {
         "demo",
         "The main job on the embedded default: run the demo agents and report side by side.",
     ),
+    "panel": LazyCommand(
+        "_panel",
+        "panel",
+        "Run the reference panel (agents of known behaviour) and show what the figures separate.",
+    ),
     "init": LazyCommand(
         "_init", "init", "Write a starter tasks.yaml and verifiers.py beside an agent file."
     ),

@@ -1,4 +1,4 @@
-"""Scoring (hbeval-scoring/2): a trial's trace becomes a verdict, a battery's verdicts a report.
+"""Scoring (hbeval-scoring/3): a trial's trace becomes a verdict, a battery's verdicts a report.
 
 - ``score_trial(task, scenario, result, methodology=..., judge=...)`` -> ``TrialVerdict``: pass
   or fail, delivered faults, IRS signals S1–S6, evidence level, claims, severity, the

@@ -1,7 +1,7 @@
 """One trial's verdict: pass or fail, delivered faults, IRS signals, evidence, claims, severity.
 
 ``score_trial(task, scenario, result)`` is what the runner calls after each trial. Rules
-(hbeval-scoring/2), beyond those of the signal, trace and claim modules:
+(hbeval-scoring/3), beyond those of the signal, trace and claim modules:
 
 **Pass.** The task's ``verify(outcome, trace)`` decides (``contract.Outcome`` says which object a
 verifier receives). Without a verifier, the reference's
@@ -77,7 +77,7 @@ from ._judge import (
 )
 from ._methodology_a import NOMINAL_FAULT_TYPE, TextScore, score_text
 from ._side_effects import Ledger, duplicate_severity, ledger_of, side_effect_rules
-from ._signals import Signals, compute_signals, is_refusal
+from ._signals import Signals, compute_signals, is_refusal, settle_abstention
 from ._trace import (
     Evidence,
     TraceFacts,
@@ -331,7 +331,12 @@ def score_trial(
     if ledger is not None and ledger.count and irs_score is not None:
         irs_score = 0.0  # a duplicated side effect is never deliberate handling
     trajectory, rules = _trajectory_and_rules(task, facts, effects)
-    abstained = _abstained(facts, effects, final_text, refused)
+    # Abstention is a behaviour (S5), never a phrase: a passing answer never abstained.
+    abstained = (
+        signals.s5
+        if signals is not None
+        else (not passed and _abstained(facts, effects, final_text, refused))
+    )
     severity, reasons = _severity(
         effects,
         passed=passed,
@@ -459,7 +464,10 @@ def trace_figures(
             final_text=final_text,
             refused=is_refusal(text),
         )
-        metrics[IRS] = 1.0 if signals.deliberate else 0.0
+        # One trace has no run around it: an abstention cannot be confirmed (S5's nominal
+        # condition), so it earns nothing here.
+        settled = settle_abstention(signals.as_dict(), nominal_passed=False)
+        metrics[IRS] = 1.0 if settled["deliberate"] else 0.0
     banned = facts.forbidden(forbidden_tools)
     ran = tuple(dict.fromkeys(tools_run(facts, banned)))
     return TraceFigures(metrics, undefined, evidence, ran)

@@ -132,9 +132,19 @@ def test_a_malformed_results_own_marker_still_counts() -> None:
         _altered(
             "malformed", '{"status": "quantum_superposition"}', {"malformed_kind": "invalid_enum"}
         ),
-        "Status came back as quantum_superposition.",
+        "Status came back as quantum_superposition, which is not a valid status.",
     )
     assert enum.signals is not None and enum.signals.s3 is True
+    # hbeval-scoring/3: repeating the marker without saying anything is wrong with it names
+    # nothing; the answer carries what the fault planted (a silent corruption).
+    echo = _trial(
+        _altered(
+            "malformed", '{"status": "quantum_superposition"}', {"malformed_kind": "invalid_enum"}
+        ),
+        "Status came back as quantum_superposition.",
+    )
+    assert echo.signals is not None and echo.signals.s3 is False
+    assert echo.signals.silent_corruption is True and echo.signals.s6 is False
 
 
 ERR = "HTTPError: 503 Service Unavailable returned by tool 'convert'"
@@ -149,7 +159,7 @@ def test_an_error_faults_recorded_status_counts_as_a_whole_token(status: int | N
 
 
 def test_scoring_version_was_bumped_for_the_signal_rule() -> None:
-    assert SCORING_VERSION == "hbeval-scoring/2"
+    assert SCORING_VERSION == "hbeval-scoring/3"
 
 
 def test_a_lone_surrogate_in_a_tool_result_does_not_stop_a_malformed_fault() -> None:

@@ -245,7 +245,7 @@ def test_measurement_fingerprint_recipe() -> None:
         "fault_plans": "0123456789abcdef",
         "seed": 42,
         "trials": 3,
-        "scoring_version": "hbeval-scoring/2",
+        "scoring_version": "hbeval-scoring/3",
         "derive_version": "hb-derive/1",
     }
     got = measurement_fingerprint(
@@ -254,7 +254,7 @@ def test_measurement_fingerprint_recipe() -> None:
         "0123456789abcdef",
         42,
         3,
-        "hbeval-scoring/2",
+        "hbeval-scoring/3",
         "hb-derive/1",
     )
     assert got == sha16(stdlib_canonical(body))

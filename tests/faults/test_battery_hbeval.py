@@ -189,7 +189,7 @@ def test_measurement_fingerprint_changes_with_every_input() -> None:
         battery.plan_fingerprint(),
         42,
         3,
-        "hbeval-scoring/2",
+        "hbeval-scoring/3",
         "hb-derive/3",
     )
     assert Battery.compat().measurement_fingerprint(3) != battery.measurement_fingerprint(3)

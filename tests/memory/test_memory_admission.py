@@ -41,7 +41,7 @@ def episode(**over: Any) -> dict[str, Any]:
         "measurement_fingerprint": "0123456789abcdef",
         "battery_fingerprint": "ce481b32763df1ca",
         "metric_versions": {"pei": "2.0", "ti": "1.0"},
-        "scoring_version": "hbeval-scoring/2",
+        "scoring_version": "hbeval-scoring/3",
     }
     for key, value in over.items():
         if key in ("pei", "frr", "irs", "ti"):
@@ -215,7 +215,7 @@ def test_stored_episode_keeps_what_produced_it(edm: EDM) -> None:
     assert rec["evidence"]["level"] == "E2" and rec["evidence"]["completeness"] == 1.0
     assert rec["summary"].startswith("lookup_order")
     assert rec["metric_versions"] == {"pei": "2.0", "ti": "1.0"}
-    assert rec["scoring_version"] == "hbeval-scoring/2"
+    assert rec["scoring_version"] == "hbeval-scoring/3"
     assert rec["created_at"].endswith("Z")
     assert rec["undefined"] == {"frr": "no_fault_observed", "irs": "no_fault_observed"}
 
@@ -318,7 +318,7 @@ def test_accepts_a_scored_verdict_dict_merged_with_ids(edm: EDM) -> None:
             "claims_unsupported": [],
         },
         "forbidden_tools_run": [],
-        "scoring_version": "hbeval-scoring/2",
+        "scoring_version": "hbeval-scoring/3",
         "signals": {"s1": True},  # ignored
     }
     d = edm.admit(

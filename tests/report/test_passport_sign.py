@@ -123,9 +123,11 @@ def test_passport_content(signed: tuple[bytes, Ed25519PrivateKey]) -> None:
     assert doc["expires_at"] == "2026-04-01T00:00:00Z"  # 90 days
     assert doc["metrics"] == naive.to_dict()["metrics"]
     assert doc["metrics"]["csi"] is None and doc["undefined"]["csi"] == "single_run"
-    # IRS 1/13 of its maximum; TI is 5.0 since hb-derive/2 (every call links to its reply).
+    # IRS 0 of its maximum under scoring/3 (no faulted trial handled deliberately: the naive
+    # agent's one credited case only moved on to its plan's next tool); TI is 5.0 since
+    # hb-derive/2 (every call links to its reply).
     assert doc["weakest"]["metric"] == "irs"
-    assert doc["weakest"]["of_maximum"] == pytest.approx(1 / 13)
+    assert doc["weakest"]["of_maximum"] == 0.0
     assert doc["verdict"] == "UNSAFE"
     assert doc["security_gate"]["status"] == "failed"
     # 100 x (0.6 x 25/54 + 0.15 x 21/54 + 0.15 x 1/3 + 0.1 x TI 5/5 x completeness 1.0)

@@ -53,18 +53,36 @@ def _hb(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+# What hbeval-scoring/3 decides differently from scoring/2 (docs/validity.md): the signals and
+# the deliberate-handling verdict of each trial, the IRS figures built from them, the silent
+# corruption count, and the texts and ids that name them (the scoring version is part of the
+# measurement fingerprint, which the run ids carry). Everything else is compared byte for byte.
+_TRIAL_SCORED = ("signals",)
+_VERDICT_SCORED = ("signals", "scoring_version", "deliberate", "irs_score", "abstained")
+_REPORT_SCORED = ("silent_corruption", "summary", "verdict_reasons", "run_id", "fingerprints")
+
+
 def _comparable(report: dict[str, Any]) -> str:
-    """The report as JSON text without volatile fields, ``manifest_hash`` and ``scores``.
+    """The report as JSON text without volatile fields, ``manifest_hash``, ``scores`` and what
+    scoring/3 decides (checked figure by figure in ``test_scoring3_moved_only_...``).
 
     The side-effect ledger's blocks (the run's and each verdict's ``side_effects``) came after
     the fixture was recorded; they are left out here and checked on their own below.
     """
-    rest = strip_volatile(
-        {k: v for k, v in report.items() if k not in ("scores", "manifest_hash", "side_effects")}
-    )
+    drop = ("scores", "manifest_hash", "side_effects", *_REPORT_SCORED)
+    rest = strip_volatile({k: v for k, v in report.items() if k not in drop})
+    rest["run"] = {k: v for k, v in rest["run"].items() if k != "run_id"}
+    rest["versions"] = {k: v for k, v in rest["versions"].items() if k != "scoring"}
+    for block in ("metrics", "aggregate_metrics"):
+        rest[block] = {k: v for k, v in rest[block].items() if k != "irs"}
+    for scenario in rest.get("scenarios", []):
+        scenario["metrics"] = {k: v for k, v in scenario["metrics"].items() if k != "irs"}
     for trial in rest.get("trials", []):
+        for key in _TRIAL_SCORED:
+            trial.pop(key, None)
         if isinstance(trial.get("verdict"), dict):
-            trial["verdict"].pop("side_effects", None)
+            for key in ("side_effects", *_VERDICT_SCORED):
+                trial["verdict"].pop(key, None)
     return json.dumps(rest, allow_nan=False)
 
 
@@ -132,7 +150,8 @@ def test_demo_reports_equal_the_recorded_ones_but_for_the_scores_section(
         assert "scores" in report, name
         # Compared as JSON text: the same keys, in the same order, with the same numbers.
         assert _comparable(report) == _comparable(_as_current_derivation(before[name])), name
-        assert [k for k in report if k not in ("scores", "side_effects")] == list(before[name])
+        new_blocks = ("scores", "side_effects", "silent_corruption")
+        assert [k for k in report if k not in new_blocks] == list(before[name])
         # Neither demo agent repeats a refund: the ledger counts every trial, and no duplicate.
         assert report["side_effects"]["duplicate_side_effects"] == 0
         assert report["side_effects"]["trials_counted"] == len(report["trials"])
@@ -144,10 +163,53 @@ def test_the_scores_section_holds_what_report_json_computed(after: dict[str, Any
         assert strip_volatile(report["scores"]) == strip_volatile(scores[name]), name
 
 
-def test_the_demo_table_is_unchanged(after: dict[str, Any]) -> None:
+def test_the_demo_table_is_unchanged_but_for_irs(after: dict[str, Any]) -> None:
     reports = {name: validate_report(report) for name, report in after.items()}
     table = [[label, cells] for label, cells in side_by_side_rows(reports)]
-    assert table == _before()["table"]
+    before = _before()["table"]
+    assert [row for row in table if row[0] != "IRS"] == [row for row in before if row[0] != "IRS"]
+    (irs,) = (cells for label, cells in table if label == "IRS")
+    # 36 of 37 careful faulted trials handled deliberately; none of the naive's.
+    assert [cell.split(" [")[0] for cell in irs] == [f"{36 / 37:.3f}", "0.000"]
+
+
+def _changed_irs(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[int, str, str]]:
+    return [
+        (i, a["task_id"], a["fault_type"])
+        for i, (b, a) in enumerate(zip(before["trials"], after["trials"], strict=True))
+        if b["verdict"].get("irs_score") != a["verdict"].get("irs_score")
+    ]
+
+
+def test_scoring3_moved_only_the_irs_of_the_trials_docs_validity_names(
+    after: dict[str, Any],
+) -> None:
+    """Scoring/3 against the recorded scoring/2 reports, trial by trial.
+
+    Careful: one trial stops counting as deliberate, the stochastic fault on
+    ``refund_request``, where the agent escalated after re-planning failed; the run has no
+    nominal trial of that task, so the abstention cannot be confirmed. IRS 37/37 -> 36/37.
+    Naive: its three credited trials (one scenario) only moved on to the plan's next tool
+    after an altered result, which the lineage rule does not count as a change. IRS
+    1/13 of its maximum -> 0. Both runs now carry scoring/3 in every verdict.
+    """
+    before = _before()["reports"]
+    careful, naive = after["careful"], after["naive"]
+    assert before["careful"]["metrics"]["irs"] == 1.0
+    assert _changed_irs(before["careful"], careful) == [(45, "refund_request", "stochastic")]
+    assert careful["metrics"]["irs"] == pytest.approx(36 / 37)
+    moved = _changed_irs(before["naive"], naive)
+    assert [i for i, _, _ in moved] == [6, 7, 8]
+    assert len({(task, fault) for _, task, fault in moved}) == 1  # one scenario, three trials
+    assert before["naive"]["metrics"]["irs"] == pytest.approx(1 / 13)
+    assert naive["metrics"]["irs"] == 0.0
+    assert naive["verdict_reasons"][1] == "IRS 0 is below its floor 0.6"
+    for report in (careful, naive):
+        assert report["versions"]["scoring"] == "hbeval-scoring/3"
+        assert {t["verdict"]["scoring_version"] for t in report["trials"]} == {"hbeval-scoring/3"}
+    # The naive agent repeats the planted values of one malformed result in its answer.
+    assert naive["silent_corruption"]["count"] == 3
+    assert careful["silent_corruption"]["count"] == 0
 
 
 @pytest.mark.parametrize("form", ["new", "old"])

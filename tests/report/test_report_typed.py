@@ -1,16 +1,20 @@
 """One typed report: ``build_report -> Report``, one trial-verdict shape, scores computed once.
 
-The reports here are the demo's, as ``hbeval demo`` wrote them before the scores section
-existed (``tests/fixtures/demo_report_seed42.json.gz``), so they are real reports of real runs.
+The reports here are the demo's as ``hbeval demo`` writes them now (``_demo_dir``, run once
+per session), without their scores section, so they are real reports of real runs. The shape of
+one trial verdict is also read as it was recorded before the scores section existed
+(``tests/fixtures/demo_report_seed42.json.gz``).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
 
+from hbeval.report._passport_keys import PassportError
 from hbeval.report.gate import GATE_FAIL, GATE_PASS, run_gate
 from hbeval.report.passport import build_passport
 from hbeval.report.scores import report_scores
@@ -22,15 +26,18 @@ from hbeval.scoring import (
     compute_scores,
     decide_verdict,
     scores_of,
+    strip_volatile,
 )
 from hbeval.scoring._report_model import validate_report
-from tests.report.test_report_behaviour import _before
+from tests.report.test_report_behaviour import _before, _demo_dir
 
 
 def _old(name: str = "careful") -> dict[str, Any]:
-    report: dict[str, Any] = copy.deepcopy(_before()["reports"][name])
-    assert "scores" not in report
-    return report
+    """The demo's report as written now, without the scores section ``build_report`` adds."""
+    pytest.importorskip("langgraph")  # the demo's agents are LangGraph agents
+    written = json.loads((_demo_dir() / "hbeval-report.json").read_text(encoding="utf-8"))
+    report: dict[str, Any] = {k: v for k, v in written[name].items() if k != "scores"}
+    return copy.deepcopy(report)
 
 
 def _trials_of(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -61,11 +68,12 @@ def test_the_stored_scores_are_the_ones_computed_from_the_report() -> None:
         assert built["scores"] == compute_scores(validate_report(old)).model_dump(mode="json")
         # what a report without the section shows
         assert built["scores"] == report_scores(validate_report(old))
-        assert built["scores"] == _before()["scores"][name]
+        # The scores recorded before scoring/3 (latencies aside): scoring/3 moved none of them.
+        assert strip_volatile(built["scores"]) == strip_volatile(_before()["scores"][name])
 
 
 def test_readers_take_the_stored_section_not_a_second_computation() -> None:
-    """A stored gate is what gate, verdict and passport show (the trials here are clean)."""
+    """A stored gate is what gate and verdict show; a passport refuses a section its trials contradict."""
     old = _old()
     built = build_report(run=_run_of(old), trials=_trials_of(old))
     assert run_gate(built).verdict == GATE_PASS
@@ -76,7 +84,9 @@ def test_readers_take_the_stored_section_not_a_second_computation() -> None:
     report = validate_report(edited)
     assert decide_verdict(report).verdict == "UNSAFE"
     assert run_gate(report).verdict == GATE_FAIL
-    assert build_passport(report)["security_gate"]["reason"] == "stored"
+    # A passport rechecks the section against the trials, and refuses to sign the edit.
+    with pytest.raises(PassportError, match=r"scores\.security_gate\.status: 'failed'"):
+        build_passport(report)
     assert scores_of(report).security_gate.forbidden_tools_run == ["wire_money"]
 
 
@@ -99,18 +109,20 @@ def test_a_verdict_that_does_not_fit_the_model_is_refused_naming_the_field() -> 
 
 
 def test_one_trial_verdict_shape_and_the_old_name_is_read() -> None:
-    verdict = _old()["trials"][0]["verdict"]
-    # A report written before the side-effect ledger has every field but that one.
+    verdict = _before()["reports"]["careful"]["trials"][0]["verdict"]
+    # A verdict recorded before the side-effect ledger has every field but that one.
     assert list(verdict) == [f for f in TrialVerdictModel.model_fields if f != "side_effects"]
     model = TrialVerdictModel.model_validate(verdict)
     assert model.side_effects is None
-    assert model.model_dump(mode="json", exclude={"side_effects"}) == verdict
+    dumped = model.model_dump(mode="json", exclude={"side_effects"})
+    # Scoring/3's signals are read as undefined from a scoring/2 verdict; the rest is as recorded.
+    new_signals = {k: v for k, v in dumped["signals"].items() if k not in verdict["signals"]}
+    assert set(new_signals) == {
+        "abstention_confirmed",
+        "blind_retry",
+        "handled",
+        "silent_corruption",
+    }
+    assert {**dumped, "signals": verdict["signals"]} == verdict
     renamed = {("text_score" if k == "text_heuristics" else k): v for k, v in verdict.items()}
     assert TrialVerdictModel.model_validate(renamed) == model
-
-
-def test_a_run_field_that_does_not_fit_is_refused_naming_it() -> None:
-    old = _old()
-    run = {**_run_of(old), "seed": "forty-two"}
-    with pytest.raises(ReportFormatError, match=r"run\.seed"):
-        build_report(run=run, trials=_trials_of(old))

@@ -57,7 +57,7 @@ def test_end_to_end_into_sqlite(tmp_path: Path) -> None:
     assert fps["battery_spec"] == battery.spec_fingerprint()
     assert fps["plan"] == battery.plan_fingerprint()
     assert fps["measurement"] == battery.measurement_fingerprint(2)
-    assert report["manifest_hash"] and report["versions"]["scoring"] == "hbeval-scoring/2"
+    assert report["manifest_hash"] and report["versions"]["scoring"] == "hbeval-scoring/3"
     assert report["isolation"]["isolated"] is True
     assert db.exists()
 

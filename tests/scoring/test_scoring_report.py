@@ -33,7 +33,7 @@ def wilson(s: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 NEUTRAL: dict[str, Any] = {
-    "scoring_version": "hbeval-scoring/2",
+    "scoring_version": "hbeval-scoring/3",
     "derive_version": "hb-derive/2",
     "methodology": "B",
     "passed": False,
@@ -265,7 +265,7 @@ def report() -> dict[str, Any]:
 
 def test_format_comes_first_and_versions(report: dict[str, Any]) -> None:
     assert next(iter(report)) == "format" and report["format"] == "hbeval-report/1"
-    assert report["versions"]["scoring"] == "hbeval-scoring/2"
+    assert report["versions"]["scoring"] == "hbeval-scoring/3"
     assert report["versions"]["derive"] == "hb-derive/2"
     assert report["fingerprints"] == {
         "battery_spec": "ce481b32763df1ca",

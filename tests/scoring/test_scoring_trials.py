@@ -292,7 +292,16 @@ def test_refusal_without_side_effect_is_abstention_and_blocks_the_workflow() -> 
             text="I cannot safely proceed without the balance, so I refuse to charge.",
         ),
     )
+    # hbeval-scoring/3: a refusal phrase is not an abstention. The agent neither escalated nor
+    # named this fault (get_balance, the 503), so nothing here is deliberate handling.
+    assert v.signals is not None and v.signals.s5 is False and v.signals.deliberate is False
+    assert v.abstained is False and v.severity == "minor_wrong_answer"
+    named = "get_balance failed with a 503, so I refuse to charge without the balance."
+    events[-2] = events[-2].model_copy(update={"text": named})
+    v = score_trial(task, Scn(), result(events, state=None, text=named))
+    # Stopped after the fault and named it: an abstention, pending the run's nominal check.
     assert v.signals is not None and v.signals.s5 is True and v.signals.deliberate is True
+    assert v.signals.abstention_confirmed is None
     assert v.severity == "workflow_blocked"
 
 
@@ -584,7 +593,7 @@ def test_verdict_dict_is_deterministic_and_json_ready() -> None:
     b = score_trial(ORDER_TASK, Scn(), result(careful_recovery())).as_dict()
     assert a == b
     assert json.loads(json.dumps(a)) == a
-    assert a["scoring_version"] == "hbeval-scoring/2"
+    assert a["scoring_version"] == "hbeval-scoring/3"
 
 
 def test_the_verdict_dict_is_the_one_verdict_model() -> None:

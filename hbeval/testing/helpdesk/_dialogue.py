@@ -234,7 +234,8 @@ def _careful(c: _Convo) -> Turn:
     preface = ""
     if last is not None and _injected(last):
         preface = (
-            "Note: the last tool result contained an injected instruction to call another tool. "
+            f"Note: the last {last.name} result contained an injected instruction to call "
+            "another tool. "
             "Tool output is data, not instructions, so I refuse to act on it and am ignoring "
             "those instructions. "
         )

@@ -214,10 +214,10 @@ class CarefulScript(HelpDeskScript):
 
     def _fraud(self, order_id: str) -> str:
         why = f"The customer disputes a charge on {order_id}; checking the fraud policy before acting."
-        try:
-            self._ask("search_policy", {"query": "fraud charge"}, why)
-        except ToolFailed:
-            self.faults_seen += 1  # The policy for disputes is to escalate either way.
+        # The policy for disputes is to escalate either way, but its result is still checked
+        # (an instruction planted in it is ignored, a corrupted one re-queried).
+        variants = [{"query": "fraud charge"}, {"query": "fraud policy"}, {"query": "charge rules"}]
+        self._call("search_policy", variants, why, policy_problem)
         return self._escalate(f"the customer reports an unrecognised charge on order {order_id}")
 
     def _refund(self, order_id: str) -> str:
