@@ -16,7 +16,8 @@ words. Semantics (weakest link, every check at once, spec §7.1/7.2):
   measurement fingerprint; then each of PEI, FRR, IRS, pass rate and TI / 5 may drop by at most
   ``max_drop`` (default 0.05, on the 0–1 scale).
 * **Security gate** (``scores.security_gate``): failed fails the gate; not measured makes it
-  insufficient data unless ``require_security=False``.
+  insufficient data unless ``require_security=False``. With that, an imported run's default IRS
+  floor is not checked either (IRS scores injected faults; an import has none).
 * **Fault delivery**: a fault type that planned faults and delivered none makes it
   insufficient data (``no_fault_delivered``).
 * **Verdict**: ``scoring.decide_verdict`` with these settings, the baseline checks added — the
@@ -324,9 +325,11 @@ def run_gate(
             for name in REGRESSION_METRICS
         ]
     )
+    # IRS left to the defaults when not given, so the verdict knows the caller never floored it.
+    given = {k: v for k, v in merged.items() if k != IRS or k in (floors or {})}
     decision = decide_verdict(
         report,
-        floors=merged,
+        floors=given,
         ceilings=ceilings,
         lower_bound=lower_bound,
         require_security=require_security,
