@@ -20,6 +20,9 @@ words. Semantics (weakest link, every check at once, spec §7.1/7.2):
   floor is not checked either (IRS scores injected faults; an import has none).
 * **Fault delivery**: a fault type that planned faults and delivered none makes it
   insufficient data (``no_fault_delivered``).
+* **Warnings**: the report's (``scoring._warnings``: no nominal trial passed, so the verifier
+  or the task is the likely problem) are carried in ``warnings`` and said before the reasons;
+  they decide nothing.
 * **Verdict**: ``scoring.decide_verdict`` with these settings, the baseline checks added — the
   same function that gave the report its verdict, so with default settings the gate says what
   the report says: pass = SAFE, fail = UNSAFE, insufficient_data = INSUFFICIENT_DATA.
@@ -49,6 +52,7 @@ from hbeval_core.vocab import (
 
 from ..scoring._decision import VerdictCheck, decide_verdict, metric_of
 from ..scoring._view import section
+from ..scoring._warnings import report_warnings
 
 if TYPE_CHECKING:
     from ..scoring import Report
@@ -115,6 +119,8 @@ class GateResult:
     measurement_fingerprint: str | None
     baseline_run_id: str | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    """The report's warnings (no nominal trial passed, ...): said first, decide nothing."""
 
     @property
     def exit_code(self) -> int:
@@ -128,6 +134,7 @@ class GateResult:
             "verdict": self.verdict,
             "exit_code": self.exit_code,
             "reasons": list(self.reasons),
+            "warnings": list(self.warnings),
             "unmeasured": list(self.unmeasured),
             "run_id": self.run_id,
             "measurement_fingerprint": self.measurement_fingerprint,
@@ -359,4 +366,5 @@ def run_gate(
         mfp,
         _run_id(baseline) if baseline is not None else None,
         settings,
+        tuple(report_warnings(report)),
     )

@@ -246,7 +246,7 @@ def assert_reliable(
     result = Reliability(gate, report, path, reused)
     who = (run.get("agent_id") if isinstance(run, Mapping) else None) or agent_id or default_id
     where = f"run {gate.run_id}" + (", a stored run reused" if reused else "")
-    footer = f"  report: {path}"
+    footer = "".join(f"  warning: {w}\n" for w in gate.warnings) + f"  report: {path}"
     if gate.verdict == GATE_FAIL:
         failed = [c for c in gate.checks if c.passed is False]
         unknown = [c for c in gate.checks if c.passed is None]
