@@ -245,3 +245,22 @@ def test_a_call_answered_by_its_tool_span_is_not_answered_again(tmp_path: Path) 
         from_input = [e for e in starts if e.attrs.get("answered_in") == "model_input"]
         assert len(from_input) == sum(h not in ("ok", "span_error") for _, h in steps)
         assert [e.tool for e in starts] == [tool for tool, _ in steps]  # type: ignore[attr-defined]
+
+
+def test_reimporting_with_labels_under_the_same_run_id_says_why_it_is_refused(
+    tmp_path: Path,
+) -> None:
+    recording, labels = _files(tmp_path)
+    db = str(tmp_path / "h.db")
+    first = _hb("import", "otlp-json", str(recording), "--db", db, "--json")
+    assert first.exit_code == 0, first.stderr
+    again = _hb("import", "otlp-json", str(recording), "--db", db, "--labels", str(labels))
+    assert again.exit_code == 2
+    assert "other options (--labels" in again.stderr and "never changed" in again.stderr
+    run_id = json.loads(first.stdout)["run_id"]
+    assert f"--run-id {run_id}-2" in again.stderr
+    labelled = _hb(
+        "import", "otlp-json", str(recording), "--db", db, "--labels", str(labels),
+        "--run-id", f"{run_id}-2",
+    )  # fmt: skip
+    assert labelled.exit_code == 0, labelled.stderr
