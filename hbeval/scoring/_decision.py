@@ -258,6 +258,17 @@ def _floor_check(
     return VerdictCheck("floor", name, shown, floor, basis, ok, message)
 
 
+def _floor_checks(
+    report: Report, active: Mapping[str, float], lower_bound: bool, confidence: float
+) -> list[VerdictCheck]:
+    """One floor check per floored metric, in ``FLOOR_METRICS`` order."""
+    return [
+        _floor_check(report, name, active[name], lower_bound, confidence)
+        for name in FLOOR_METRICS
+        if name in active
+    ]
+
+
 def _import_irs(report: Report, check: VerdictCheck) -> VerdictCheck:
     """An imported run's default IRS floor under ``require_security=False``: not a gap.
 
@@ -397,11 +408,7 @@ def decide_verdict(
         merged[name] = value
     active = {k: float(v) for k, v in merged.items() if v is not None and math.isfinite(v)}
 
-    checks: list[VerdictCheck] = [
-        _floor_check(report, name, active[name], lower_bound, confidence)
-        for name in FLOOR_METRICS
-        if name in active
-    ]
+    checks = _floor_checks(report, active, lower_bound, confidence)
     if not require_security and IRS not in (floors or {}):
         checks = [_import_irs(report, c) for c in checks]
     checks.extend(_ceiling_checks(report, ceilings))
