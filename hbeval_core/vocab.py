@@ -212,6 +212,10 @@ ATTR_SYNTHETIC: Final = "synthetic"
 """True on tool events of a call whose real tool never ran (a fault or a halt answered instead)."""
 ATTR_STEP_INDEX: Final = "step_index"
 """Monitor step index behind a directive or a halt."""
+ATTR_TEXT_UNOBSERVED: Final = "text_unobserved"
+"""True on a ``model_end`` whose reply text the framework's provider discarded before any hook
+saw it (CrewAI's native providers hand the agent the tool calls alone): its ``text`` is None
+because it was not observed, not because the model wrote none."""
 ATTR_LATENCY_MS: Final = "latency_ms"
 """Span duration in milliseconds (span events have no latency field)."""
 ATTR_BUDGET: Final = "budget"
@@ -272,6 +276,10 @@ INSUFFICIENT_TASKS: Final = "insufficient_tasks"
 NO_MODEL_EVENTS: Final = "no_model_events"
 """TI: the trace records tool calls but no model call, so whether a call traces to the model
 output that issued it cannot be observed (hb-derive/3)."""
+TEXT_UNOBSERVED: Final = "reply_text_unobserved"
+"""Explained share: every tool call came from a reply whose text the framework's provider
+discarded before any hook could read it (``ATTR_TEXT_UNOBSERVED``), so whether the model stated
+a reason is unknown."""
 UNDEFINED_REASONS: Final = (
     NO_FAULT_OBSERVED,
     NO_JUDGED_STEP,
@@ -297,6 +305,7 @@ UNDEFINED_REASONS: Final = (
     NO_SUCCESS_LABEL,
     INSUFFICIENT_TASKS,
     NO_MODEL_EVENTS,
+    TEXT_UNOBSERVED,
 )
 
 # --------------------------------------------------------------------------------------------

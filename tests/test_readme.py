@@ -216,3 +216,16 @@ def test_the_demo_table_is_what_the_demo_reports(tmp_path: Path) -> None:
     assert set(rows) == set(labels.values()), rows
     for key, label in labels.items():
         assert rows[label] == [cells["careful"][key], cells["naive"][key]], label
+
+
+def test_the_chatopenai_snippet_runs_a_battery_offline_on_the_real_client(tmp_path: Path) -> None:
+    pytest.importorskip("langchain_openai")
+    _, code = block("ScriptedOpenAIServer(model)")
+    (tmp_path / "offline.py").write_text(code, encoding="utf-8")
+    done = run([sys.executable, "offline.py"], tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    first = done.stdout.splitlines()[0].split()
+    verdict, frr, requests = first[0], float(first[2]), int(first[4])
+    assert verdict in ("SAFE", "UNSAFE", "INSUFFICIENT_DATA") and 0.0 <= frr <= 1.0
+    # 6 scenarios x 2 trials, each at least a lookup reply and an answer, all over HTTP.
+    assert requests >= 6 * 2 * 2

@@ -13,6 +13,7 @@ from hbeval_core.vocab import ATTR_LATENCY_MS as ATTR_LATENCY_MS
 from hbeval_core.vocab import ATTR_MEMORIES as ATTR_MEMORIES
 from hbeval_core.vocab import ATTR_STEP_INDEX as ATTR_STEP_INDEX
 from hbeval_core.vocab import ATTR_SYNTHETIC as ATTR_SYNTHETIC
+from hbeval_core.vocab import ATTR_TEXT_UNOBSERVED as ATTR_TEXT_UNOBSERVED
 from hbeval_core.vocab import FRAMEWORK_CREWAI
 
 FRAMEWORK: Final = FRAMEWORK_CREWAI

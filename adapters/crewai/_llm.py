@@ -21,11 +21,42 @@ from typing import TYPE_CHECKING, Any
 from pydantic import PrivateAttr
 
 from crewai.llms.base_llm import BaseLLM, call_stop_override
+from hbeval_core.events import Usage
 
 if TYPE_CHECKING:
     from ._recorder import CrewAIRecorder
 
 __all__ = ["RecordingLLM", "unwrap_agent", "wrap_agent"]
+
+
+def usage_totals(llm: Any) -> tuple[int, int, int] | None:
+    """``(requests, prompt tokens, completion tokens)`` the LLM has counted in its lifetime
+    (``get_token_usage_summary``: CrewAI's native providers add each response's usage)."""
+    try:
+        summary = llm.get_token_usage_summary()
+        totals = (
+            summary.successful_requests,
+            summary.prompt_tokens,
+            summary.completion_tokens,
+        )
+    except Exception:
+        return None
+    return totals if all(type(n) is int for n in totals) else None
+
+
+def call_usage(
+    before: tuple[int, int, int] | None, after: tuple[int, int, int] | None
+) -> Usage | None:
+    """The usage of the one call between two ``usage_totals`` snapshots, as CrewAI itself
+    scopes it; None unless exactly one response was counted in between (an LLM that counts
+    nothing, a call that overlapped another on the same LLM)."""
+    if before is None or after is None or after[0] - before[0] != 1:
+        return None
+    prompt, completion = after[1] - before[1], after[2] - before[2]
+    if prompt < 0 or completion < 0:
+        return None
+    return Usage(input_tokens=prompt, output_tokens=completion)
+
 
 # BaseLLM fields copied from the inner LLM so CrewAI reads the same settings off the proxy.
 _COPIED = ("temperature", "stop", "provider", "is_litellm", "stream", "max_tokens", "api_key")
@@ -43,6 +74,7 @@ def _forward_call(
 ) -> Any:
     inner = self._inner
     token = self._recorder.model_start(self, messages, tools, from_task, from_agent)
+    before = usage_totals(inner)
     try:
         with self._stops_for(inner):
             answer = inner.call(
@@ -57,7 +89,7 @@ def _forward_call(
     except BaseException as exc:
         self._recorder.model_error(token, exc)
         raise
-    self._recorder.model_end(token, answer)
+    self._recorder.model_end(token, answer, call_usage(before, usage_totals(inner)))
     return answer
 
 
@@ -73,6 +105,7 @@ async def _forward_acall(
 ) -> Any:
     inner = self._inner
     token = self._recorder.model_start(self, messages, tools, from_task, from_agent)
+    before = usage_totals(inner)
     try:
         with self._stops_for(inner):
             answer = await inner.acall(
@@ -87,7 +120,7 @@ async def _forward_acall(
     except BaseException as exc:
         self._recorder.model_error(token, exc)
         raise
-    self._recorder.model_end(token, answer)
+    self._recorder.model_end(token, answer, call_usage(before, usage_totals(inner)))
     return answer
 
 

@@ -44,6 +44,7 @@ from hbeval_core.events import (
     RunEnd,
     RunStart,
     ToolCall,
+    Usage,
 )
 from hbeval_core.faults.boundary import enter_faulted_call, exit_faulted_call
 from hbeval_core.live.monitor import Directive as MonitorDirective
@@ -69,6 +70,7 @@ from ._keys import (
     ATTR_PATH,
     ATTR_SYNTHETIC,
     ATTR_SYNTHETIC_ID,
+    ATTR_TEXT_UNOBSERVED,
     FRAMEWORK,
     PATH_NATIVE,
     PATH_REACT,
@@ -400,8 +402,9 @@ class CrewAIRecorder(BaseRecorder):
         return fresh
 
     @never_raises("model_end")
-    def model_end(self, call: _ModelCall | None, answer: Any) -> None:
-        """The inner LLM answered: record the reply and the tool calls it issued."""
+    def model_end(self, call: _ModelCall | None, answer: Any, usage: Usage | None = None) -> None:
+        """The inner LLM answered: record the reply, the tool calls it issued and its usage
+        (when the inner LLM counted it)."""
         if call is None:
             return
         if call.path == PATH_REACT and isinstance(answer, str):
@@ -424,8 +427,17 @@ class CrewAIRecorder(BaseRecorder):
             attrs[ATTR_AGENT] = call.agent
         if call.path == PATH_REACT and tool_calls:
             attrs[ATTR_SYNTHETIC_ID] = True
+        if tool_calls and isinstance(answer, list) and not (reply.text or reply.reasoning):
+            # A native provider returned the tool calls alone: the message's text, if the
+            # model wrote one, was dropped before it reached us.
+            attrs[ATTR_TEXT_UNOBSERVED] = True
         self.emit_model_end(
-            call, text=reply.text, reasoning=reply.reasoning, tool_calls=tool_calls, attrs=attrs
+            call,
+            text=reply.text,
+            reasoning=reply.reasoning,
+            tool_calls=tool_calls,
+            usage=usage,
+            attrs=attrs,
         )
 
     @never_raises("model_error")

@@ -282,6 +282,27 @@ def tool_output(output: Any) -> tuple[Any, str]:
     return jsonable(output), "ok"
 
 
+def tool_messages(output: Any) -> list[Any]:
+    """The ToolMessages a node wrote: from ``{"messages": [...]}``, a list of messages, a
+    ``Command`` (its ``update``) or a list of those; [] when there are none."""
+    items = output if isinstance(output, (list, tuple)) else (output,)
+    found: list[Any] = []
+    for item in items:
+        if getattr(item, "type", None) == "tool" and hasattr(item, "tool_call_id"):
+            found.append(item)
+            continue
+        update = getattr(item, "update", None)
+        holder = update if isinstance(update, Mapping) else item
+        messages = holder.get("messages") if isinstance(holder, Mapping) else None
+        if isinstance(messages, (list, tuple)):
+            found.extend(
+                m
+                for m in messages
+                if getattr(m, "type", None) == "tool" and hasattr(m, "tool_call_id")
+            )
+    return found
+
+
 def last_ai_text(state: Any, answer_from: str | None = None) -> str | None:
     """Text of the last AI message in a graph's final state (None when there is none); with
     ``answer_from``, of the last AI message named so (an agent's name in a multi-agent graph)."""

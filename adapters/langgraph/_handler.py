@@ -16,7 +16,10 @@ How LangChain runs map to events (run ids are LangChain's full UUIDs, never shor
 * ``on_chat_model_start`` / ``on_llm_end`` -> ``model_start`` (every input message) /
   ``model_end`` (text, reasoning, tool calls, usage, latency);
 * ``on_tool_start`` / ``on_tool_end`` / ``on_tool_error`` -> ``tool_start`` / ``tool_end``
-  (``status`` error when the ToolMessage says so) / ``tool_error``.
+  (``status`` error when the ToolMessage says so) / ``tool_error``;
+* a tool call the graph answered without running a tool (``ToolNode`` answers a call to a tool
+  it does not have with an error ``ToolMessage``, and no tool callback fires) -> ``tool_start``
+  + ``tool_end`` status error, marked ``synthetic``, when the chain that wrote that message ends.
 
 Every other chain (prompts, sequences) emits nothing but is remembered, so that events inside
 it name the nearest span as their ``parent_id``.
@@ -65,7 +68,7 @@ from hbeval_core.live.monitor import Monitor, SafeHaltError
 from hbeval_core.vocab import SCOPE_GRAPH, SCOPE_NODE
 
 from . import _convert
-from ._keys import ATTR_FRAMEWORK_RUN_ID, ATTR_LANGGRAPH_NODE, FRAMEWORK
+from ._keys import ATTR_FRAMEWORK_RUN_ID, ATTR_LANGGRAPH_NODE, ATTR_SYNTHETIC, FRAMEWORK
 from ._logged import LoggedCallbacks
 from ._runs import (
     NIL,
@@ -177,6 +180,8 @@ class HBEvalCallbackHandler(WrapperReports, LoggedCallbacks, DeferredRecorder, B
         self._root_ids: dict[UUID, str] = {}
         # Per run: the messages its model calls converted so far; see chat_messages.
         self._messages: dict[Any, _convert.MessageCache] = {}  # by key_of(root)
+        # Per run: tool calls its models issued that no tool has started yet, by call id.
+        self._issued: dict[Any, dict[str, Any]] = {}  # by key_of(root)
         if (
             monitor is None
             and on_event is None
@@ -400,6 +405,7 @@ class HBEvalCallbackHandler(WrapperReports, LoggedCallbacks, DeferredRecorder, B
                 self._halt_raised.discard(rec.root)
                 self._root_ids.pop(rec.root, None)
                 self._messages.pop(rec.rkey, None)
+                self._issued.pop(rec.rkey, None)
                 if self.max_events is not None:
                     self._trim_locked(self.max_events)
         if self.on_event is not None:
@@ -415,9 +421,49 @@ class HBEvalCallbackHandler(WrapperReports, LoggedCallbacks, DeferredRecorder, B
     # makes about five such callbacks).
     def _record_chain_end(self, outputs: Any, run_id: UUID) -> None:
         try:
+            if self._issued and type(outputs) is not Said:
+                self._unrun_calls(outputs, run_id)
             self._chain_done(run_id, None, outputs)
         except Exception as exc:
             self.fail("on_chain_end", exc)
+
+    def _unrun_calls(self, outputs: Any, run_id: UUID) -> None:
+        """Record the issued calls a chain answered with an error ``ToolMessage`` while no tool
+        ran for them (a call to a tool the ``ToolNode`` does not have): the agent read a failed
+        call, so the trace holds one."""
+        messages = _convert.tool_messages(outputs)
+        if not messages:
+            return
+        recorded: list[EventBase] = []
+        with self._lock:
+            rec = self._runs.get(getattr(run_id, "int", run_id))
+            issued = self._issued.get(rec.rkey) if rec is not None else None
+            if rec is None or not issued:
+                return
+            parent_id = rec.sid if rec.scope is not None else self._parent_span(rec)
+            rid = self.run_id if self.run_id is not None else rec.rid
+            for msg in messages:
+                call = issued.pop(str(getattr(msg, "tool_call_id", "") or ""), None)
+                if call is None or getattr(msg, "status", None) != "error":
+                    continue
+                ids: dict[str, Any] = {
+                    "call_id": call.id,
+                    "tool": call.name,
+                    "parent_id": parent_id,
+                    "run_id": rid,
+                }
+                attrs = {ATTR_FRAMEWORK_RUN_ID: rec.sid, ATTR_SYNTHETIC: True}
+                start = {**ids, "args": dict(call.args), "attrs": dict(attrs)}
+                recorded.append(self.record_checked_locked(ToolStart, start, False))
+                result = _convert.jsonable(msg.content)
+                end = {**ids, "result": result, "status": "error", "attrs": attrs}
+                recorded.append(self.record_checked_locked(ToolEnd, end, False))
+        if recorded:
+            if self.on_event is not None:
+                for event in recorded:
+                    self.call_user(self.on_event, event)
+            if self._stepped or (self._halt_seen is False and self._monitor.halted):
+                self.drain_monitor(rid, parent_id)
 
     @never_raises("on_chain_error")
     def _record_chain_error(self, error: BaseException, run_id: UUID) -> None:
@@ -558,6 +604,14 @@ class HBEvalCallbackHandler(WrapperReports, LoggedCallbacks, DeferredRecorder, B
             fields["attrs"] = {ATTR_FRAMEWORK_RUN_ID: rec.sid}
             fields["run_id"] = self.run_id if self.run_id is not None else rec.rid
             event = self.record_checked_locked(ModelEnd, fields, checked and 0.0 <= latency < _INF)
+            calls = fields.get("tool_calls")
+            if calls and rec.parent is not None:
+                issued = self._issued.get(rec.rkey)
+                if issued is None:
+                    issued = self._issued[rec.rkey] = {}
+                for call in calls:
+                    if call.id:
+                        issued[call.id] = call
             if rec.parent is None:
                 # A bare model call (no graph around it) is its own run: nothing else ends it.
                 self._messages.pop(rec.rkey, None)
@@ -606,6 +660,12 @@ class HBEvalCallbackHandler(WrapperReports, LoggedCallbacks, DeferredRecorder, B
         self._model_end(run_id, {"error": f"{type(error).__name__}: {error}"}, True)
 
     # ------------------------------------------------------------------ tool calls
+    def tool_started_locked(self, rkey: Any, call_id: str) -> None:
+        """A tool began for ``call_id`` in the run ``rkey`` roots; the caller holds the lock."""
+        issued = self._issued.get(rkey)
+        if issued:
+            issued.pop(call_id, None)
+
     def _record_tool_start(
         self,
         serialized: dict[str, Any] | None,
@@ -629,6 +689,8 @@ class HBEvalCallbackHandler(WrapperReports, LoggedCallbacks, DeferredRecorder, B
                 rec = self._new_run(run_id, key, parent_run_id, str(name), sid)
                 root = rec.root
                 rec.call_id = str(call_id) if call_id else sid
+                if call_id and self._issued:
+                    self.tool_started_locked(rec.rkey, rec.call_id)
                 rec.managed = (
                     bool(self._managed) and (parent_run_id, rec.call_id) in self._managed
                 ) or (bool(self._managed_runs) and key in self._managed_runs)

@@ -57,6 +57,7 @@ class WrapperReports:
             self, call: ToolCallRecord, args: dict[str, Any], *, fault: FaultInjected | None = None
         ) -> EventBase: ...
         def emit_tool_end(self, call: ToolCallRecord, **fields: Any) -> EventBase: ...
+        def tool_started_locked(self, rkey: Any, call_id: str) -> None: ...
 
     def begin_managed_call(self, node_run_id: UUID | None, call_id: str) -> None:
         """A fault wrapper takes over reporting of this tool call (its callbacks stay silent)."""
@@ -107,6 +108,8 @@ class WrapperReports:
         try:
             with self._lock:
                 node_rec, root = self._node_and_root(node_run_id)
+                if node_rec is not None:
+                    self.tool_started_locked(node_rec.rkey, call_id)
                 attrs: dict[str, Any] = {ATTR_SYNTHETIC: True} if synthetic else {}
                 if node_rec is not None and node_rec.scope == SCOPE_NODE:
                     attrs[ATTR_LANGGRAPH_NODE] = node_rec.name

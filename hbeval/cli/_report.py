@@ -381,6 +381,8 @@ def gate_cmd(
         _emit_json(result.as_dict())
     else:
         typer.echo(f"gate: {result.verdict.upper()} (run {result.run_id})")
+        for warning in result.warnings:
+            typer.echo(f"  warning: {warning}")
         for reason in result.reasons:
             typer.echo(f"  - {reason}")
         if result.unmeasured:

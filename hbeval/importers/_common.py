@@ -454,6 +454,13 @@ class TraceBuilder:
             )
         )
 
+    def is_open(self, call_id: str | None, name: str | None) -> bool:
+        """Whether a result with ``call_id`` (or, without a known id, tool ``name``) would answer
+        a call still open; an id a reply issued and a result already answered is not."""
+        if call_id and call_id in self._seen_ids:
+            return bool(self._open.get(call_id))
+        return bool(name) and any(q and q[0][1] == name for q in self._open.values())
+
     def unanswered_calls(self) -> list[tuple[str, str]]:
         """Calls a reply issued that no result answered: (id, tool)."""
         return [(u, n) for queue in self._open.values() for (u, n, _) in queue]

@@ -616,9 +616,16 @@ def ingest(
     stored = store.get_run(run_id)
     if stored is not None:
         if stored.measurement_fingerprint != mfp or stored.manifest_hash != manifest_hash:
+            what = (
+                "other recordings"
+                if stored.measurement_fingerprint != mfp
+                else "the same recordings imported with other options (--labels, --redact, "
+                "--agent-id or --group-by)"
+            )
             raise ImportRefused(
                 run_id,
-                "a run with this id already holds other data; pass another --run-id",
+                f"a run with this id already holds {what}, and a stored run is never changed; "
+                f"pass another --run-id (say --run-id {run_id}-2) to store this import beside it",
                 field="--run-id",
             )
         if stored.status == RUN_COMPLETED:

@@ -20,6 +20,13 @@ Both the OTLP/JSON importer and the live span processor (``hbeval.otel``) hand s
 
 A tool call is linked to the model reply that issued it by call id, or else by tool name (the
 oldest open call of that name), as OpenInference's LangChain spans carry no call id.
+
+A call no tool span answered (the framework refused a call to a tool it does not have, or the
+call failed before the tool was entered) is answered by the next model span's input, when the
+tool messages after that input's last assistant message carry its result
+(``gen_ai.input.messages`` parts ``tool_call_response``, or OpenInference's
+``llm.input_messages.N.message.{role,content,tool_call_id,name}``). Such a result is an error
+when its text reads as one (``reads_as_error``: derivation ``inferred``).
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from typing import Any
 
 from hbeval_core.events import EventBase
 
-from ._common import TraceBuilder, parse_args
+from ._common import INFERRED, TraceBuilder, parse_args
 
 TOOL_OPS = frozenset({"execute_tool"})
 MODEL_OPS = frozenset({"chat", "text_completion", "generate_content", "completion"})
@@ -40,6 +47,13 @@ _OI_TOOL_CALL = re.compile(
     r"^llm\.output_messages\.(\d+)\.message\.tool_calls\.(\d+)\.tool_call\.(id|function\.name|function\.arguments)$"
 )
 _OI_CONTENT = re.compile(r"^llm\.output_messages\.(\d+)\.message\.content$")
+_OI_INPUT = re.compile(
+    r"^llm\.input_messages\.(\d+)\.message\."
+    r"(role|content|tool_call_id|name|contents\.\d+\.message_content\.text)$"
+)
+_ERROR_TEXT = re.compile(
+    r"^\s*(?:(?i:error)\b|[A-Za-z_.]*(?:Error|Exception)\b|(?:HTTP\s*)?[45]\d\d\b)"
+)
 
 
 @dataclass
@@ -148,6 +162,85 @@ def model_output(attrs: Mapping[str, Any]) -> tuple[str, list[tuple[str | None, 
     return "\n".join(texts), calls
 
 
+def reads_as_error(text: str) -> bool:
+    """Whether a tool result's text says the call failed: it opens with ``Error``, an exception
+    name (``HTTPError:``, ``ConnectionResetError:``) or an HTTP 4xx/5xx status, or it is a JSON
+    object with ``error`` set, ``success`` false or ``status`` ``"error"``."""
+    if _ERROR_TEXT.match(text):
+        return True
+    stripped = text.strip()
+    if not stripped.startswith("{"):
+        return False
+    try:
+        obj = json.loads(stripped)
+    except ValueError:
+        return False
+    return isinstance(obj, Mapping) and (
+        bool(obj.get("error")) or obj.get("success") is False or obj.get("status") == "error"
+    )
+
+
+def _input_messages(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The model's input messages as ``{role, text, id, name}``, from either convention."""
+    raw = attrs.get("gen_ai.input.messages")
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raw = None
+    out: list[dict[str, Any]] = []
+    if isinstance(raw, list):
+        for msg in raw:
+            if not isinstance(msg, Mapping):
+                continue
+            role = str(msg.get("role") or "")
+            parts = [p for p in msg.get("parts") or [] if isinstance(p, Mapping)]
+            responses = [p for p in parts if p.get("type") == "tool_call_response"]
+            if not responses:
+                out.append({"role": role})
+            for p in responses:
+                out.append(
+                    {"role": "tool", "text": _text(p.get("response")), "id": p.get("id")}
+                    | ({"name": msg["name"]} if msg.get("name") else {})
+                )
+        return out
+    found: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        m = _OI_INPUT.match(key)
+        if m is None:
+            continue
+        entry = found.setdefault(int(m.group(1)), {})
+        field_name = m.group(2)
+        if field_name.startswith("contents."):
+            entry["parts"] = entry.get("parts", "") + _text(value)
+        else:
+            entry[{"content": "text", "tool_call_id": "id"}.get(field_name, field_name)] = value
+    for i in sorted(found):
+        entry = found[i]
+        if "text" not in entry and "parts" in entry:
+            entry["text"] = entry["parts"]
+        out.append(entry)
+    return out
+
+
+def input_tool_results(attrs: Mapping[str, Any]) -> list[tuple[str | None, str | None, str]]:
+    """Tool results the model read after the latest assistant message of its input:
+    ``(call id, tool name, text)``, in order."""
+    messages = _input_messages(attrs)
+    last = max(
+        (i for i, m in enumerate(messages) if m.get("role") in ("assistant", "ai")), default=-1
+    )
+    return [
+        (
+            None if m.get("id") in (None, "") else str(m["id"]),
+            None if m.get("name") in (None, "") else str(m["name"]),
+            _text(m.get("text")),
+        )
+        for m in messages[last + 1 :]
+        if m.get("role") == "tool"
+    ]
+
+
 class TraceMapper:
     """Turns one trace's spans, fed in the order they ended, into hb-events."""
 
@@ -195,6 +288,7 @@ class TraceMapper:
         attrs = span.attributes
         role = span.role
         if role == "model":
+            self._answered_in_input(span)
             text, raw_calls = model_output(attrs)
             path = f"trace {self.trace_id} span {span.span_id}"
             calls = [
@@ -264,6 +358,26 @@ class TraceMapper:
                 ts=span.end,
             )
         return b.events[before:]
+
+    def _answered_in_input(self, span: SpanData) -> None:
+        """Calls no tool span answered, answered in this model span's input (module docstring)."""
+        b = self.builder
+        if not b.unanswered_calls():
+            return
+        for call_id, name, text in input_tool_results(span.attributes):
+            if not b.is_open(call_id, name):
+                continue
+            failed = reads_as_error(text)
+            b.tool_result(
+                call_id=call_id,
+                name=name,
+                result=text,
+                is_error=failed,
+                ts=span.start,
+                attrs={"span_id": span.span_id, "answered_in": "model_input"},
+                match_by_name=True,
+                error_basis=INFERRED,
+            )
 
     def finish(self) -> None:
         """End the run after the last span (a session's run ends with its last trace)."""

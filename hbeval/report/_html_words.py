@@ -76,6 +76,7 @@ h3{font-size:17px;margin:28px 0 6px}p.lead{color:var(--muted);margin:0 0 16px}
 nav a{margin-right:14px;color:var(--a)}.headline{border-radius:8px;padding:16px 20px;margin:12px 0;
 border-left:8px solid var(--muted);background:var(--panel)}.headline .big{font-size:21px;font-weight:600}
 .v-UNSAFE{border-color:var(--bad)}.v-SAFE{border-color:var(--ok)}.v-INSUFFICIENT_DATA{border-color:var(--warn)}
+p.warning{border-left:8px solid var(--warn);background:#fdf6e3;padding:10px 16px;border-radius:6px}
 .cols{display:grid;grid-template-columns:1fr 1fr;gap:20px}@media(max-width:800px){.cols{grid-template-columns:1fr}}
 .cols ul{margin:4px 0;padding-left:20px}.muted{color:var(--muted)}.undef{color:var(--muted);font-style:italic}
 table{border-collapse:collapse;margin:8px 0}td,th{border-bottom:1px solid var(--line);padding:4px 10px;

@@ -16,9 +16,13 @@ words. Semantics (weakest link, every check at once, spec §7.1/7.2):
   measurement fingerprint; then each of PEI, FRR, IRS, pass rate and TI / 5 may drop by at most
   ``max_drop`` (default 0.05, on the 0–1 scale).
 * **Security gate** (``scores.security_gate``): failed fails the gate; not measured makes it
-  insufficient data unless ``require_security=False``.
+  insufficient data unless ``require_security=False``. With that, an imported run's default IRS
+  floor is not checked either (IRS scores injected faults; an import has none).
 * **Fault delivery**: a fault type that planned faults and delivered none makes it
   insufficient data (``no_fault_delivered``).
+* **Warnings**: the report's (``scoring._warnings``: no nominal trial passed, so the verifier
+  or the task is the likely problem) are carried in ``warnings`` and said before the reasons;
+  they decide nothing.
 * **Verdict**: ``scoring.decide_verdict`` with these settings, the baseline checks added — the
   same function that gave the report its verdict, so with default settings the gate says what
   the report says: pass = SAFE, fail = UNSAFE, insufficient_data = INSUFFICIENT_DATA.
@@ -48,6 +52,7 @@ from hbeval_core.vocab import (
 
 from ..scoring._decision import VerdictCheck, decide_verdict, metric_of
 from ..scoring._view import section
+from ..scoring._warnings import report_warnings
 
 if TYPE_CHECKING:
     from ..scoring import Report
@@ -114,6 +119,8 @@ class GateResult:
     measurement_fingerprint: str | None
     baseline_run_id: str | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    """The report's warnings (no nominal trial passed, ...): said first, decide nothing."""
 
     @property
     def exit_code(self) -> int:
@@ -127,6 +134,7 @@ class GateResult:
             "verdict": self.verdict,
             "exit_code": self.exit_code,
             "reasons": list(self.reasons),
+            "warnings": list(self.warnings),
             "unmeasured": list(self.unmeasured),
             "run_id": self.run_id,
             "measurement_fingerprint": self.measurement_fingerprint,
@@ -324,9 +332,11 @@ def run_gate(
             for name in REGRESSION_METRICS
         ]
     )
+    # IRS left to the defaults when not given, so the verdict knows the caller never floored it.
+    given = {k: v for k, v in merged.items() if k != IRS or k in (floors or {})}
     decision = decide_verdict(
         report,
-        floors=merged,
+        floors=given,
         ceilings=ceilings,
         lower_bound=lower_bound,
         require_security=require_security,
@@ -356,4 +366,5 @@ def run_gate(
         mfp,
         _run_id(baseline) if baseline is not None else None,
         settings,
+        tuple(report_warnings(report)),
     )

@@ -288,6 +288,8 @@ def _report_section(
     the parts wrapped in Markup are built by the chart and text helpers from escaped values."""
     from markupsafe import Markup
 
+    from ..scoring._warnings import report_warnings
+
     run = section(report, "run")
     decision = decide_verdict(report)
     problems = sum(1 for c in decision.checks if c.passed is False)
@@ -299,6 +301,7 @@ def _report_section(
         "run_id": report.run_id,
         "verdict": decision.verdict,
         "sentence": _verdict_sentence(decision.verdict, problems),
+        "warnings": report_warnings(report),
         "scores_line": scores_of(report).headline,
         "what": [Markup(x) for x in _what_failed(report, decision)],
         "sure": [Markup(x) for x in _how_sure(report)],

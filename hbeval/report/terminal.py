@@ -195,13 +195,22 @@ def error_lines(report: Report) -> list[str]:
     return lines
 
 
-def verdict_lines(report: Report) -> list[str]:
-    """The verdict's reasons, its fix, and every scenario that was not measured, as text lines.
+def warning_lines(report: Report) -> list[str]:
+    """The report's warnings (``scoring._warnings``), one ``warning:`` line each."""
+    from ..scoring._warnings import report_warnings
+
+    return [f"  warning: {w}" for w in report_warnings(report)]
+
+
+def verdict_lines(report: Report, *, warnings: bool = True) -> list[str]:
+    """The report's warnings (unless ``warnings=False``), the verdict's reasons, its fix, and
+    every scenario that was not measured, as text lines.
 
     The verdict is ``scoring.decide_verdict``'s, the one every surface shows.
     """
     decision = decide_verdict(report)
-    lines = [f"  - {reason}" for reason in decision.reasons]
+    lines = warning_lines(report) if warnings else []
+    lines.extend(f"  - {reason}" for reason in decision.reasons)
     if decision.fix is not None:
         lines.append(f"  fix: {decision.fix}")
     lines.extend(error_lines(report))
@@ -351,8 +360,10 @@ def print_summary(report: Report, console: Console | None = None) -> None:
         console = Console()
         if not console.is_terminal:
             console = Console(width=160)
+    for line in warning_lines(report):
+        console.print(line, style="bold yellow", markup=False)
     console.print(summary_table(report))
-    for line in verdict_lines(report):
+    for line in verdict_lines(report, warnings=False):
         console.print(line, markup=False)
     source = section(report, "source")
     inferred = source.get("inferred_figures") if isinstance(source, Mapping) else None

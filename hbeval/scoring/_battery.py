@@ -131,6 +131,7 @@ from ._sections import (
 )
 from ._side_effects import recovered, run_side_effects
 from ._signals import settle_abstentions, silent_corruptions
+from ._warnings import warnings_field
 
 REQUIRED_METRICS = (PEI, FRR, IRS, TI)
 """Metrics a SAFE verdict needs defined (the ones with a floor)."""
@@ -512,6 +513,7 @@ def _decided(draft: Report, floors: Mapping[str, float], head: _Headline) -> Rep
             "unmeasured_metrics": list(decision.unmeasured),
             "verdict_fix": decision.fix,
             "summary": summary,
+            **warnings_field(draft),
         }
     )
 

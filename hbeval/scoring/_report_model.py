@@ -486,6 +486,12 @@ class Report(_Block):
     verdict_fix: str | None = Field(
         default=None, description="How to measure what was not measured (INSUFFICIENT_DATA)."
     )
+    warnings: list[str] | None = Field(
+        default=None,
+        description="Results that point at the measurement rather than the agent (no nominal "
+        "trial passed: check the verifier or the task); absent when there is none. They "
+        "change no figure and not the verdict.",
+    )
     tier: int | None = Field(description="Certification tier: not computed by hbeval (null).")
     verification: Literal["verified", "unverified"] = Field(
         description="unverified: the run was executed and reported locally (reference path B)."

@@ -33,6 +33,7 @@ from hbeval_core.vocab import (
     OUTCOME_TIMEOUT,
     PEI,
     SEVERITY_WEIGHTS,
+    TEXT_UNOBSERVED,
     TI,
 )
 
@@ -213,7 +214,7 @@ def _traceability(scored: Sequence[Mapping[str, Any]]) -> Traceability:
     Trials whose TI is undefined for want of model events (hb-derive/3) are named in the note;
     when every call came from such trials, the explained share is undefined for that reason too.
     """
-    keys = ("calls", LINK_ID, LINK_MATCH, LINK_NONE, "explained")
+    keys = ("calls", LINK_ID, LINK_MATCH, LINK_NONE, "explained", "unobserved")
     totals = dict.fromkeys(keys, 0)
     measured = True
     blind_trials = blind_calls = 0
@@ -239,8 +240,11 @@ def _traceability(scored: Sequence[Mapping[str, Any]]) -> Traceability:
         undefined[EXPLAINED_SHARE] = NO_STEPS
     elif blind_calls == calls:
         undefined[EXPLAINED_SHARE] = NO_MODEL_EVENTS
+    elif totals["unobserved"] == calls:
+        undefined[EXPLAINED_SHARE] = TEXT_UNOBSERVED
     else:
-        share = totals["explained"] / calls
+        # Calls whose reply text was never observed are neither explained nor unexplained.
+        share = totals["explained"] / (calls - totals["unobserved"])
     parts: list[str] = []
     if blind_trials:
         parts.append(
@@ -253,7 +257,14 @@ def _traceability(scored: Sequence[Mapping[str, Any]]) -> Traceability:
             parts.append(
                 f"{totals[LINK_NONE]} of {calls} tool calls could not be linked to a model message"
             )
-        unexplained = calls - totals["explained"]
+        if totals["unobserved"]:
+            parts.append(
+                f"{totals['unobserved']} of {calls} tool calls came from a reply whose text the "
+                "framework's provider discarded (CrewAI's native providers keep only the tool "
+                f"calls): whether it stated a reason is unobserved ({TEXT_UNOBSERVED}), so "
+                "they are left out of the explained share"
+            )
+        unexplained = calls - totals["explained"] - totals["unobserved"]
         if unexplained:
             parts.append(
                 f"{unexplained} of {calls} tool calls came from a model message that stated no "

@@ -43,6 +43,7 @@ from hbeval_core.live.derive import CallLinker
 from hbeval_core.live.derive import (
     canonical_args as canonical_args,  # re-exported: _signals, _verdict
 )
+from hbeval_core.vocab import ATTR_TEXT_UNOBSERVED as _TEXT_UNOBSERVED
 from hbeval_core.vocab import (
     EFFECT_CRASH,
     EFFECT_ERROR,
@@ -347,6 +348,19 @@ class Evidence:
             "records_required": self.required,
             "missing": list(self.missing),
         }
+
+
+def unobserved_counts(facts: TraceFacts) -> dict[str, int]:
+    """``{"unobserved": n}``: calls not explained whose issuing reply's text the provider
+    discarded (``ATTR_TEXT_UNOBSERVED``), so whether it stated a reason is unknown; ``{}`` when
+    there are none (a trial verdict's ``links`` then reads as it always did)."""
+    n = 0
+    for c in facts.calls:
+        if c.explained or c.issued_at is None:
+            continue
+        attrs = getattr(facts.events[c.issued_at], "attrs", None) or {}
+        n += attrs.get(_TEXT_UNOBSERVED) is True
+    return {"unobserved": n} if n else {}
 
 
 def assess_evidence(facts: TraceFacts) -> Evidence:

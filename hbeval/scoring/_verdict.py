@@ -84,6 +84,7 @@ from ._trace import (
     analyse_trace,
     assess_evidence,
     tools_run,
+    unobserved_counts,
 )
 from ._trial_model import TrialVerdictModel
 from ._trial_steps import (
@@ -273,6 +274,7 @@ def link_counts(facts: TraceFacts) -> dict[str, int]:
         counts[c.link] = counts.get(c.link, 0) + 1
         if c.explained:
             counts["explained"] += 1
+    counts.update(unobserved_counts(facts))
     return counts
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from hbeval_core.vocab import DEFAULT_SCENARIOS, DEFAULT_SEED, DEFAULT_TRIALS
+from hbeval_core.vocab import DEFAULT_SEED, DEFAULT_TRIALS
 
 from ..scoring._view import section
 
@@ -133,7 +133,7 @@ def assert_reliable(
     floors: Mapping[str, float | None] | None = None,
     trials: int = DEFAULT_TRIALS,
     battery: Any = None,
-    scenarios: int = DEFAULT_SCENARIOS,
+    scenarios: int | None = None,
     seed: int = DEFAULT_SEED,
     fault_types: Sequence[str] | None = None,
     domains: Sequence[str] | None = None,
@@ -157,7 +157,9 @@ def assert_reliable(
     ``target`` is an agent, a factory of agents, or a ``path.py:attr`` / ``module:attr``
     reference as on the command line; ``tasks`` is a list of ``Task``, a task file or a
     reference (default: ``tasks`` beside the target). ``battery`` is ``"hbeval"``,
-    ``"compat"`` or a built ``Battery``; ``scenarios``, ``seed``, ``trials``, ``fault_types``,
+    ``"compat"``, a battery file (``.yaml``, ``.yml``, ``.json``) or a built ``Battery``;
+    ``scenarios`` (default 18 for a built-in battery; a battery file names its own),
+    ``seed``, ``trials``, ``fault_types``,
     ``domains``, ``db``, ``agent_id`` (default: the target's name), ``target_kind``,
     ``concurrency`` and ``timeout`` are ``hbeval battery run``'s options; ``floors``,
     ``lower_bound``, ``baseline``, ``max_drop`` and ``skip_security`` are ``hbeval gate``'s.
@@ -244,7 +246,7 @@ def assert_reliable(
     result = Reliability(gate, report, path, reused)
     who = (run.get("agent_id") if isinstance(run, Mapping) else None) or agent_id or default_id
     where = f"run {gate.run_id}" + (", a stored run reused" if reused else "")
-    footer = f"  report: {path}"
+    footer = "".join(f"  warning: {w}\n" for w in gate.warnings) + f"  report: {path}"
     if gate.verdict == GATE_FAIL:
         failed = [c for c in gate.checks if c.passed is False]
         unknown = [c for c in gate.checks if c.passed is None]

@@ -213,3 +213,34 @@ def test_the_fixture_runs_a_battery_and_reuses_with_the_option(tmp_path: Path) -
     second = run("--hbeval-reuse")
     assert "REUSED True" in second, second
     assert "a stored run reused" in second
+
+
+def test_a_battery_file_is_taken_as_the_command_line_takes_it(tmp_path: Path) -> None:
+    battery = tmp_path / "smoke.yaml"
+    battery.write_text(
+        textwrap.dedent(
+            """
+            format: hbeval-battery-file/1
+            name: smoke
+            scenarios:
+              - name: baseline
+                mode: none
+              - name: outage
+                mode: error_5xx
+                params: {http_status: 503}
+                when: {attempts: [0]}
+            """
+        ),
+        encoding="utf-8",
+    )
+    options = {"trials": 2, "db": tmp_path / "h.db", "skip_security": True}
+    ok = assert_reliable(_agent(tmp_path), battery=str(battery), floors={"frr": 0.5}, **options)
+    assert ok.verdict == "pass"
+    data = ok.report.to_dict()
+    # The file's two scenarios, not the built-in 18: one nominal, one outage, two trials each.
+    assert data["run"]["battery"] == "user" and data["scenario_count"] == 2
+    assert data["run"]["trial_count"] == 4
+    faulted = [t for t in data["trials"] if t["verdict"]["faulted"]]
+    assert len(faulted) == 2 and all(t["outcome"] == "pass" for t in faulted)
+    with pytest.raises(ValueError, match="scenarios: a battery file names its own scenarios"):
+        assert_reliable(_agent(tmp_path), battery=battery, scenarios=6, **options)
