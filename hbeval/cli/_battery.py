@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from hbeval_core.vocab import DEFAULT_SCENARIOS, DEFAULT_SEED, DEFAULT_TRIALS
+from hbeval_core.vocab import (
+    DEFAULT_SCENARIOS,
+    DEFAULT_SEED,
+    DEFAULT_TRIALS,
+    FAULT_FAMILIES,
+    FAULT_FAMILY_TOOL,
+)
 
 from ._common import REDACT_HELP, checked_redact, plain_app
 
@@ -57,12 +63,15 @@ def _build_battery(
     fault_types: list[str] | None,
     domains: list[str] | None,
     scenarios_given: bool = False,
+    family: str = FAULT_FAMILY_TOOL,
 ) -> Any:
     """Build a battery, turning each bad value into a message naming its flag."""
     from hbeval_core.faults.userbattery import is_battery_file
 
     from ..runner._resolve import resolve_battery
 
+    if family != FAULT_FAMILY_TOOL:
+        return _family_battery(family, battery, seed, fault_types, domains, scenarios_given)
     try:
         # A battery file refuses --scenarios only when it was given, not its default.
         return resolve_battery(
@@ -75,6 +84,34 @@ def _build_battery(
         )
     except ValueError as exc:
         _fail(str(exc))
+
+
+def _family_battery(
+    family: str,
+    battery: str,
+    seed: int,
+    fault_types: list[str] | None,
+    domains: list[str] | None,
+    scenarios_given: bool,
+) -> Any:
+    """``--fault-family model``: the model fault family's own battery."""
+    from hbeval_core.faults.model import model_family_battery
+
+    if family not in FAULT_FAMILIES:
+        _fail(f"--fault-family must be one of {', '.join(FAULT_FAMILIES)} (got {family!r})")
+    given = [
+        flag
+        for flag, value in (
+            ("--battery", battery != _DEFAULT_BATTERY),
+            ("--fault-type", fault_types),
+            ("--domain", domains),
+            ("--scenarios", scenarios_given),
+        )
+        if value
+    ]
+    if given:
+        _fail(f"{given[0]}: --fault-family {family} names its own scenarios; remove {given[0]}")
+    return model_family_battery(seed)
 
 
 @battery_app.command("spec")
@@ -137,6 +174,12 @@ def build_command(
         list[str] | None, typer.Option("--domain", help="Narrow to a domain (repeat).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
+    fault_family: Annotated[
+        str,
+        typer.Option(
+            "--fault-family", help="tool (the batteries above) or model (the model API fails)."
+        ),
+    ] = FAULT_FAMILY_TOOL,
 ) -> None:
     """Build a battery: {"fingerprint", "scenarios": [{"index","domain","fault_type","is_nominal",...}]}."""
     built = _build_battery(
@@ -146,6 +189,7 @@ def build_command(
         fault_type,
         domain,
         scenarios is not None,
+        fault_family,
     )
     data = built.to_dict()
     if as_json:
