@@ -614,6 +614,7 @@ def _plan_run(f: _Flags, out: Path | None, db: str | None = None) -> _Plan:
     built = _build_battery(
         pick(f.battery, "battery", _DEFAULT_BATTERY), n, s, faults, domains, f.scenarios is not None
     )
+    _refuse_model_faults(built)
     if k < 1:
         _fail(f"--trials must be >= 1 (got {k})")
     if f.executor not in ("local", "ray"):
@@ -651,6 +652,14 @@ def _plan_run(f: _Flags, out: Path | None, db: str | None = None) -> _Plan:
         methodology="C" if judge_obj is not None else pick(None, "methodology", "B"),
         target_kind=kind,
     )
+
+
+def _refuse_model_faults(battery: Any) -> None:
+    """Model faults need the HTTP layer: an in-process target cannot receive them."""
+    from hbeval_core.faults.model import MODEL_FAULTS_NEED_PROXY, has_model_faults
+
+    if has_model_faults(battery):
+        _fail(f"--battery: {MODEL_FAULTS_NEED_PROXY}")
 
 
 def _check_limits(f: _Flags, m: Any) -> None:

@@ -99,6 +99,7 @@ from hbeval_core.faults import (
     measurement_fingerprint,
     task_for,
 )
+from hbeval_core.faults.model import MODEL_FAULTS_NEED_PROXY, has_model_faults
 from hbeval_core.vocab import (
     DEFAULT_SEED,
     DEFAULT_TRIALS,
@@ -543,6 +544,8 @@ def _battery_for(battery: Any, seed: int) -> Any:
             f"the battery was built with seed {battery.seed} but seed={seed}; build it with the "
             "run's seed so one seed reproduces the run"
         )
+    if has_model_faults(battery):
+        raise ValueError(MODEL_FAULTS_NEED_PROXY)
     return battery
 
 
