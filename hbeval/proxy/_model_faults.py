@@ -22,8 +22,8 @@ __all__ = [
     "Completion",
     "error_answer",
     "parse_sse",
-    "sse_bytes",
     "spoil_arguments",
+    "sse_bytes",
 ]
 
 CONTEXT_WINDOW: Final = 8192

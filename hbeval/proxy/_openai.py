@@ -30,6 +30,7 @@ events after the response is sent, and the store is written when the proxy close
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
 import queue
@@ -95,6 +96,15 @@ def _args(text: str) -> tuple[dict[str, Any], bool]:
     except ValueError:
         return {}, False
     return (value, True) if isinstance(value, dict) else ({"value": value}, False)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _kept_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The request's headers as a record keeps them: credentials redacted, transport left out."""
+    return redact_headers({k: v for k, v in headers.items() if k.lower() not in _HOP})
 
 
 @dataclass
@@ -228,7 +238,7 @@ class OpenAIProxy:
         with self._lock:
             sessions = list(self.sessions)
         for session in sessions:
-            self._queue.put(lambda s=session: self._end_session(s))
+            self._queue.put(functools.partial(self._end_session, session))
         self.flush()
         self._queue.put(None)
         if self._recorder is not None:
@@ -293,11 +303,11 @@ class OpenAIProxy:
                 )
                 if current is None or current[0] != key or idle:
                     if current is not None:
-                        ended = current[1]
-                        self._queue.put(lambda: self._end_session(ended))
+                        self._queue.put(functools.partial(self._end_session, current[1]))
                     name = f"session-{len(self.sessions)}"
-                    self._current = (key, self._new_session(name, self.faults))
-                session = self._current[1]
+                    current = (key, self._new_session(name, self.faults))
+                    self._current = current
+                session = current[1]
             session.last_seen = now
             return session
 
@@ -320,9 +330,7 @@ class OpenAIProxy:
         with session.lock:
             call_id = f"model#{session.calls}"
             session.calls += 1
-            ex = _Exchange(
-                session, call_id, model, body, headers, time.time(), _messages_key(body)
-            )
+            ex = _Exchange(session, call_id, model, body, headers, time.time(), _messages_key(body))
             self._tool_results(session, ex)
             if ex.tool_results:
                 ex.messages_key = _messages_key(body)
@@ -346,7 +354,7 @@ class OpenAIProxy:
             except ValueError:
                 value = content
             before = len(session.injector.events)
-            outcome = session.injector.run_call(tool, args, tcid, lambda v=value: v)
+            outcome = session.injector.run_call(tool, args, tcid, functools.partial(_same, value))
             receipt = session.injector.events[-1] if len(session.injector.events) > before else None
             if receipt is None:
                 ex.tool_results.append((tcid, tool, value, None, None))
@@ -479,10 +487,10 @@ class OpenAIProxy:
             call_id=ex.call_id,
             model=ex.model or None,
             messages=messages,
-            attrs={"headers": redact_headers(ex.headers), "stream": ex.body.get("stream") is True},
+            attrs={"headers": _kept_headers(ex.headers), "stream": ex.body.get("stream") is True},
         )
         if ex.fault is not None:
-            receipt = record.emit(
+            planted = record.emit(
                 FaultInjected,
                 call_id=ex.call_id,
                 tool=None,
@@ -503,10 +511,8 @@ class OpenAIProxy:
                     **{k: v for k, v in ex.fault_note.items() if k not in ("payload",)},
                 },
             )
-            assert isinstance(receipt, FaultInjected)
-            ex.session.pending = _Pending(
-                receipt, ex.fault, ex.messages_key, ex.model, ex.answered
-            )
+            assert isinstance(planted, FaultInjected)
+            ex.session.pending = _Pending(planted, ex.fault, ex.messages_key, ex.model, ex.answered)
         c = ex.completion
         tool_calls = []
         raw: dict[str, str] = {}

@@ -189,7 +189,11 @@ def make_handler(proxy: OpenAIProxy) -> type[BaseHTTPRequestHandler]:
             ex.completion = completion
             assert ex.fault is not None
             if not completion.tool_calls:
-                ex.fault_note = {"injected": "skipped", "observed": "normal", "reason": "no_tool_call"}
+                ex.fault_note = {
+                    "injected": "skipped",
+                    "observed": "normal",
+                    "reason": "no_tool_call",
+                }
             else:
                 kind = str(ex.fault.param("malformed_kind"))
                 for call in completion.tool_calls:

@@ -49,8 +49,8 @@ from .plans import ANY_TARGET, decide_fires, target_matches
 
 __all__ = [
     "MODEL_ERROR_STATUSES",
-    "MODEL_FAULTS_NEED_PROXY",
     "MODEL_FAMILY_BATTERY",
+    "MODEL_FAULTS_NEED_PROXY",
     "MODEL_FAULT_CATALOGUE",
     "MODEL_MALFORMED_KINDS",
     "MODEL_PARAMS",
@@ -89,7 +89,10 @@ MODEL_FAULT_CATALOGUE: Final[Mapping[str, str]] = {
 }
 """The family, mode by mode: what the agent's client receives."""
 
-_EFFECTS: Final = {MALFORMED_TOOL_CALL: EFFECT_RESULT_ALTERED, EMPTY_COMPLETION: EFFECT_RESULT_ALTERED}
+_EFFECTS: Final = {
+    MALFORMED_TOOL_CALL: EFFECT_RESULT_ALTERED,
+    EMPTY_COMPLETION: EFFECT_RESULT_ALTERED,
+}
 
 
 def is_model_mode(mode: object) -> bool:

@@ -38,10 +38,10 @@ from ..vocab import (
     EMPTY_KINDS,
     ERROR_5XX,
     FAULT_MODES,
-    MODEL_FAULT_MODES,
     HTTP_STATUSES,
     MALFORMED,
     MALFORMED_KINDS,
+    MODEL_FAULT_MODES,
     PROMPT_INJECTION,
 )
 from ..vocab import EMPTY_RESPONSE as EMPTY_RESPONSE_MODE
@@ -210,7 +210,9 @@ def _model_params(where: str, value: object, mode: str) -> dict[str, Any]:
         try:
             out[str(key)] = check_model_param(where, mode, str(key), item)
         except ValueError as exc:
-            raise BatteryFileError(str(exc).replace(f"{where}: '{key}'", f"{where}.{key}:"))
+            raise BatteryFileError(
+                str(exc).replace(f"{where}: '{key}'", f"{where}.{key}:")
+            ) from None
     return out
 
 
