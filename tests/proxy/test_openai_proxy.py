@@ -19,8 +19,6 @@ from typing import Any
 
 import pytest
 
-openai = pytest.importorskip("openai")
-
 from hbeval.proxy._openai import OpenAIProxy
 from hbeval.proxy._spec import FaultSpecError, fault_set, parse_fault_spec
 from hbeval.store import open_store
@@ -28,6 +26,8 @@ from hbeval.testing import Reply, ScriptedOpenAIServer, ToolCall
 from hbeval_core.events import FaultInjected, ModelEnd, ModelStart, ToolEnd, ToolStart
 from hbeval_core.faults.model import ModelFaultPlan, ModelFaultSpec
 from hbeval_core.faults.runtime import CANARY_TOOL
+
+openai = pytest.importorskip("openai")
 
 KEY = "sk-test-secret-4242"
 USER = [{"role": "user", "content": "Where is order A1?"}]
@@ -203,7 +203,7 @@ def test_malformed_tool_call_arguments_are_not_json() -> None:
         json.loads(streamed)
     first = receipts(proxy)[0]
     assert first.effect == "result_altered" and first.payload == arguments
-    end = [e for e in proxy.records[0].events if isinstance(e, ModelEnd)][0]
+    end = next(e for e in proxy.records[0].events if isinstance(e, ModelEnd))
     assert end.attrs["raw_arguments"] == {"call_1": arguments}
 
 
@@ -218,23 +218,35 @@ def test_malformed_tool_call_wrong_type() -> None:
     assert set(args) == {"order_id", "amount"} and not isinstance(args["amount"], int)
 
 
-def test_stream_cut_breaks_the_stream_and_the_sdk_retries_a_plain_call() -> None:
+def test_stream_cut_breaks_the_stream_after_its_first_chunks() -> None:
+    httpx = pytest.importorskip("httpx")
     with (
         ScriptedOpenAIServer(["a long answer " * 6, "answer again"]) as up,
         OpenAIProxy(up.base_url, plan("stream_cut", cut_after=2)) as proxy,
     ):
         c = client(proxy, max_retries=0)
         seen: list[str] = []
-        with pytest.raises((openai.APIConnectionError, Exception)) as err:  # noqa: PT011
+        with pytest.raises(httpx.RemoteProtocolError, match="incomplete"):
             for ch in c.chat.completions.create(model="m", messages=USER, stream=True):
                 seen.append(ch.choices[0].delta.content or "" if ch.choices else "")
-        assert "incomplete" in repr(err.value).lower() or "closed" in repr(err.value).lower()
         assert len(seen) == 2  # the two chunks before the cut arrived
         reply = c.chat.completions.create(model="m", messages=USER)
         assert reply.choices[0].message.content == "answer again"
     (receipt,) = receipts(proxy)
     assert receipt.observed == "stream_cut" and receipt.attrs["chunks_sent"] == 2
     assert receipt.attrs["followed_by"]["action"] == "retry"
+
+
+def test_a_cut_plain_response_is_retried_by_the_sdk() -> None:
+    with (
+        ScriptedOpenAIServer(["first, cut", "second, whole"]) as up,
+        OpenAIProxy(up.base_url, plan("stream_cut")) as proxy,
+    ):
+        reply = client(proxy, max_retries=1).chat.completions.create(model="m", messages=USER)
+        assert reply.choices[0].message.content == "second, whole"
+        assert len(up.requests) == 2
+    (receipt,) = receipts(proxy)
+    assert receipt.attrs["bytes_sent"] > 0 and receipt.attrs["followed_by"]["action"] == "retry"
 
 
 def test_streaming_passes_through_with_tool_calls_and_usage() -> None:
@@ -253,7 +265,7 @@ def test_streaming_passes_through_with_tool_calls_and_usage() -> None:
         assert up.requests[0].stream
     assert text == "Checking." and json.loads(args) == {"order_id": "A1"}
     assert usage is not None and usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
-    end = [e for e in proxy.records[0].events if isinstance(e, ModelEnd)][0]
+    end = next(e for e in proxy.records[0].events if isinstance(e, ModelEnd))
     assert end.text == "Checking." and end.tool_calls[0].args == {"order_id": "A1"}
     assert end.usage is not None and end.usage.output_tokens == usage.completion_tokens
     assert receipts(proxy) == []
@@ -304,8 +316,8 @@ def test_tool_result_faults_reach_the_model_in_the_next_request(tmp_path: Path) 
     assert tool_receipt.mode == "prompt_injection" and tool_receipt.tool == "lookup_order"
     assert tool_receipt.attrs["delivered_by"] == "next_request"
     assert tool_receipt.payload is not None and tool_receipt.payload in seen
-    assert [e for e in events if isinstance(e, ToolStart)][0].args == {"order_id": "A1"}
-    assert [e for e in events if isinstance(e, ToolEnd)][0].result == seen
+    assert next(e for e in events if isinstance(e, ToolStart)).args == {"order_id": "A1"}
+    assert next(e for e in events if isinstance(e, ToolEnd)).result == seen
     starts = [e for e in events if isinstance(e, ModelStart)]
     assert starts[0].attrs["headers"]["authorization"] == "[redacted]"
     # The client's key is nowhere in the store.
