@@ -95,7 +95,7 @@ def _family_battery(
     scenarios_given: bool,
 ) -> Any:
     """``--fault-family model``: the model fault family's own battery."""
-    from hbeval_core.faults.model import model_family_battery
+    from hbeval_core.faults.userbattery import model_family_battery
 
     if family not in FAULT_FAMILIES:
         _fail(f"--fault-family must be one of {', '.join(FAULT_FAMILIES)} (got {family!r})")

@@ -89,6 +89,8 @@ def openai_cmd(
     ] = None,
 ) -> None:
     """An OpenAI-compatible proxy on 127.0.0.1: plant faults, record every model and tool call."""
+    # Long because: typer reads the options from this signature (most of its lines); the body
+    # checks them, serves until interrupted, then writes the record.
     from ..proxy._openai import OpenAIProxy
     from ..proxy._spec import FaultSpecError, fault_set, plan_of_battery
 

@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -48,12 +48,12 @@ from hbeval_core.faults.runtime import FaultInjector, render_text
 from hbeval_core.vocab import RATE_LIMIT
 
 from . import _model_faults as mf
+from ._openai_http import CHAT_SUFFIX, make_handler
 from ._record import SessionRecord, redact_headers
 from ._spec import PROXY_PLAN_ID, FaultSet
 
 __all__ = ["CHAT_SUFFIX", "OpenAIProxy"]
 
-CHAT_SUFFIX: Final = "/chat/completions"
 _HOP: Final = frozenset(
     {
         "host",
@@ -70,11 +70,6 @@ _HOP: Final = frozenset(
 )
 _RETRY_TOLERANCE: Final = 0.95
 """A retry at or after 95% of the asked ``Retry-After`` honours it (timer granularity)."""
-
-
-def _bearer(headers: Mapping[str, str]) -> str:
-    value = headers.get("authorization") or headers.get("api-key") or ""
-    return value[7:].strip() if value.lower().startswith("bearer ") else value.strip()
 
 
 def _messages_key(body: Any) -> str:
@@ -207,7 +202,7 @@ class OpenAIProxy:
         """Bind 127.0.0.1 and serve in background threads."""
         if self._httpd is not None:
             return self
-        httpd = ThreadingHTTPServer(("127.0.0.1", self.port), _handler_for(self))
+        httpd = ThreadingHTTPServer(("127.0.0.1", self.port), make_handler(self))
         httpd.daemon_threads = True
         self._httpd = httpd
         self.port = int(httpd.server_address[1])
@@ -539,9 +534,3 @@ class OpenAIProxy:
         )
         for call in tool_calls:
             record.emit(ToolStart, call_id=call["id"], tool=call["name"], args=call["args"])
-
-
-def _handler_for(proxy: OpenAIProxy) -> type[BaseHTTPRequestHandler]:
-    from ._openai_http import make_handler
-
-    return make_handler(proxy)

@@ -11,16 +11,15 @@ from __future__ import annotations
 import json
 import time
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from hbeval_core.vocab import EMPTY_COMPLETION, MALFORMED_TOOL_CALL, MODEL_TIMEOUT, STREAM_CUT
 
 from . import _model_faults as mf
 
-if TYPE_CHECKING:
-    from ._openai import OpenAIProxy, _Exchange
+__all__ = ["CHAT_SUFFIX", "bearer", "make_handler"]
 
-__all__ = ["make_handler"]
+CHAT_SUFFIX: Final = "/chat/completions"
 
 _SKIP_BACK: Final = frozenset(
     {"connection", "content-length", "transfer-encoding", "keep-alive", "content-encoding"}
@@ -35,9 +34,15 @@ def _error_message(payload: bytes) -> str:
         return payload[:200].decode("utf-8", "replace")
 
 
-def make_handler(proxy: OpenAIProxy) -> type[BaseHTTPRequestHandler]:
+def bearer(headers: dict[str, str]) -> str:
+    """The client's key from ``Authorization: Bearer ...`` (or ``api-key``)."""
+    value = headers.get("authorization") or headers.get("api-key") or ""
+    return value[7:].strip() if value.lower().startswith("bearer ") else value.strip()
+
+
+def make_handler(proxy: Any) -> type[BaseHTTPRequestHandler]:
+    """The handler class serving ``proxy`` (an ``OpenAIProxy``)."""
     # Long because: the handler class and its methods share the proxy through this closure.
-    from ._openai import CHAT_SUFFIX, _bearer
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -113,7 +118,7 @@ def make_handler(proxy: OpenAIProxy) -> type[BaseHTTPRequestHandler]:
             except ValueError as exc:
                 self._error(400, "invalid_request_error", f"body is not a JSON object: {exc}")
                 return
-            session = proxy.session_for(_bearer(headers))
+            session = proxy.session_for(bearer(headers))
             if session is None:
                 self._error(
                     401, "invalid_api_key", "this proxy serves only the keys its battery issued"
@@ -127,7 +132,7 @@ def make_handler(proxy: OpenAIProxy) -> type[BaseHTTPRequestHandler]:
                 proxy.finish(ex)
 
         # -- answers ----------------------------------------------------------------------
-        def _answer(self, ex: _Exchange, path: str, headers: dict[str, str], data: bytes) -> None:
+        def _answer(self, ex: Any, path: str, headers: dict[str, str], data: bytes) -> None:
             fault = ex.fault
             stream = ex.body.get("stream") is True
             if fault is not None:
@@ -169,7 +174,7 @@ def make_handler(proxy: OpenAIProxy) -> type[BaseHTTPRequestHandler]:
             else:
                 self._relay_body(ex, resp, back)
 
-        def _completion(self, ex: _Exchange, stream: bool) -> None:
+        def _completion(self, ex: Any, stream: bool) -> None:
             assert ex.completion is not None
             model, cid = ex.model or "model", f"chatcmpl-proxy-{ex.call_id}"
             if stream:
@@ -180,7 +185,7 @@ def make_handler(proxy: OpenAIProxy) -> type[BaseHTTPRequestHandler]:
                 body = json.dumps(ex.completion.body(model, cid)).encode()
                 self._send(200, {"Content-Type": "application/json"}, body)
 
-        def _malformed(self, ex: _Exchange, resp: Any, is_sse: bool, stream: bool) -> None:
+        def _malformed(self, ex: Any, resp: Any, is_sse: bool, stream: bool) -> None:
             payload = resp.read()
             if is_sse:
                 completion = mf.Completion.of_chunks(mf.parse_sse(payload))
@@ -202,12 +207,12 @@ def make_handler(proxy: OpenAIProxy) -> type[BaseHTTPRequestHandler]:
                 ex.fault_note = {"observed": "malformed", "payload": spoiled, "kind": kind}
             self._completion(ex, stream)
 
-        def _cut_after(self, ex: _Exchange) -> int | None:
+        def _cut_after(self, ex: Any) -> int | None:
             if ex.fault is None or ex.fault.mode != STREAM_CUT:
                 return None
             return max(1, int(ex.fault.param("cut_after")))
 
-        def _relay_stream(self, ex: _Exchange, resp: Any, back: dict[str, str]) -> None:
+        def _relay_stream(self, ex: Any, resp: Any, back: dict[str, str]) -> None:
             cut = self._cut_after(ex)
             self._start_stream(back)
             sent: list[bytes] = []
@@ -238,7 +243,7 @@ def make_handler(proxy: OpenAIProxy) -> type[BaseHTTPRequestHandler]:
                 return
             self._end_stream()
 
-        def _relay_body(self, ex: _Exchange, resp: Any, back: dict[str, str]) -> None:
+        def _relay_body(self, ex: Any, resp: Any, back: dict[str, str]) -> None:
             payload = resp.read()
             try:
                 ex.completion = mf.Completion.of_body(json.loads(payload))

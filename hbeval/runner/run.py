@@ -93,13 +93,8 @@ from hbeval_core.contract import (
     Task,
     VirtualClock,
 )
-from hbeval_core.faults import (
-    Battery,
-    derive_trial_seed,
-    measurement_fingerprint,
-    task_for,
-)
-from hbeval_core.faults.model import MODEL_FAULTS_NEED_PROXY, has_model_faults
+from hbeval_core.faults import Battery, derive_trial_seed, measurement_fingerprint, task_for
+from hbeval_core.faults.model import refuse_model_faults
 from hbeval_core.vocab import (
     DEFAULT_SEED,
     DEFAULT_TRIALS,
@@ -544,9 +539,7 @@ def _battery_for(battery: Any, seed: int) -> Any:
             f"the battery was built with seed {battery.seed} but seed={seed}; build it with the "
             "run's seed so one seed reproduces the run"
         )
-    if has_model_faults(battery):
-        raise ValueError(MODEL_FAULTS_NEED_PROXY)
-    return battery
+    return refuse_model_faults(battery)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from ..fingerprint import fingerprint
 from ..vocab import (
@@ -60,8 +60,10 @@ __all__ = [
     "has_model_faults",
     "is_model_mode",
     "model_effect",
-    "model_family_battery",
+    "refuse_model_faults",
 ]
+
+T = TypeVar("T")
 
 MODEL_ERROR_STATUSES: Final = (500, 502, 503)
 MODEL_MALFORMED_KINDS: Final = ("invalid_json", "wrong_type")
@@ -254,13 +256,6 @@ MODEL_FAMILY_BATTERY: Final[Mapping[str, Any]] = {
 """What ``--fault-family model`` runs: a battery file, fingerprinted like any other."""
 
 
-def model_family_battery(seed: int) -> Any:
-    """The ``--fault-family model`` battery (``MODEL_FAMILY_BATTERY``) as a ``UserBattery``."""
-    from .userbattery import parse_battery
-
-    return parse_battery(MODEL_FAMILY_BATTERY, seed=seed, source="hbeval:model-faults")
-
-
 MODEL_FAULTS_NEED_PROXY: Final = (
     "the battery plants model faults, which reach an agent at the HTTP layer, not at a tool "
     "boundary: run the agent through `hbeval proxy openai --battery FILE` (its OPENAI_BASE_URL "
@@ -271,3 +266,10 @@ MODEL_FAULTS_NEED_PROXY: Final = (
 def has_model_faults(battery: Any) -> bool:
     """Whether any scenario of ``battery`` plants a model fault."""
     return any(getattr(s, "is_model_fault", False) for s in getattr(battery, "scenarios", ()))
+
+
+def refuse_model_faults(battery: T) -> T:
+    """``battery`` for an in-process run; one with model faults raises (they need the proxy)."""
+    if has_model_faults(battery):
+        raise ValueError(MODEL_FAULTS_NEED_PROXY)
+    return battery

@@ -59,6 +59,7 @@ __all__ = [
     "UserScenario",
     "is_battery_file",
     "load_battery_file",
+    "model_family_battery",
     "parse_battery",
 ]
 
@@ -666,3 +667,10 @@ def load_battery_file(path: str | Path, *, seed: int) -> UserBattery:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BatteryFileError(f"--battery: {str(p)!r} is not valid YAML/JSON: {first}") from None
     return parse_battery(data, seed=seed, source=str(p))
+
+
+def model_family_battery(seed: int) -> UserBattery:
+    """The ``--fault-family model`` battery (``model.MODEL_FAMILY_BATTERY``)."""
+    from .model import MODEL_FAMILY_BATTERY
+
+    return parse_battery(MODEL_FAMILY_BATTERY, seed=seed, source="hbeval:model-faults")

@@ -16,9 +16,8 @@ from hbeval_core.faults.model import (
     ModelFaultPlan,
     ModelFaultSpec,
     has_model_faults,
-    model_family_battery,
 )
-from hbeval_core.faults.userbattery import BatteryFileError, parse_battery
+from hbeval_core.faults.userbattery import BatteryFileError, model_family_battery, parse_battery
 from hbeval_core.fingerprint import fingerprint
 from hbeval_core.vocab import FAULT_MODES, MODEL_FAULT_MODES
 
