@@ -407,10 +407,12 @@ class OpenAIProxy:
             try:
                 conn.request(method, target, body=body, headers=out)
                 return conn.getresponse()
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
-                conn.close()
-                self._local.conn = None
-                if attempt:
+            except (http.client.HTTPException, OSError) as exc:
+                self.drop_connection()
+                stale = isinstance(
+                    exc, (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+                )
+                if attempt or not stale:
                     raise
         raise AssertionError("unreachable")
 

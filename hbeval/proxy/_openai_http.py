@@ -8,6 +8,7 @@ response is sent (``OpenAIProxy.finish``).
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 from http.server import BaseHTTPRequestHandler
@@ -47,6 +48,7 @@ def make_handler(proxy: Any) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         timeout = 600
+        disable_nagle_algorithm = True  # headers and body go out as separate writes
 
         def log_message(self, format: str, *args: Any) -> None:
             return
@@ -96,7 +98,7 @@ def make_handler(proxy: Any) -> type[BaseHTTPRequestHandler]:
             try:
                 resp = proxy.upstream_request(method, path, headers, raw)
                 payload = resp.read()
-            except OSError as exc:
+            except (OSError, http.client.HTTPException) as exc:
                 self._error(502, "upstream_unreachable", f"upstream {proxy.upstream}: {exc}")
                 return
             back = {k: v for k, v in resp.getheaders() if k.lower() not in _SKIP_BACK}
@@ -151,7 +153,7 @@ def make_handler(proxy: Any) -> type[BaseHTTPRequestHandler]:
                     return
             try:
                 resp = proxy.upstream_request("POST", path, headers, data)
-            except OSError as exc:
+            except (OSError, http.client.HTTPException) as exc:
                 ex.status, ex.error = 502, f"upstream {proxy.upstream}: {exc}"
                 if fault is not None:
                     ex.fault_note = {"injected": "failed", "observed": "upstream_unreachable"}
@@ -234,6 +236,8 @@ def make_handler(proxy: Any) -> type[BaseHTTPRequestHandler]:
             if event and (cut is None or events < cut):
                 self._chunk(event)
                 sent.append(event)
+            if cut is None:
+                resp.read()  # at the end of a sized body readline never closes the response
             ex.completion = mf.Completion.of_chunks(mf.parse_sse(b"".join(sent)))
             if cut is not None:
                 ex.fault_note = {"observed": "stream_cut", "chunks_sent": events}
