@@ -379,6 +379,8 @@ RECEIPT_NO_PAYLOAD: Final = "no_payload"
 """The fault left nothing for the agent to read, so its arrival cannot be proven."""
 RECEIPT_NO_MODEL_EVENTS: Final = "no_model_events"
 """The trace records no model call at all: delivery is unknown."""
+RECEIPT_RECEIVED: Final = "received_by_client"
+"""A model fault: the client received the faulted HTTP response (the proxy answered it)."""
 
 # What a trial's pass, fault and IRS judgements rest on
 PASS_VERIFIER: Final = "verifier"

@@ -22,10 +22,22 @@ from hbeval_core.vocab import (
     DEFAULT_SCENARIOS,
     DEFAULT_SEED,
     DEFAULT_TRIALS,
-    FAULT_FAMILIES,
     FAULT_FAMILY_TOOL,
 )
 
+from ._battery_proxy import (
+    CommandOption,
+    FaultFamilyOption,
+    ProxyFlags,
+    QuestionAsArgOption,
+    UpstreamOption,
+    ViaProxyOption,
+    adapter_for,
+    load_command_target,
+    proxy_flags,
+    proxy_note,
+    refuse_model_faults,
+)
 from ._common import REDACT_HELP, checked_redact, plain_app
 
 if TYPE_CHECKING:
@@ -71,7 +83,9 @@ def _build_battery(
     from ..runner._resolve import resolve_battery
 
     if family != FAULT_FAMILY_TOOL:
-        return _family_battery(family, battery, seed, fault_types, domains, scenarios_given)
+        from ._battery_proxy import family_battery
+
+        return family_battery(family, battery, seed, fault_types, domains, scenarios_given)
     try:
         # A battery file refuses --scenarios only when it was given, not its default.
         return resolve_battery(
@@ -84,34 +98,6 @@ def _build_battery(
         )
     except ValueError as exc:
         _fail(str(exc))
-
-
-def _family_battery(
-    family: str,
-    battery: str,
-    seed: int,
-    fault_types: list[str] | None,
-    domains: list[str] | None,
-    scenarios_given: bool,
-) -> Any:
-    """``--fault-family model``: the model fault family's own battery."""
-    from hbeval_core.faults.userbattery import model_family_battery
-
-    if family not in FAULT_FAMILIES:
-        _fail(f"--fault-family must be one of {', '.join(FAULT_FAMILIES)} (got {family!r})")
-    given = [
-        flag
-        for flag, value in (
-            ("--battery", battery != _DEFAULT_BATTERY),
-            ("--fault-type", fault_types),
-            ("--domain", domains),
-            ("--scenarios", scenarios_given),
-        )
-        if value
-    ]
-    if given:
-        _fail(f"{given[0]}: --fault-family {family} names its own scenarios; remove {given[0]}")
-    return model_family_battery(seed)
 
 
 @battery_app.command("spec")
@@ -174,12 +160,7 @@ def build_command(
         list[str] | None, typer.Option("--domain", help="Narrow to a domain (repeat).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
-    fault_family: Annotated[
-        str,
-        typer.Option(
-            "--fault-family", help="tool (the batteries above) or model (the model API fails)."
-        ),
-    ] = FAULT_FAMILY_TOOL,
+    fault_family: FaultFamilyOption = FAULT_FAMILY_TOOL,
 ) -> None:
     """Build a battery: {"fingerprint", "scenarios": [{"index","domain","fault_type","is_nominal",...}]}."""
     built = _build_battery(
@@ -422,6 +403,11 @@ def run_command(
             "qualified precedents during trials, admit the run's qualified trials at its end.",
         ),
     ] = False,
+    command: CommandOption = None,
+    via_proxy: ViaProxyOption = None,
+    upstream: UpstreamOption = None,
+    question_as_arg: QuestionAsArgOption = False,
+    fault_family: FaultFamilyOption = FAULT_FAMILY_TOOL,
 ) -> None:
     """Run the battery against TARGET and write the report (exit 0 whatever it says)."""
     # Long because: typer reads the options from this signature (about 110 of its lines); the
@@ -446,10 +432,13 @@ def run_command(
         redact=redact,
         rate_limit=rate_limit,
         max_cost=max_cost,
+        via=proxy_flags(command, via_proxy, upstream, question_as_arg, target),
+        family=fault_family,
     )
     plan = _plan_run(flags, out, db)
     report, admitted = _execute(plan, flags, db, run_id, ray_cpus, memory)
     _finish_run(report, out, as_json, admitted)
+    proxy_note(flags.via)
 
 
 def _execute(
@@ -476,7 +465,7 @@ def _execute(
     progress = BatteryProgress()
     try:
         report = run_battery(
-            None,
+            adapter_for(plan.target),
             plan.target,
             plan.tasks,
             plan.battery,
@@ -551,6 +540,8 @@ class _Flags:
     redact: list[str] | None
     rate_limit: float | None = None
     max_cost: float | None = None
+    via: ProxyFlags | None = None
+    family: str = FAULT_FAMILY_TOOL
 
 
 @dataclass(frozen=True)
@@ -601,7 +592,8 @@ def _plan_run(f: _Flags, out: Path | None, db: str | None = None) -> _Plan:
             return getattr(m, field)
         return default
 
-    target_ref, target_obj, tasks_ref, task_list = _load_target(f, m, pick)
+    load = _load_target if f.via is None else load_command_target
+    target_ref, target_obj, tasks_ref, task_list = load(f, m, pick)
     n = pick(f.scenarios, "n_scenarios", DEFAULT_SCENARIOS)
     s = pick(f.seed, "seed", DEFAULT_SEED)
     k = pick(f.trials, "trials", DEFAULT_TRIALS)
@@ -612,9 +604,15 @@ def _plan_run(f: _Flags, out: Path | None, db: str | None = None) -> _Plan:
     )
     domains = list(f.domain) if f.domain else (list(m.domains) if m and m.domains else None)
     built = _build_battery(
-        pick(f.battery, "battery", _DEFAULT_BATTERY), n, s, faults, domains, f.scenarios is not None
+        pick(f.battery, "battery", _DEFAULT_BATTERY),
+        n,
+        s,
+        faults,
+        domains,
+        f.scenarios is not None,
+        f.family,
     )
-    _refuse_model_faults(built)
+    refuse_model_faults(built, f.via)
     if k < 1:
         _fail(f"--trials must be >= 1 (got {k})")
     if f.executor not in ("local", "ray"):
@@ -652,14 +650,6 @@ def _plan_run(f: _Flags, out: Path | None, db: str | None = None) -> _Plan:
         methodology="C" if judge_obj is not None else pick(None, "methodology", "B"),
         target_kind=kind,
     )
-
-
-def _refuse_model_faults(battery: Any) -> None:
-    """Model faults need the HTTP layer: an in-process target cannot receive them."""
-    from hbeval_core.faults.model import MODEL_FAULTS_NEED_PROXY, has_model_faults
-
-    if has_model_faults(battery):
-        _fail(f"--battery: {MODEL_FAULTS_NEED_PROXY}")
 
 
 def _check_limits(f: _Flags, m: Any) -> None:

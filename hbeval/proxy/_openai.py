@@ -168,6 +168,7 @@ class OpenAIProxy:
         forbidden_tool: str | None = None,
         run_id: str | None = None,
         timeout: float = 600.0,
+        session_attrs: Mapping[str, Any] | None = None,
     ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -186,6 +187,8 @@ class OpenAIProxy:
         self._trial_keys = dict(trial_keys) if trial_keys is not None else None
         self.forbidden_tool = forbidden_tool
         self.timeout = timeout
+        self._session_attrs = dict(session_attrs or {})
+        """Added to every session's ``run_start`` attrs (a command target's evidence)."""
         self.run_id = run_id or SessionRecord("openai").run_id
         self.sessions: list[_Session] = []
         self._by_key: dict[str, _Session] = {}
@@ -314,7 +317,12 @@ class OpenAIProxy:
         session = _Session(record, faults, injector)
         self.sessions.append(session)
         self._queue.put(
-            lambda: record.start(upstream=self.upstream, faults=list(faults.source), session=name)
+            lambda: record.start(
+                upstream=self.upstream,
+                faults=list(faults.source),
+                session=name,
+                **self._session_attrs,
+            )
         )
         return session
 

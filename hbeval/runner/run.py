@@ -319,7 +319,7 @@ def run_battery(
         timeout = None
     _check_memory(memory)
     tasks = list(tasks)
-    battery = _battery_for(battery, seed)
+    battery = refuse_model_faults(_battery_for(battery, seed), adapter)
     fps = _Fingerprints.of(battery, seed, trials)
     check_expected_hashes(
         manifest,
@@ -539,7 +539,7 @@ def _battery_for(battery: Any, seed: int) -> Any:
             f"the battery was built with seed {battery.seed} but seed={seed}; build it with the "
             "run's seed so one seed reproduces the run"
         )
-    return refuse_model_faults(battery)
+    return battery
 
 
 @dataclass(frozen=True)

@@ -268,8 +268,9 @@ def has_model_faults(battery: Any) -> bool:
     return any(getattr(s, "is_model_fault", False) for s in getattr(battery, "scenarios", ()))
 
 
-def refuse_model_faults(battery: T) -> T:
-    """``battery`` for an in-process run; one with model faults raises (they need the proxy)."""
-    if has_model_faults(battery):
+def refuse_model_faults(battery: T, adapter: Any = None) -> T:
+    """``battery`` for a run; one with model faults raises unless ``adapter`` delivers them
+    (its ``delivers_model_faults`` is true: a process run through the proxy)."""
+    if has_model_faults(battery) and not getattr(adapter, "delivers_model_faults", False):
         raise ValueError(MODEL_FAULTS_NEED_PROXY)
     return battery
