@@ -603,15 +603,8 @@ def _plan_run(f: _Flags, out: Path | None, db: str | None = None) -> _Plan:
         else (list(m.fault_types) if m and m.fault_types else None)
     )
     domains = list(f.domain) if f.domain else (list(m.domains) if m and m.domains else None)
-    built = _build_battery(
-        pick(f.battery, "battery", _DEFAULT_BATTERY),
-        n,
-        s,
-        faults,
-        domains,
-        f.scenarios is not None,
-        f.family,
-    )
+    named = pick(f.battery, "battery", _DEFAULT_BATTERY)
+    built = _build_battery(named, n, s, faults, domains, f.scenarios is not None, f.family)
     refuse_model_faults(built, f.via)
     if k < 1:
         _fail(f"--trials must be >= 1 (got {k})")
