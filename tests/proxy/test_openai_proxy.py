@@ -436,3 +436,23 @@ def test_cli_bad_input_exits_2(args: list[str], message: str) -> None:
     )
     assert result.exit_code == 2, result.output
     assert message in result.output
+
+
+def test_mcp_proxy_refuses_model_fault_modes() -> None:
+    from typer.testing import CliRunner
+
+    from hbeval.cli import app
+
+    result = CliRunner().invoke(app, ["mcp-proxy", "--fault", "rate_limit@0", "--", "true"])
+    assert result.exit_code == 2, result.output
+    assert "use `hbeval proxy openai`" in result.output
+
+
+def test_an_unreachable_upstream_is_a_502_and_recorded() -> None:
+    port = _free_port()  # nothing listens there
+    with OpenAIProxy(f"http://127.0.0.1:{port}/v1") as proxy:
+        with pytest.raises(openai.APIStatusError) as err:
+            client(proxy, max_retries=0).chat.completions.create(model="m", messages=USER)
+        assert err.value.status_code == 502
+    end = next(e for e in proxy.records[0].events if isinstance(e, ModelEnd))
+    assert end.attrs["status"] == 502 and "upstream" in (end.error or "")
