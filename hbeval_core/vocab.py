@@ -169,6 +169,35 @@ DEFINITION_CHANGE: Final = "definition_change"
 """A tool's definition differs from the one first listed (a listing after the first)."""
 MCP_FAULT_MODES: Final = (PROTOCOL_ERROR, POISONED_DESCRIPTION, DEFINITION_CHANGE)
 HTTP_STATUSES: Final = (500, 502, 503, 429)
+# The model fault family: the model API call itself fails (``hbeval_core.faults.model``). They
+# are delivered at the HTTP layer (``hbeval proxy openai``), never at a tool boundary.
+RATE_LIMIT: Final = "rate_limit"
+"""The model call is answered 429 with ``Retry-After``."""
+MODEL_ERROR: Final = "model_error"
+"""The model call is answered with a 5xx."""
+MODEL_TIMEOUT: Final = "model_timeout"
+"""The model call stalls, then is answered 504 (the upstream timed out)."""
+STREAM_CUT: Final = "stream_cut"
+"""The response stops after its first chunks; the connection closes without the end."""
+MALFORMED_TOOL_CALL: Final = "malformed_tool_call"
+"""The reply's tool-call arguments are not valid JSON, or have the wrong types."""
+EMPTY_COMPLETION: Final = "empty_completion"
+"""The reply has no text and no tool call."""
+CONTEXT_OVERFLOW: Final = "context_overflow"
+"""The model call is refused 400 ``context_length_exceeded``."""
+MODEL_FAULT_MODES: Final = (
+    RATE_LIMIT,
+    MODEL_ERROR,
+    MODEL_TIMEOUT,
+    STREAM_CUT,
+    MALFORMED_TOOL_CALL,
+    EMPTY_COMPLETION,
+    CONTEXT_OVERFLOW,
+)
+FAULT_FAMILY_TOOL: Final = "tool"
+FAULT_FAMILY_MODEL: Final = "model"
+FAULT_FAMILIES: Final = (FAULT_FAMILY_TOOL, FAULT_FAMILY_MODEL)
+"""``--fault-family``: tool faults (the default batteries) or model faults."""
 EMPTY_KINDS: Final = ("null", "empty_object", "empty_array", "empty_string")
 """What an empty_response fault returns: None, {}, [] or "" (the reference's spelling)."""
 MALFORMED_KINDS: Final = (
@@ -359,6 +388,8 @@ RECEIPT_NO_PAYLOAD: Final = "no_payload"
 """The fault left nothing for the agent to read, so its arrival cannot be proven."""
 RECEIPT_NO_MODEL_EVENTS: Final = "no_model_events"
 """The trace records no model call at all: delivery is unknown."""
+RECEIPT_RECEIVED: Final = "received_by_client"
+"""A model fault: the client received the faulted HTTP response (the proxy answered it)."""
 
 # What a trial's pass, fault and IRS judgements rest on
 PASS_VERIFIER: Final = "verifier"

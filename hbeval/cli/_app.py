@@ -86,6 +86,11 @@ COMMANDS: dict[str, LazyCommand] = {
         "mcp_proxy_cmd",
         "Front an MCP server: list its tools, plant faults in its calls, record the session.",
     ),
+    "proxy": LazyCommand(
+        "_proxy_openai",
+        "proxy_app",
+        "Front a model API (OpenAI-compatible): plant model and tool faults, record the calls.",
+    ),
     "schema": LazyCommand("_schema", "schema_app", "Print JSON Schemas of hbeval's formats."),
     "runs": LazyCommand("_runs", "runs_app", "Runs recorded in the store."),
     "store": LazyCommand("_store", "store_app", "Stores themselves: copy runs between them."),

@@ -18,8 +18,26 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from hbeval_core.vocab import DEFAULT_SCENARIOS, DEFAULT_SEED, DEFAULT_TRIALS
+from hbeval_core.vocab import (
+    DEFAULT_SCENARIOS,
+    DEFAULT_SEED,
+    DEFAULT_TRIALS,
+    FAULT_FAMILY_TOOL,
+)
 
+from ._battery_proxy import (
+    CommandOption,
+    FaultFamilyOption,
+    ProxyFlags,
+    QuestionAsArgOption,
+    UpstreamOption,
+    ViaProxyOption,
+    adapter_for,
+    load_command_target,
+    proxy_flags,
+    proxy_note,
+    refuse_model_faults,
+)
 from ._common import REDACT_HELP, checked_redact, plain_app
 
 if TYPE_CHECKING:
@@ -57,12 +75,17 @@ def _build_battery(
     fault_types: list[str] | None,
     domains: list[str] | None,
     scenarios_given: bool = False,
+    family: str = FAULT_FAMILY_TOOL,
 ) -> Any:
     """Build a battery, turning each bad value into a message naming its flag."""
     from hbeval_core.faults.userbattery import is_battery_file
 
     from ..runner._resolve import resolve_battery
 
+    if family != FAULT_FAMILY_TOOL:
+        from ._battery_proxy import family_battery
+
+        return family_battery(family, battery, seed, fault_types, domains, scenarios_given)
     try:
         # A battery file refuses --scenarios only when it was given, not its default.
         return resolve_battery(
@@ -137,6 +160,7 @@ def build_command(
         list[str] | None, typer.Option("--domain", help="Narrow to a domain (repeat).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
+    fault_family: FaultFamilyOption = FAULT_FAMILY_TOOL,
 ) -> None:
     """Build a battery: {"fingerprint", "scenarios": [{"index","domain","fault_type","is_nominal",...}]}."""
     built = _build_battery(
@@ -146,6 +170,7 @@ def build_command(
         fault_type,
         domain,
         scenarios is not None,
+        fault_family,
     )
     data = built.to_dict()
     if as_json:
@@ -378,6 +403,11 @@ def run_command(
             "qualified precedents during trials, admit the run's qualified trials at its end.",
         ),
     ] = False,
+    command: CommandOption = None,
+    via_proxy: ViaProxyOption = None,
+    upstream: UpstreamOption = None,
+    question_as_arg: QuestionAsArgOption = False,
+    fault_family: FaultFamilyOption = FAULT_FAMILY_TOOL,
 ) -> None:
     """Run the battery against TARGET and write the report (exit 0 whatever it says)."""
     # Long because: typer reads the options from this signature (about 110 of its lines); the
@@ -402,10 +432,13 @@ def run_command(
         redact=redact,
         rate_limit=rate_limit,
         max_cost=max_cost,
+        via=proxy_flags(command, via_proxy, upstream, question_as_arg, target),
+        family=fault_family,
     )
     plan = _plan_run(flags, out, db)
     report, admitted = _execute(plan, flags, db, run_id, ray_cpus, memory)
     _finish_run(report, out, as_json, admitted)
+    proxy_note(flags.via)
 
 
 def _execute(
@@ -432,7 +465,7 @@ def _execute(
     progress = BatteryProgress()
     try:
         report = run_battery(
-            None,
+            adapter_for(plan.target),
             plan.target,
             plan.tasks,
             plan.battery,
@@ -507,6 +540,8 @@ class _Flags:
     redact: list[str] | None
     rate_limit: float | None = None
     max_cost: float | None = None
+    via: ProxyFlags | None = None
+    family: str = FAULT_FAMILY_TOOL
 
 
 @dataclass(frozen=True)
@@ -557,7 +592,8 @@ def _plan_run(f: _Flags, out: Path | None, db: str | None = None) -> _Plan:
             return getattr(m, field)
         return default
 
-    target_ref, target_obj, tasks_ref, task_list = _load_target(f, m, pick)
+    load = _load_target if f.via is None else load_command_target
+    target_ref, target_obj, tasks_ref, task_list = load(f, m, pick)
     n = pick(f.scenarios, "n_scenarios", DEFAULT_SCENARIOS)
     s = pick(f.seed, "seed", DEFAULT_SEED)
     k = pick(f.trials, "trials", DEFAULT_TRIALS)
@@ -567,9 +603,9 @@ def _plan_run(f: _Flags, out: Path | None, db: str | None = None) -> _Plan:
         else (list(m.fault_types) if m and m.fault_types else None)
     )
     domains = list(f.domain) if f.domain else (list(m.domains) if m and m.domains else None)
-    built = _build_battery(
-        pick(f.battery, "battery", _DEFAULT_BATTERY), n, s, faults, domains, f.scenarios is not None
-    )
+    named = pick(f.battery, "battery", _DEFAULT_BATTERY)
+    built = _build_battery(named, n, s, faults, domains, f.scenarios is not None, f.family)
+    refuse_model_faults(built, f.via)
     if k < 1:
         _fail(f"--trials must be >= 1 (got {k})")
     if f.executor not in ("local", "ray"):

@@ -72,6 +72,8 @@ def mcp_proxy_cmd(
         )
     except FaultSpecError as exc:
         raise _fail(str(exc)) from None
+    if faults.model is not None:
+        raise _fail("model fault modes are planted on model calls: use `hbeval proxy openai`")
     proxy = McpProxy(command, faults, forbidden_tool=forbidden_tool)
     try:
         if http is None:

@@ -18,7 +18,7 @@ from typing import Any, Final
 from hbeval_core.events import EventBase, FaultInjected, RunEnd, RunStart
 from hbeval_core.fingerprint import fingerprint
 
-__all__ = ["REDACTED", "SessionRecord", "redact_headers"]
+__all__ = ["REDACTED", "SessionRecord", "redact_headers", "write_sessions"]
 
 REDACTED: Final = "[redacted]"
 _SECRET_HEADERS: Final = frozenset({"authorization", "api-key", "x-api-key", "proxy-authorization"})
@@ -68,6 +68,16 @@ class SessionRecord:
             self._ended = True
         self.emit(RunEnd, status=status, attrs=attrs)
 
+    def amend(self, event: EventBase, **attrs: Any) -> EventBase:
+        """Replace a kept event by a copy with ``attrs`` added (a receipt's sequel)."""
+        with self._lock:
+            for i, kept in enumerate(self.events):
+                if kept is event:
+                    copy = kept.model_copy(update={"attrs": {**kept.attrs, **attrs}})
+                    self.events[i] = copy
+                    return copy
+        raise ValueError("amend: the event is not in this record")
+
     @property
     def receipts(self) -> list[FaultInjected]:
         """Every fault the proxy planted in this session, in order."""
@@ -100,3 +110,40 @@ class SessionRecord:
             if own:
                 target.close()
         return self.run_id
+
+
+def write_sessions(
+    store: Any,
+    run_id: str,
+    records: list[SessionRecord],
+    *,
+    kind: str,
+    agent_id: str = "proxy",
+    label: str | None = None,
+) -> str:
+    """Store several sessions of one proxy as one run, a trial stream per session."""
+    from hbeval.store import open_store
+    from hbeval.store.records import RUN_COMPLETED, RunRecord
+
+    own = isinstance(store, (str, bytes)) or hasattr(store, "__fspath__")
+    target = open_store(store) if own else store
+    try:
+        battery = label or f"{kind}-proxy"
+        target.start_run(
+            RunRecord(
+                run_id=run_id,
+                agent_id=agent_id,
+                battery=battery,
+                measurement_fingerprint=fingerprint({"proxy": battery, "run": run_id}),
+                config={"proxy": kind, "sessions": [r.session for r in records]},
+            )
+        )
+        for record in records:
+            with record._lock:
+                events = list(record.events)
+            target.record_events(run_id, record.session, events)
+        target.finish_run(run_id, RUN_COMPLETED)
+    finally:
+        if own:
+            target.close()
+    return run_id

@@ -1,7 +1,8 @@
 """``--fault MODE[:TOOL][@CALLS]``: the fault language of the proxies, and battery files for them.
 
-``MODE`` is a tool fault mode (``vocab.FAULT_MODES``: the injector applies it) or a mode only a
-proxy can plant (``vocab.MCP_FAULT_MODES``). ``TOOL`` is a tool name or glob (default ``*``,
+``MODE`` is a tool fault mode (``vocab.FAULT_MODES``: the injector applies it), a mode only a
+proxy can plant (``vocab.MCP_FAULT_MODES``) or a model fault (``vocab.MODEL_FAULT_MODES``,
+planted by ``hbeval proxy openai``; ``TOOL`` is then the model name or glob). ``TOOL`` is a tool name or glob (default ``*``,
 every tool). ``CALLS`` lists call positions on that target, 0 being the first
 (``@0``, ``@0,2``); without it the fault fires on every call. ``after_ms`` and the other
 parameters take their defaults; a battery file sets them per scenario.
@@ -14,10 +15,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from hbeval_core.faults.model import ModelFaultPlan, ModelFaultSpec
 from hbeval_core.faults.plans import ANY_TARGET, FaultPlan, FaultSpec, target_matches
-from hbeval_core.vocab import FAULT_MODES, MCP_FAULT_MODES
+from hbeval_core.vocab import FAULT_MODES, MCP_FAULT_MODES, MODEL_FAULT_MODES
 
-__all__ = ["FaultSet", "FaultSpecError", "ProxyFault", "parse_fault_spec", "plan_of_battery"]
+__all__ = [
+    "FaultSet",
+    "FaultSpecError",
+    "ProxyFault",
+    "parse_fault_spec",
+    "plan_of_battery",
+    "scenario_fault_set",
+]
 
 _SPEC_RE: Final = re.compile(
     r"^(?P<mode>[a-z_0-9]+)(?::(?P<tool>[^@\s]+))?(?:@(?P<calls>[0-9,\s]+))?$"
@@ -62,15 +71,22 @@ class FaultSet:
     proxy: tuple[ProxyFault, ...] = ()
     source: list[str] = field(default_factory=list)
     """The ``--fault`` texts (or the battery scenario) it came from, for the record."""
+    model: ModelFaultPlan | None = None
+    """Model faults (``hbeval proxy openai`` plants them on model calls)."""
 
     @property
     def empty(self) -> bool:
         """True when nothing is planted."""
-        return not self.proxy and (self.plan is None or not self.plan.faults)
+        return (
+            not self.proxy
+            and (self.plan is None or not self.plan.faults)
+            and (self.model is None or not self.model.faults)
+        )
 
 
-def parse_fault_spec(text: str, index: int = 0) -> FaultSpec | ProxyFault:
-    """One ``MODE[:TOOL][@CALLS]`` as a fault spec (injector modes) or a ``ProxyFault``."""
+def parse_fault_spec(text: str, index: int = 0) -> FaultSpec | ProxyFault | ModelFaultSpec:
+    """One ``MODE[:TOOL][@CALLS]`` as a fault spec (injector modes), a ``ProxyFault`` or a
+    ``ModelFaultSpec`` (model modes)."""
     m = _SPEC_RE.match(text.strip())
     if m is None:
         raise FaultSpecError(
@@ -86,10 +102,12 @@ def parse_fault_spec(text: str, index: int = 0) -> FaultSpec | ProxyFault:
     fault_id = f"fault-{index}"
     if mode in MCP_FAULT_MODES:
         return ProxyFault(fault_id, mode, tool, calls)
+    if mode in MODEL_FAULT_MODES:
+        return ModelFaultSpec(fault_id, mode, tool, calls)
     if mode not in FAULT_MODES:
         raise FaultSpecError(
             f"--fault {text!r}: unknown mode {mode!r}; modes: "
-            + ", ".join((*FAULT_MODES, *MCP_FAULT_MODES))
+            + ", ".join((*FAULT_MODES, *MCP_FAULT_MODES, *MODEL_FAULT_MODES))
         )
     try:
         return FaultSpec(id=fault_id, target=tool, mode=mode, on_calls=calls)
@@ -102,14 +120,18 @@ def fault_set(texts: Iterable[str], *, seed: int = 0) -> FaultSet:
     texts = list(texts)
     specs: list[FaultSpec] = []
     proxy: list[ProxyFault] = []
+    model: list[ModelFaultSpec] = []
     for i, text in enumerate(texts):
         parsed = parse_fault_spec(text, i)
         if isinstance(parsed, ProxyFault):
             proxy.append(parsed)
+        elif isinstance(parsed, ModelFaultSpec):
+            model.append(parsed)
         else:
             specs.append(parsed)
     plan = FaultPlan(id=PROXY_PLAN_ID, seed=seed, faults=specs) if specs else None
-    return FaultSet(plan, tuple(proxy), texts)
+    model_plan = ModelFaultPlan(PROXY_PLAN_ID, seed, tuple(model)) if model else None
+    return FaultSet(plan, tuple(proxy), texts, model_plan)
 
 
 def plan_of_battery(path: str, scenario: str | None, *, seed: int = 0) -> FaultSet:
@@ -136,5 +158,11 @@ def plan_of_battery(path: str, scenario: str | None, *, seed: int = 0) -> FaultS
                 f"--scenario {scenario!r}: no such scenario in {path} (one of {', '.join(names)})"
             )
         chosen = match[0]
-    plan = chosen.plan(seed)
-    return FaultSet(plan, (), [f"{path}#{chosen.name}"])
+    return scenario_fault_set(chosen.plan(seed), f"{path}#{chosen.name}")
+
+
+def scenario_fault_set(plan: Any, source: str) -> FaultSet:
+    """A battery scenario's plan for one trial as a ``FaultSet`` (tool or model faults)."""
+    if isinstance(plan, ModelFaultPlan):
+        return FaultSet(None, (), [source], plan)
+    return FaultSet(plan, (), [source])

@@ -40,6 +40,7 @@ from hbeval_core.events import EventBase, RunEnd
 from hbeval_core.faults import (
     FaultInjector,
 )
+from hbeval_core.faults.model import ModelFaultPlan
 from hbeval_core.vocab import (
     DIRECTIVE,
     HALT,
@@ -290,7 +291,7 @@ class _Runner:
         clock = self.clock if self.clock is not None else VirtualClock()
         forbidden = job.task.forbidden_tools[0] if job.task.forbidden_tools else None
         injector = None
-        if job.plan is not None:
+        if job.plan is not None and not isinstance(job.plan, ModelFaultPlan):  # proxy-planted
             injector = FaultInjector(
                 job.plan, run_id=run_key, clock=clock, forbidden_tool=forbidden, enabled=True
             )

@@ -93,12 +93,8 @@ from hbeval_core.contract import (
     Task,
     VirtualClock,
 )
-from hbeval_core.faults import (
-    Battery,
-    derive_trial_seed,
-    measurement_fingerprint,
-    task_for,
-)
+from hbeval_core.faults import Battery, derive_trial_seed, measurement_fingerprint, task_for
+from hbeval_core.faults.model import refuse_model_faults
 from hbeval_core.vocab import (
     DEFAULT_SEED,
     DEFAULT_TRIALS,
@@ -323,7 +319,7 @@ def run_battery(
         timeout = None
     _check_memory(memory)
     tasks = list(tasks)
-    battery = _battery_for(battery, seed)
+    battery = refuse_model_faults(_battery_for(battery, seed), adapter)
     fps = _Fingerprints.of(battery, seed, trials)
     check_expected_hashes(
         manifest,

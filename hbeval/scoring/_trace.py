@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hbeval.scoring._model_faults import model_fault_receipt
 from hbeval_core.events import (
     Claim,
     EventBase,
@@ -233,6 +234,8 @@ def _message_texts(ev: ModelStart) -> list[str]:
 
 
 def _receipt(fault: FaultInjected, index: int, facts: TraceFacts) -> tuple[bool | None, str]:
+    if (model := model_fault_receipt(fault)) is not None:
+        return model
     if not facts.has_model_events:
         return None, RECEIPT_NO_MODEL_EVENTS
     payload = fault.payload

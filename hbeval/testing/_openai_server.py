@@ -446,6 +446,7 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         timeout = 30
+        disable_nagle_algorithm = True  # headers and body go out as separate writes
 
         def log_message(self, format: str, *args: Any) -> None:
             return

@@ -17,7 +17,9 @@ class FaultInjected(EventBase):
     """
 
     kind: Literal["fault_injected"] = "fault_injected"
-    call_id: str | None = Field(default=None, description="Tool call the fault was applied to.")
+    call_id: str | None = Field(
+        default=None, description="Tool call (or, for a model fault, model call) it was applied to."
+    )
     tool: str | None = Field(default=None, description="Target tool name.")
     mode: Literal[
         "timeout",
@@ -35,7 +37,16 @@ class FaultInjected(EventBase):
         "protocol_error",
         "poisoned_description",
         "definition_change",
-    ] = Field(description="Fault mode (vocab.FAULT_MODES, vocab.MCP_FAULT_MODES).")
+        "rate_limit",
+        "model_error",
+        "model_timeout",
+        "stream_cut",
+        "malformed_tool_call",
+        "empty_completion",
+        "context_overflow",
+    ] = Field(
+        description="Fault mode (vocab.FAULT_MODES, vocab.MCP_FAULT_MODES, vocab.MODEL_FAULT_MODES)."
+    )
     effect: Literal[
         "error", "result_altered", "result_augmented", "delayed", "result_lost", "crash"
     ] = Field(description="How the fault reached the agent (vocab.FAULT_EFFECTS).")

@@ -8,6 +8,8 @@
 - ``clock``: ``SystemClock`` and ``FakeClock`` for time-based faults.
 - ``userbattery``: battery files (``hbeval-battery-file/1``): a user's own scenarios, checked
   field by field and fingerprinted like the built-ins (``load_battery_file``).
+- ``model``: the model fault family (``ModelFaultSpec``, ``ModelFaultPlan``,
+  ``MODEL_FAULT_CATALOGUE``): the model API call itself fails; planted at the HTTP layer.
 - ``ledger``: irreversible tools (``declare_irreversible``) and what makes two executions the
   same side effect.
 - ``boundary``: ``faultable`` (any function as a faultable tool) and the rules every adapter's
@@ -36,6 +38,7 @@ _EXPORTS: dict[str, str] = {
     "FAULT_CONTEXTS": ".compat",
     "FAULT_TYPES": ".compat",
     "MAX_SCENARIOS": ".compat",
+    "MODEL_FAULT_CATALOGUE": ".model",
     "MIN_SCENARIOS": ".compat",
     "NOMINAL": ".compat",
     "NONE_FRACTION": ".compat",
@@ -55,6 +58,8 @@ _EXPORTS: dict[str, str] = {
     "FaultPlan": ".plans",
     "FaultSpec": ".plans",
     "InjectedCrash": ".runtime",
+    "ModelFaultPlan": ".model",
+    "ModelFaultSpec": ".model",
     "Plan": ".plans",
     "RuntimeTemplate": ".battery",
     "Scenario": ".compat",
@@ -102,6 +107,7 @@ __all__ = [
     "FAULT_TYPES",
     "MAX_SCENARIOS",
     "MIN_SCENARIOS",
+    "MODEL_FAULT_CATALOGUE",
     "NOMINAL",
     "NONE_FRACTION",
     "RUNTIME_TABLE",
@@ -120,6 +126,8 @@ __all__ = [
     "FaultPlan",
     "FaultSpec",
     "InjectedCrash",
+    "ModelFaultPlan",
+    "ModelFaultSpec",
     "Plan",
     "RuntimeTemplate",
     "Scenario",
@@ -190,6 +198,7 @@ if TYPE_CHECKING:
         spec_fingerprint,
     )
     from .ledger import declare_irreversible, declared_irreversible
+    from .model import MODEL_FAULT_CATALOGUE, ModelFaultPlan, ModelFaultSpec
     from .plans import (
         ANY_TARGET,
         CascadePlan,

@@ -41,11 +41,13 @@ from ..vocab import (
     HTTP_STATUSES,
     MALFORMED,
     MALFORMED_KINDS,
+    MODEL_FAULT_MODES,
     PROMPT_INJECTION,
 )
 from ..vocab import EMPTY_RESPONSE as EMPTY_RESPONSE_MODE
 from .battery import MeasuredBattery
 from .compat import FAULT_CONTEXTS, FAULT_TYPES, MAX_SCENARIOS, NOMINAL, require_seed
+from .model import ModelFaultPlan, ModelFaultSpec, check_model_param, is_model_mode
 from .plans import ANY_TARGET, FaultPlan, FaultSpec
 
 __all__ = [
@@ -57,6 +59,7 @@ __all__ = [
     "UserScenario",
     "is_battery_file",
     "load_battery_file",
+    "model_family_battery",
     "parse_battery",
 ]
 
@@ -89,6 +92,7 @@ _SCENARIO_KEYS: Final = (
     "injection",
     "context",
     "domain",
+    "models",
 )
 _WHEN_KEYS: Final = ("attempts", "probability", "seed")
 _PARAM_KEYS: Final = ("after_ms", "http_status", "empty_kind", "malformed_kind")
@@ -196,9 +200,28 @@ def _when(where: str, value: object) -> tuple[tuple[int, ...] | None, float, int
     return attempts, float(p), seed
 
 
+def _model_params(where: str, value: object, mode: str) -> dict[str, Any]:
+    """A model fault's parameters (``model.MODEL_PARAMS``), checked one by one."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise BatteryFileError(f"{where}: must be a mapping of parameters, got {value!r}")
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        try:
+            out[str(key)] = check_model_param(where, mode, str(key), item)
+        except ValueError as exc:
+            raise BatteryFileError(
+                str(exc).replace(f"{where}: '{key}'", f"{where}.{key}:")
+            ) from None
+    return out
+
+
 def _params(where: str, value: object, mode: str) -> dict[str, Any]:
     if value is None:
         return {}
+    if is_model_mode(mode):
+        return _model_params(where, value, mode)
     _keys(where, value, _PARAM_KEYS, ())
     assert isinstance(value, Mapping)
     out: dict[str, Any] = {}
@@ -249,6 +272,11 @@ class UserScenario:
     """Tool -> the argument that alone identifies one of its side effects."""
 
     @property
+    def is_model_fault(self) -> bool:
+        """True for a scenario of the model fault family (``tools`` then holds model targets)."""
+        return is_model_mode(self.mode)
+
+    @property
     def fault_type(self) -> str:
         """The label reports group this scenario under: ``none`` when nominal, else its name."""
         return NOMINAL if self.is_nominal else self.name
@@ -266,8 +294,8 @@ class UserScenario:
         return PLAN_ID_FORMAT.format(battery=self.battery_name, index=self.index, name=self.name)
 
     def specs(self) -> tuple[FaultSpec, ...]:
-        """One fault spec per entry of ``tools`` (none when nominal)."""
-        if self.is_nominal:
+        """One fault spec per entry of ``tools`` (none when nominal or a model fault)."""
+        if self.is_nominal or self.is_model_fault:
             return ()
         return tuple(
             FaultSpec(
@@ -293,12 +321,30 @@ class UserScenario:
             return base + FAULT_CONTEXTS.get(self.context, "")
         return base
 
-    def plan(self, trial_seed: int) -> FaultPlan | None:
+    def model_specs(self) -> tuple[ModelFaultSpec, ...]:
+        """One model fault spec per model target (none unless a model fault)."""
+        if not self.is_model_fault:
+            return ()
+        return tuple(
+            ModelFaultSpec(
+                id=f"{self.name}/{i}",
+                mode=self.mode,
+                target=target,
+                on_calls=self.attempts,
+                probability=self.probability,
+                params=self.params,
+            )
+            for i, target in enumerate(self.tools)
+        )
+
+    def plan(self, trial_seed: int) -> FaultPlan | ModelFaultPlan | None:
         """This scenario's plan for one trial (``when.seed`` replaces the trial's seed)."""
         plan_id = self.plan_id
         if plan_id is None:
             return None
         seed = self.seed if self.seed is not None else require_seed(trial_seed)
+        if self.is_model_fault:
+            return ModelFaultPlan(id=plan_id, seed=seed, faults=self.model_specs())
         return FaultPlan(id=plan_id, seed=seed, faults=self.specs())
 
     def runtime_summary(self) -> dict[str, Any] | None:
@@ -310,12 +356,24 @@ class UserScenario:
             "kind": "fault_plan",
             "faults": [s.to_dict() for s in self.specs()],
         }
+        if self.is_model_fault:
+            summary["kind"] = "model_fault_plan"
+            summary["faults"] = [s.to_dict() for s in self.model_specs()]
         if self.seed is not None:
             summary["seed"] = self.seed
         return summary
 
     def canonical(self) -> dict[str, Any]:
         """The scenario as the battery spec (and its fingerprint) holds it."""
+        if self.is_model_fault:
+            out = self._canonical()
+            out["family"] = "model"
+            out["models"] = out.pop("tools")
+            out.pop("injection")
+            return out
+        return self._canonical()
+
+    def _canonical(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "mode": self.mode,
@@ -478,18 +536,26 @@ def _scenario(
             f"{where}.name: 'none' is the label of nominal scenarios; choose another name"
         )
     mode = data["mode"]
-    if mode != NOMINAL_MODE and mode not in FAULT_MODES:
+    if mode != NOMINAL_MODE and mode not in FAULT_MODES and not is_model_mode(mode):
         raise BatteryFileError(
-            f"{where}.mode: must be one of {', '.join((NOMINAL_MODE, *FAULT_MODES))}, got {mode!r}"
+            f"{where}.mode: must be one of "
+            f"{', '.join((NOMINAL_MODE, *FAULT_MODES, *MODEL_FAULT_MODES))}, got {mode!r}"
         )
     nominal = mode == NOMINAL_MODE
+    targets_key = "models" if is_model_mode(mode) else "tools"
+    wrong_key = "tools" if targets_key == "models" else "models"
+    if wrong_key in data:
+        raise BatteryFileError(
+            f"{where}.{wrong_key}: a {'model' if targets_key == 'models' else 'tool'} fault "
+            f"names its targets under {targets_key!r}; rename {wrong_key} to {targets_key}"
+        )
     if nominal:
-        for key in ("tools", "when", "params", "injection"):
+        for key in ("tools", "models", "when", "params", "injection"):
             if key in data:
                 raise BatteryFileError(
                     f"{where}.{key}: a scenario with mode 'none' injects nothing; remove {key}"
                 )
-    tools = _tools(f"{where}.tools", data.get("tools"))
+    tools = _tools(f"{where}.{targets_key}", data.get(targets_key))
     attempts, probability, seed = _when(f"{where}.when", data.get("when"))
     params = _params(f"{where}.params", data.get("params"), str(mode))
     injection = data.get("injection")
@@ -601,3 +667,10 @@ def load_battery_file(path: str | Path, *, seed: int) -> UserBattery:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BatteryFileError(f"--battery: {str(p)!r} is not valid YAML/JSON: {first}") from None
     return parse_battery(data, seed=seed, source=str(p))
+
+
+def model_family_battery(seed: int) -> UserBattery:
+    """The ``--fault-family model`` battery (``model.MODEL_FAMILY_BATTERY``)."""
+    from .model import MODEL_FAMILY_BATTERY
+
+    return parse_battery(MODEL_FAMILY_BATTERY, seed=seed, source="hbeval:model-faults")

@@ -127,7 +127,10 @@ C = "hbeval.cli."
         ),
         (("report", "--help"), {C + "_report"}),
         (("gate", "--help"), {C + "_report"}),
-        (("battery", "run", "--help"), {C + "_battery", "hbeval_core.vocab"}),
+        (
+            ("battery", "run", "--help"),
+            {C + "_battery", C + "_battery_proxy", "hbeval_core.vocab"},
+        ),
         (
             ("memory", "explain", "--help"),
             {C + "_memory", "hbeval.memory", "hbeval.memory._open"},
@@ -165,6 +168,7 @@ FAULTS = "hbeval_core.faults."
             ("battery", "spec", "--json"),
             {
                 C + "_battery",
+                C + "_battery_proxy",
                 "hbeval_core._lazy",
                 "hbeval_core.faults",
                 FAULTS + "battery",

@@ -1,0 +1,270 @@
+"""The HTTP side of ``OpenAIProxy``: one handler per client connection (HTTP/1.1 keep-alive).
+
+A chat completion is answered by a planted model fault (``_model_faults``) or forwarded
+upstream, streamed responses event by event as they arrive. Everything else is forwarded
+unchanged and not recorded. What the handler saw goes to the proxy's recorder after the
+response is sent (``OpenAIProxy.finish``).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+from http.server import BaseHTTPRequestHandler
+from typing import Any, Final
+
+from hbeval_core.vocab import EMPTY_COMPLETION, MALFORMED_TOOL_CALL, MODEL_TIMEOUT, STREAM_CUT
+
+from . import _model_faults as mf
+
+__all__ = ["CHAT_SUFFIX", "bearer", "make_handler"]
+
+CHAT_SUFFIX: Final = "/chat/completions"
+
+_SKIP_BACK: Final = frozenset(
+    {"connection", "content-length", "transfer-encoding", "keep-alive", "content-encoding"}
+)
+
+
+def _error_message(payload: bytes) -> str:
+    try:
+        body = json.loads(payload)
+        return str(body["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return payload[:200].decode("utf-8", "replace")
+
+
+def bearer(headers: dict[str, str]) -> str:
+    """The client's key from ``Authorization: Bearer ...`` (or ``api-key``)."""
+    value = headers.get("authorization") or headers.get("api-key") or ""
+    return value[7:].strip() if value.lower().startswith("bearer ") else value.strip()
+
+
+def make_handler(proxy: Any) -> type[BaseHTTPRequestHandler]:
+    """The handler class serving ``proxy`` (an ``OpenAIProxy``)."""
+    # Long because: the handler class and its methods share the proxy through this closure.
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        timeout = 600
+        disable_nagle_algorithm = True  # headers and body go out as separate writes
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        # -- sending ----------------------------------------------------------------------
+        def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            self.wfile.flush()
+
+        def _error(self, status: int, kind: str, message: str) -> None:
+            body = {"error": {"message": message, "type": kind, "code": kind, "param": None}}
+            self._send(status, {"Content-Type": "application/json"}, json.dumps(body).encode())
+
+        def _start_stream(self, headers: dict[str, str] | None = None) -> None:
+            self.send_response(200)
+            for name, value in (headers or {"Content-Type": "text/event-stream"}).items():
+                self.send_header(name, value)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+
+        def _chunk(self, data: bytes) -> None:
+            if data:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+
+        def _end_stream(self) -> None:
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+        def _cut(self) -> None:
+            """Close the connection mid-response: the client sees an incomplete body."""
+            self.wfile.flush()
+            self.close_connection = True
+
+        # -- requests ---------------------------------------------------------------------
+        def _read(self) -> tuple[str, dict[str, str], bytes]:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            return self.path, {k.lower(): v for k, v in self.headers.items()}, raw
+
+        def _passthrough(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> None:
+            try:
+                resp = proxy.upstream_request(method, path, headers, raw)
+                payload = resp.read()
+            except (OSError, http.client.HTTPException) as exc:
+                self._error(502, "upstream_unreachable", f"upstream {proxy.upstream}: {exc}")
+                return
+            back = {k: v for k, v in resp.getheaders() if k.lower() not in _SKIP_BACK}
+            self._send(resp.status, back, payload)
+
+        def do_GET(self) -> None:
+            path, headers, raw = self._read()
+            self._passthrough("GET", path, headers, raw)
+
+        def do_POST(self) -> None:
+            path, headers, raw = self._read()
+            if not path.split("?", 1)[0].endswith(CHAT_SUFFIX):
+                self._passthrough("POST", path, headers, raw)
+                return
+            try:
+                body = json.loads(raw or b"{}")
+                if not isinstance(body, dict):
+                    raise ValueError("not an object")
+            except ValueError as exc:
+                self._error(400, "invalid_request_error", f"body is not a JSON object: {exc}")
+                return
+            session = proxy.session_for(bearer(headers))
+            if session is None:
+                self._error(
+                    401, "invalid_api_key", "this proxy serves only the keys its battery issued"
+                )
+                return
+            ex = proxy.begin(session, body, headers)
+            data = json.dumps(body).encode() if ex.tool_results else raw
+            try:
+                self._answer(ex, path, headers, data)
+            finally:
+                proxy.finish(ex)
+
+        # -- answers ----------------------------------------------------------------------
+        def _answer(self, ex: Any, path: str, headers: dict[str, str], data: bytes) -> None:
+            fault = ex.fault
+            stream = ex.body.get("stream") is True
+            if fault is not None:
+                if fault.mode == MODEL_TIMEOUT:
+                    time.sleep(int(fault.param("after_ms")) / 1000.0)
+                answer = mf.error_answer(fault)
+                if answer is not None:
+                    ex.status, out, payload = answer
+                    ex.error = _error_message(payload)
+                    self._send(ex.status, out, payload)
+                    return
+                if fault.mode == EMPTY_COMPLETION:
+                    ex.completion = mf.Completion(text="", finish_reason="stop")
+                    ex.fault_note = {"observed": "empty"}
+                    self._completion(ex, stream)
+                    return
+            try:
+                resp = proxy.upstream_request("POST", path, headers, data)
+            except (OSError, http.client.HTTPException) as exc:
+                ex.status, ex.error = 502, f"upstream {proxy.upstream}: {exc}"
+                if fault is not None:
+                    ex.fault_note = {"injected": "failed", "observed": "upstream_unreachable"}
+                self._error(502, "upstream_unreachable", ex.error)
+                return
+            back = {k: v for k, v in resp.getheaders() if k.lower() not in _SKIP_BACK}
+            ex.status = resp.status
+            if resp.status != 200:
+                payload = resp.read()
+                ex.error = _error_message(payload)
+                if fault is not None:
+                    ex.fault_note = {"injected": "skipped", "observed": f"upstream_{resp.status}"}
+                self._send(resp.status, back, payload)
+                return
+            is_sse = "text/event-stream" in (resp.getheader("Content-Type") or "")
+            if fault is not None and fault.mode == MALFORMED_TOOL_CALL:
+                self._malformed(ex, resp, is_sse, stream)
+            elif is_sse:
+                self._relay_stream(ex, resp, back)
+            else:
+                self._relay_body(ex, resp, back)
+
+        def _completion(self, ex: Any, stream: bool) -> None:
+            assert ex.completion is not None
+            model, cid = ex.model or "model", f"chatcmpl-proxy-{ex.call_id}"
+            if stream:
+                self._start_stream()
+                self._chunk(mf.sse_bytes(ex.completion.chunks(model, cid)))
+                self._end_stream()
+            else:
+                body = json.dumps(ex.completion.body(model, cid)).encode()
+                self._send(200, {"Content-Type": "application/json"}, body)
+
+        def _malformed(self, ex: Any, resp: Any, is_sse: bool, stream: bool) -> None:
+            payload = resp.read()
+            if is_sse:
+                completion = mf.Completion.of_chunks(mf.parse_sse(payload))
+            else:
+                completion = mf.Completion.of_body(json.loads(payload))
+            ex.completion = completion
+            assert ex.fault is not None
+            if not completion.tool_calls:
+                ex.fault_note = {
+                    "injected": "skipped",
+                    "observed": "normal",
+                    "reason": "no_tool_call",
+                }
+            else:
+                kind = str(ex.fault.param("malformed_kind"))
+                for call in completion.tool_calls:
+                    call["arguments"] = mf.spoil_arguments(call["arguments"], kind)
+                spoiled = completion.tool_calls[0]["arguments"]
+                ex.fault_note = {"observed": "malformed", "payload": spoiled, "kind": kind}
+            self._completion(ex, stream)
+
+        def _cut_after(self, ex: Any) -> int | None:
+            if ex.fault is None or ex.fault.mode != STREAM_CUT:
+                return None
+            return max(1, int(ex.fault.param("cut_after")))
+
+        def _relay_stream(self, ex: Any, resp: Any, back: dict[str, str]) -> None:
+            cut = self._cut_after(ex)
+            self._start_stream(back)
+            sent: list[bytes] = []
+            event = b""
+            events = 0
+            while True:
+                line = resp.readline()
+                if not line:
+                    break
+                event += line
+                if line not in (b"\n", b"\r\n"):
+                    continue
+                if cut is not None and events >= cut:
+                    break
+                self._chunk(event)
+                sent.append(event)
+                events += 1
+                event = b""
+            if event and (cut is None or events < cut):
+                self._chunk(event)
+                sent.append(event)
+            if cut is None:
+                resp.read()  # at the end of a sized body readline never closes the response
+            ex.completion = mf.Completion.of_chunks(mf.parse_sse(b"".join(sent)))
+            if cut is not None:
+                ex.fault_note = {"observed": "stream_cut", "chunks_sent": events}
+                ex.error = f"stream cut after {events} chunks"
+                proxy.drop_connection()
+                self._cut()
+                return
+            self._end_stream()
+
+        def _relay_body(self, ex: Any, resp: Any, back: dict[str, str]) -> None:
+            payload = resp.read()
+            try:
+                ex.completion = mf.Completion.of_body(json.loads(payload))
+            except ValueError:
+                ex.completion = None
+            if self._cut_after(ex) is None:
+                self._send(200, back, payload)
+                return
+            half = payload[: max(1, len(payload) // 2)]
+            ex.fault_note = {"observed": "stream_cut", "bytes_sent": len(half)}
+            ex.error = f"response cut after {len(half)} of {len(payload)} bytes"
+            self.send_response(200)
+            for name, value in back.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(half)
+            self._cut()
+
+    return Handler
