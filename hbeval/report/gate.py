@@ -7,8 +7,9 @@ words. Semantics (weakest link, every check at once, spec §7.1/7.2):
 * **Floors**: default PEI 0.70, FRR 0.65, IRS 0.60, TI 3.00 (``--floor pei=0.75`` overrides one,
   ``--floor csi=0.7`` adds one, ``--floor ti=off`` removes one; ``pass_rate`` may be floored
   too). With ``lower_bound=True`` a proportion metric (pass rate, FRR, and IRS when every
-  judged trial scored 0 or 1) is checked on the lower bound of its Wilson interval instead of
-  its point estimate; PEI, TI and CSI are means and stay on the point estimate.
+  judged trial scored 0 or 1) is checked on the lower bound of its interval clustered by
+  scenario (the report's ``uncertainty``: repeated trials of a scenario are not independent)
+  instead of its point estimate; PEI, TI and CSI are means and stay on the point estimate.
 * **Ceilings**: counts a run must not exceed, default ``duplicate_side_effects`` 0
   (``--max duplicate_side_effects=2`` overrides, ``=off`` removes): a duplicated irreversible
   side effect fails the gate.

@@ -8,6 +8,15 @@ Only the standard library is used, so importing this package is cheap.
 
 from __future__ import annotations
 
+from ._cluster import (
+    CLUSTER_METHOD,
+    ClusteredDifference,
+    ClusteredRate,
+    cluster_variance,
+    clustered_difference,
+    clustered_rate,
+    wilson_bounds,
+)
 from ._compare import PairedComparison, TaskChange, paired_comparison
 from ._csi import (
     CSI_ACCEPTABLE,
@@ -67,6 +76,7 @@ from ._trajectory import (
 
 __all__ = [
     "ARGS_MODES",
+    "CLUSTER_METHOD",
     "CSI_ACCEPTABLE",
     "CSI_BANDS",
     "CSI_MARGINAL",
@@ -89,6 +99,8 @@ __all__ = [
     "ArgSchema",
     "CSIResult",
     "Call",
+    "ClusteredDifference",
+    "ClusteredRate",
     "MetricSpec",
     "MetricValue",
     "PairedComparison",
@@ -99,6 +111,9 @@ __all__ = [
     "TrajectoryMatch",
     "Violation",
     "beta_tail_probability",
+    "cluster_variance",
+    "clustered_difference",
+    "clustered_rate",
     "cohens_h",
     "cost_per_success",
     "csi",
@@ -125,6 +140,7 @@ __all__ = [
     "trajectory_match",
     "two_proportion_z",
     "uas",
+    "wilson_bounds",
     "wilson_interval",
     "z_critical",
 ]
