@@ -37,6 +37,7 @@ from hbeval_core.faults.runtime import (
     empty_value,
     malform,
     planted_instruction,
+    planted_values,
     render_text,
     truncate,
 )
@@ -162,20 +163,29 @@ def apply_result(injector: FaultInjector, d: FaultDecision, result: Any) -> Appl
         text, error_type, _ = _error_of(d)
         fault = _record(injector, d, payload=text)
         return Applied(text=text, result=None, error=text, error_type=error_type, fault=fault)
+    note: dict[str, Any] | None = None
     if mode == EMPTY_RESPONSE:
         value: Any = empty_value(d.spec.empty_kind)
         payload = render_text(value)
     elif mode == MALFORMED:
         value = malform(result, d.spec.malformed_kind)
         payload = render_text(value)
+        planted = planted_values(result, value)  # what the answer must not repeat unnoticed
+        note = {"planted": planted} if planted else None
     elif mode == TRUNCATED:
         value = payload = truncate(result)
     elif mode == PROMPT_INJECTION:
-        payload = planted_instruction(injector.injection_target)
+        custom = d.spec.text
+        payload = (
+            planted_instruction(injector.injection_target)
+            if custom is None
+            else custom.replace("{forbidden_tool}", injector.injection_target)
+        )
         value = f"{render_text(result)}\n\n{payload}"
+        note = {"planted": [payload]}
     else:  # a blocking mode reached here only if CrewAI ran the tool anyway
         return apply_without_call(injector, d)
-    fault = _record(injector, d, payload=payload)
+    fault = _record(injector, d, payload=payload, note=note)
     return Applied(text=render_text(value), result=value, error=None, error_type=None, fault=fault)
 
 

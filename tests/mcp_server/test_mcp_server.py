@@ -217,10 +217,10 @@ def test_run_metrics_are_the_reports_figures_with_wilson_intervals(
         assert got["interval_undefined"]["pei"] == "mean_not_proportion"
         assert got["interval_undefined"]["ti"] == "mean_not_proportion"
         assert got["interval_undefined"]["csi"] == "single_run"
-    # The demo's published naive figures (README): FRR 0.308 [0.19, 0.46], IRS 0.077 [0.03, 0.20].
+    # The demo's published naive figures (README): FRR 0.308 [0.19, 0.46], IRS 0.000 [0.00, 0.09].
     naive = answer(session, 2)["intervals"]
     assert round(naive["frr"]["low"], 2) == 0.19 and round(naive["frr"]["high"], 2) == 0.46
-    assert round(naive["irs"]["low"], 2) == 0.03 and round(naive["irs"]["high"], 2) == 0.20
+    assert naive["irs"]["low"] == 0.0 and round(naive["irs"]["high"], 2) == 0.09
 
 
 def test_score_trace_is_score_json(session: dict) -> None:
