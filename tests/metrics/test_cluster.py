@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+
 import pytest
 
 from hbeval_core.metrics import clustered_difference, clustered_rate
