@@ -567,6 +567,7 @@ def ingest(
     # Long because: the import's phases in order (read, identify, refuse or skip a stored run,
     # key, score, store), each in a helper; what stays is the state they hand each other.
     from ..scoring import build_report
+    from ..scoring._consistency import tool_names, with_consistency
     from ..scoring._withhold import withhold_pass_figures
     from ..store import RUN_COMPLETED, Redactor, RunRecord
 
@@ -665,6 +666,7 @@ def ingest(
         fmt, files, labelled, manifest["labels"], skipped, derivation, inferred, stored_changes
     )
     report = report.model_copy(update={"source": source})
+    report = with_consistency(report, {key: tool_names(t.events) for key, _, t in keyed})
 
     store.start_run(
         RunRecord(

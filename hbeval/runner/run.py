@@ -111,7 +111,7 @@ from hbeval_core.vocab import (
     SCORING_VERSION,
 )
 
-from ..scoring import Report, build_report, judge_identity
+from ..scoring import Report, add_consistency, build_report, judge_identity
 from ..store import (
     DEFAULT_MAX_RESULT_BYTES,
     RUN_COMPLETED,
@@ -520,7 +520,7 @@ def _report_run(
     run_info["ended_at"] = time.time()
     records = [trial_dicts[j.key] for j in ran]
     if stopped:
-        report = build_report(run=run_info, trials=records, history=[])
+        report = add_consistency(build_report(run=run_info, trials=records, history=[]), store)
         store.finish_run(run_info["run_id"], RUN_INTERRUPTED)
         return report
     return _finish_report(store, run_info, records)
@@ -786,7 +786,7 @@ def _finish_report(store: Any, run_info: dict[str, Any], records: list[Any]) -> 
         )
         if r.run_id != run_id
     ]
-    report = build_report(run=run_info, trials=records, history=history)
+    report = add_consistency(build_report(run=run_info, trials=records, history=history), store)
     if not store.get_metrics(run_id).values:
         run_metrics = report.metrics.model_dump(mode="json")
         undefined = report.undefined

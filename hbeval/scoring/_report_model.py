@@ -22,6 +22,7 @@ from pydantic import Field, ValidationError
 
 from hbeval_core.vocab import REPORT_FORMAT
 
+from ._consistency import ConsistencyBlock
 from ._trial_model import (
     Change,
     EvidenceLevel,
@@ -490,6 +491,11 @@ class Report(_Block):
     reliability_gap: ReliabilityGap
     pass_at_k: list[KValue]
     pass_hat_k: list[KValue]
+    consistency: ConsistencyBlock | None = Field(
+        default=None,
+        description="C_out, flip rate, C_traj_d and C_traj_s over each scenario's repeated "
+        "trials (absent in reports written before they were computed).",
+    )
     breakdowns: Breakdowns
     severity: SeverityBlock
     agentdojo: AgentDojo

@@ -9,6 +9,14 @@ Only the standard library is used, so importing this package is cheap.
 from __future__ import annotations
 
 from ._compare import PairedComparison, TaskChange, paired_comparison
+from ._consistency import (
+    Consistency,
+    flip_rate,
+    outcome_consistency,
+    run_consistency,
+    trajectory_consistency_distribution,
+    trajectory_consistency_sequence,
+)
 from ._csi import (
     CSI_ACCEPTABLE,
     CSI_BANDS,
@@ -89,6 +97,7 @@ __all__ = [
     "ArgSchema",
     "CSIResult",
     "Call",
+    "Consistency",
     "MetricSpec",
     "MetricValue",
     "PairedComparison",
@@ -103,12 +112,14 @@ __all__ = [
     "cost_per_success",
     "csi",
     "csi_status",
+    "flip_rate",
     "frr_paper",
     "get_metric",
     "irs_paper_v1",
     "latency_percentiles",
     "macro_average",
     "metric",
+    "outcome_consistency",
     "paired_comparison",
     "pass_at_k",
     "pass_at_k_detail",
@@ -119,9 +130,12 @@ __all__ = [
     "recovery_success",
     "reliability_gap",
     "rule_violations",
+    "run_consistency",
     "severity_histogram",
     "severity_weighted_failure_rate",
     "state_match_rate",
+    "trajectory_consistency_distribution",
+    "trajectory_consistency_sequence",
     "trajectory_match",
     "two_proportion_z",
     "uas",
