@@ -28,6 +28,25 @@ def _text(value: float | None, reason: str | None) -> str:
     return f"undefined ({reason or 'not_measured'})" if value is None else f"{value:.3f}"
 
 
+def _band_words(report: Report) -> tuple[str, str, str] | None:
+    """(band, "", why) for a defined CSI: the band, or "withheld" with the figure against it."""
+    info = report.csi_info
+    if info.value is None:
+        return None
+    runs = getattr(report, "csi_runs", None)
+    withheld = None if runs is None else runs.band_withheld
+    if withheld is not None:
+        return "withheld", "", f"CSI {info.value:.3f}, but {withheld}"
+    block = _block(report)
+    beside = (
+        ""
+        if block is None
+        else f"beside C_out {_text(block.c_out, block.undefined.get('c_out'))}, "
+        f"flip rate {_text(block.flip_rate, block.undefined.get('flip_rate'))}"
+    )
+    return str(info.band), "", f"CSI {info.value:.3f} over {info.runs_total} runs; {beside}"
+
+
 def add_consistency_rows(table: Table, report: Report) -> None:
     """Four rows (C_out, flip rate with pass^k, C_traj_d, C_traj_s) when the block is there."""
     block = _block(report)
@@ -46,6 +65,9 @@ def add_consistency_rows(table: Table, report: Report) -> None:
         f"{block.scenarios_repeated} of {block.scenarios} scenarios repeated",
     )
     table.add_row("flip rate", _text(block.flip_rate, why.get("flip_rate")), "", hat)
+    band_row = _band_words(report)
+    if band_row is not None:
+        table.add_row("CSI band", *band_row)
     table.add_row(
         "C_traj_d (tool mix)",
         _text(block.c_traj_d, why.get("c_traj_d")),
@@ -85,6 +107,18 @@ def consistency_sentences(report: Report) -> list[str]:
         f"{_e(block.scenarios_repeated)} scenarios (1 = every scenario always ends the same "
         f"way); {100 * flips:.0f}% of them flipped between pass and fail{hat}."
     ]
+    info = report.csi_info
+    runs = getattr(report, "csi_runs", None)
+    if info.value is not None:
+        withheld = None if runs is None else runs.band_withheld
+        items.append(
+            f"Consistency across runs (CSI) {info.value:.2f} over {_e(info.runs_total)} runs: "
+            + (
+                f"no band given, because {_e(withheld)}."
+                if withheld is not None
+                else f"{_e(info.band)} beside the C_out and flip rate above."
+            )
+        )
     traj: list[Any] = [block.c_traj_d, block.c_traj_s]
     if traj[0] is None and traj[1] is None:
         items.append(f"Trajectory consistency is {_undef_html(why.get('c_traj_s'))}.")

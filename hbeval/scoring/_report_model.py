@@ -23,6 +23,7 @@ from pydantic import Field, ValidationError
 from hbeval_core.vocab import REPORT_FORMAT
 
 from ._consistency import ConsistencyBlock
+from ._csi_runs import CsiRuns
 from ._trial_model import (
     Change,
     EvidenceLevel,
@@ -486,6 +487,11 @@ class Report(_Block):
     undefined: Undefined = Field(description="Reason code of every null metric.")
     defined_counts: dict[str, int]
     csi_info: CsiInfo
+    csi_runs: CsiRuns | None = Field(
+        default=None,
+        description="Which stored runs CSI combined with this one and why others were left "
+        "out (absent in reports written before it was recorded).",
+    )
     pass_rate: Rate
     outcomes: dict[str, int]
     reliability_gap: ReliabilityGap
