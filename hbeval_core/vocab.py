@@ -276,6 +276,8 @@ SINGLE_TRIAL: Final = "single_trial"
 """Consistency over repeated trials: no task of the run has two trials."""
 NO_REPEATED_SUCCESS: Final = "no_repeated_success"
 """Trajectory consistency: no task of the run has two successful trials to compare."""
+NO_VARIATION: Final = "no_variation"
+"""A correlation of outcomes: every outcome is the same, so it is 0/0."""
 UNDEFINED_REASONS: Final = (
     NO_FAULT_OBSERVED,
     NO_JUDGED_STEP,
@@ -303,6 +305,7 @@ UNDEFINED_REASONS: Final = (
     NO_MODEL_EVENTS,
     SINGLE_TRIAL,
     NO_REPEATED_SUCCESS,
+    NO_VARIATION,
 )
 
 # --------------------------------------------------------------------------------------------

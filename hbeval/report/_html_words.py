@@ -53,6 +53,7 @@ REASON_WORDS: Final[Mapping[str, str]] = {
     V.NO_MODEL_EVENTS: "no model call was recorded, so traceability cannot be observed",
     V.SINGLE_TRIAL: "every scenario ran once: run more trials per scenario to measure it",
     V.NO_REPEATED_SUCCESS: "no scenario succeeded twice, so no trajectories to compare",
+    V.NO_VARIATION: "every outcome is the same, so their correlation cannot be measured",
 }
 """Plain words for each undefined reason code, shown beside the code."""
 

@@ -32,6 +32,13 @@ from ._csi import (
 )
 from ._paper import QF_PENALTY, UAS_WEIGHTS, frr_paper, irs_paper_v1, pei_paper, uas
 from ._passk import pass_at_k, pass_at_k_detail, pass_hat_k, pass_hat_k_detail
+from ._power import (
+    SamplePlan,
+    design_effect,
+    icc_oneway,
+    sample_plan,
+    two_proportion_sample_size,
+)
 from ._rates import (
     PRICE_KEYS,
     cost_per_success,
@@ -103,6 +110,7 @@ __all__ = [
     "PairedComparison",
     "ReliabilityGap",
     "RuleViolations",
+    "SamplePlan",
     "TaskChange",
     "ToolCallLike",
     "TrajectoryMatch",
@@ -112,9 +120,11 @@ __all__ = [
     "cost_per_success",
     "csi",
     "csi_status",
+    "design_effect",
     "flip_rate",
     "frr_paper",
     "get_metric",
+    "icc_oneway",
     "irs_paper_v1",
     "latency_percentiles",
     "macro_average",
@@ -131,12 +141,14 @@ __all__ = [
     "reliability_gap",
     "rule_violations",
     "run_consistency",
+    "sample_plan",
     "severity_histogram",
     "severity_weighted_failure_rate",
     "state_match_rate",
     "trajectory_consistency_distribution",
     "trajectory_consistency_sequence",
     "trajectory_match",
+    "two_proportion_sample_size",
     "two_proportion_z",
     "uas",
     "wilson_interval",
