@@ -278,6 +278,9 @@ NO_REPEATED_SUCCESS: Final = "no_repeated_success"
 """Trajectory consistency: no task of the run has two successful trials to compare."""
 NO_VARIATION: Final = "no_variation"
 """A correlation of outcomes: every outcome is the same, so it is 0/0."""
+NO_INJECTED_FAULT: Final = "no_injected_fault"
+"""Fault handling (FRR, IRS, R_op): no fault was injected; a recording's own tool errors are
+reported as recorded-error recovery instead."""
 UNDEFINED_REASONS: Final = (
     NO_FAULT_OBSERVED,
     NO_JUDGED_STEP,
@@ -306,6 +309,7 @@ UNDEFINED_REASONS: Final = (
     SINGLE_TRIAL,
     NO_REPEATED_SUCCESS,
     NO_VARIATION,
+    NO_INJECTED_FAULT,
 )
 
 # --------------------------------------------------------------------------------------------

@@ -569,6 +569,7 @@ def ingest(
     from ..scoring import build_report
     from ..scoring._consistency import tool_names, with_consistency
     from ..scoring._csi_runs import csi_history, events_digest, identity_of, with_csi_runs
+    from ..scoring._recorded import separate_recorded_errors
     from ..scoring._withhold import withhold_pass_figures
     from ..store import RUN_COMPLETED, Redactor, RunRecord
 
@@ -660,6 +661,7 @@ def ingest(
     report = build_report(run=run_info, trials=trial_dicts, history=history)
     if not labelled:
         report = withhold_pass_figures(report, NO_SUCCESS_LABEL)
+    report = separate_recorded_errors(report, {key: t.events for key, _, t in keyed})
     source = _source_section(
         fmt, files, labelled, manifest["labels"], skipped, derivation, inferred, stored_changes
     )

@@ -47,8 +47,24 @@ def _band_words(report: Report) -> tuple[str, str, str] | None:
     return str(info.band), "", f"CSI {info.value:.3f} over {info.runs_total} runs; {beside}"
 
 
+def _recorded_row(table: Table, report: Report) -> None:
+    recorded = getattr(report, "recorded_errors", None)
+    if recorded is None:
+        return
+    ci = recorded.interval
+    table.add_row(
+        "recorded-error recovery",
+        _text(recorded.rate, recorded.undefined.get("rate")),
+        "" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
+        f"{recorded.recovered}/{recorded.trials} trials with a recorded tool error passed; "
+        "not injected, so no fault floor applies",
+    )
+
+
 def add_consistency_rows(table: Table, report: Report) -> None:
-    """Four rows (C_out, flip rate with pass^k, C_traj_d, C_traj_s) when the block is there."""
+    """The recorded-error recovery row of an import without injected faults, then four rows
+    (C_out, flip rate with pass^k, C_traj_d, C_traj_s) when the consistency block is there."""
+    _recorded_row(table, report)
     block = _block(report)
     if block is None:
         return
@@ -87,10 +103,20 @@ def _html(value: float | None, reason: str | None) -> str:
 
 
 def consistency_sentences(report: Report) -> list[str]:
-    """The "How sure we are" sentences on repeated trials (HTML, every value escaped)."""
+    """The "How sure we are" sentences on recorded errors and repeated trials (HTML, every
+    value escaped)."""
+    recorded = getattr(report, "recorded_errors", None)
+    lead = []
+    if recorded is not None and recorded.rate is not None:
+        lead.append(
+            f"No fault was injected: {_e(recorded.trials)} trials met the recording's own tool "
+            f"errors and {_e(recorded.recovered)} of them passed (recorded-error recovery "
+            f"{recorded.rate:.2f}); they are not graded as fault handling, and no fault floor "
+            "applies."
+        )
     block = _block(report)
     if block is None:
-        return []
+        return lead
     why = block.undefined
     flips = block.flip_rate
     if block.c_out is None or flips is None:
@@ -103,9 +129,10 @@ def consistency_sentences(report: Report) -> list[str]:
         else ""
     )
     items = [
+        *lead,
         f"Repeated trials: outcome consistency C_out {block.c_out:.2f} over "
         f"{_e(block.scenarios_repeated)} scenarios (1 = every scenario always ends the same "
-        f"way); {100 * flips:.0f}% of them flipped between pass and fail{hat}."
+        f"way); {100 * flips:.0f}% of them flipped between pass and fail{hat}.",
     ]
     info = report.csi_info
     runs = getattr(report, "csi_runs", None)

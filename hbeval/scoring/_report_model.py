@@ -24,6 +24,7 @@ from hbeval_core.vocab import REPORT_FORMAT
 
 from ._consistency import ConsistencyBlock
 from ._csi_runs import CsiRuns
+from ._recorded_model import RecordedErrors
 from ._trial_model import (
     Change,
     EvidenceLevel,
@@ -501,6 +502,11 @@ class Report(_Block):
         default=None,
         description="C_out, flip rate, C_traj_d and C_traj_s over each scenario's repeated "
         "trials (absent in reports written before they were computed).",
+    )
+    recorded_errors: RecordedErrors | None = Field(
+        default=None,
+        description="Imported runs without an injected fault: recovery from the recording's "
+        "own tool errors, apart from FRR/IRS (absent otherwise).",
     )
     breakdowns: Breakdowns
     severity: SeverityBlock
