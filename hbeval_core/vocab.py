@@ -272,6 +272,15 @@ INSUFFICIENT_TASKS: Final = "insufficient_tasks"
 NO_MODEL_EVENTS: Final = "no_model_events"
 """TI: the trace records tool calls but no model call, so whether a call traces to the model
 output that issued it cannot be observed (hb-derive/3)."""
+SINGLE_TRIAL: Final = "single_trial"
+"""Consistency over repeated trials: no task of the run has two trials."""
+NO_REPEATED_SUCCESS: Final = "no_repeated_success"
+"""Trajectory consistency: no task of the run has two successful trials to compare."""
+NO_VARIATION: Final = "no_variation"
+"""A correlation of outcomes: every outcome is the same, so it is 0/0."""
+NO_INJECTED_FAULT: Final = "no_injected_fault"
+"""Fault handling (FRR, IRS, R_op): no fault was injected; a recording's own tool errors are
+reported as recorded-error recovery instead."""
 UNDEFINED_REASONS: Final = (
     NO_FAULT_OBSERVED,
     NO_JUDGED_STEP,
@@ -297,6 +306,10 @@ UNDEFINED_REASONS: Final = (
     NO_SUCCESS_LABEL,
     INSUFFICIENT_TASKS,
     NO_MODEL_EVENTS,
+    SINGLE_TRIAL,
+    NO_REPEATED_SUCCESS,
+    NO_VARIATION,
+    NO_INJECTED_FAULT,
 )
 
 # --------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from hbeval_core.vocab import (
 from ..scoring import RunVerdict
 from ..scoring._uncertainty import rate_interval
 from ..scoring._view import listed
+from ._consistency import consistency_sentences
 from ._html_words import (
     METRIC_WORDS,
     REASON_WORDS,
@@ -146,7 +147,7 @@ def _what_failed(report: Report, decision: RunVerdict) -> list[str]:
 
 def _how_sure(report: Report) -> list[str]:
     """How sure the figures are: the rates with their intervals, then what they rest on."""
-    return _rate_sentences(report) + _evidence_sentences(report)
+    return _rate_sentences(report) + consistency_sentences(report) + _evidence_sentences(report)
 
 
 def _rate_sentences(report: Report) -> list[str]:

@@ -48,6 +48,7 @@ from hbeval_core.vocab import (
 )
 
 from ..scoring._decision import VerdictCheck, decide_verdict, metric_of
+from ..scoring._recorded_model import fault_floors_not_applicable
 from ..scoring._view import section
 
 if TYPE_CHECKING:
@@ -336,6 +337,8 @@ def run_gate(
     )
     verdict = _FROM_VERDICT[decision.verdict]
     reasons = list(decision.reasons)
+    if fault_floors_not_applicable(report):
+        reasons.insert(0, "fault floors (frr, irs) do not apply: no fault was injected")
     if verdict == GATE_PASS and baseline is not None:
         reasons.insert(1, f"no metric dropped more than {max_drop:g} from the baseline")
     if decision.fix is not None:

@@ -29,6 +29,7 @@ from ..scoring import decide_verdict
 from ..scoring._trial_model import ERROR_CHARS
 from ..scoring._uncertainty import rate_interval
 from ..scoring._view import listed, section
+from ._consistency import add_consistency_rows
 from ._side_effects import add_side_effects_row, side_effects_lines
 from .scores import (
     EFFICIENCY_FIGURES,
@@ -272,6 +273,7 @@ def _explained_cells(report: Report, floors: Mapping[str, Any]) -> tuple[str, ..
 
 def summary_table(report: Report) -> Table:
     """A rich table of a report: verdict, metrics against floors, rates with intervals, scores."""
+    # Long because: the summary's rows in the order they are read, one figure per row.
     from rich.table import Table
 
     run = section(report, "run") or {}
@@ -312,6 +314,7 @@ def summary_table(report: Report) -> Table:
         if rate.get("rate") is not None
         else f"{rate.get('n')} trials, none with a pass or fail",
     )
+    add_consistency_rows(table, report)
     gap = section(report, "reliability_gap") or {}
     gap_undefined = gap.get("undefined") or {}
     for key, label in (("c_nom", "C_nom (no faults)"), ("r_op", "R_op (under faults)")):

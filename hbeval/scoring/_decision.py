@@ -50,6 +50,7 @@ from hbeval_core.vocab import (
 )
 
 from ._delivery import fault_type_delivery
+from ._recorded_model import fault_floors_not_applicable
 from ._report_model import SecurityGateBlock
 from ._scores import scores_of
 from ._security import (
@@ -364,13 +365,16 @@ def decide_verdict(
 
     ``floors`` override ``vocab.DEFAULT_THRESHOLDS`` metric by metric (None removes one;
     ``pass_rate`` and ``csi`` may be added). ``ceilings`` override the default ceilings
-    (``duplicate_side_effects`` 0; None removes one). Unknown names raise ValueError.
+    (``duplicate_side_effects`` 0; None removes one). Unknown names raise ValueError. A report
+    with no injected fault (``recorded_errors``) has no fault floors.
     """
+    # Long because: the checks in the order the verdict reads them, then the verdict from them.
     merged: dict[str, float | None] = dict(DEFAULT_THRESHOLDS)
     for name, value in (floors or {}).items():
         if name not in FLOOR_METRICS:
             raise ValueError(f"unknown floor metric {name!r}; floors apply to {FLOOR_METRICS}")
         merged[name] = value
+    merged.update(dict.fromkeys(fault_floors_not_applicable(report)))  # none injected
     active = {k: float(v) for k, v in merged.items() if v is not None and math.isfinite(v)}
 
     checks: list[VerdictCheck] = [

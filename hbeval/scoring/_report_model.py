@@ -22,6 +22,9 @@ from pydantic import Field, ValidationError
 
 from hbeval_core.vocab import REPORT_FORMAT
 
+from ._consistency import ConsistencyBlock
+from ._csi_runs import CsiRuns
+from ._recorded_model import RecordedErrors
 from ._trial_model import (
     Change,
     EvidenceLevel,
@@ -550,11 +553,26 @@ class Report(_Block):
     undefined: Undefined = Field(description="Reason code of every null metric.")
     defined_counts: dict[str, int]
     csi_info: CsiInfo
+    csi_runs: CsiRuns | None = Field(
+        default=None,
+        description="Which stored runs CSI combined with this one and why others were left "
+        "out (absent in reports written before it was recorded).",
+    )
     pass_rate: Rate
     outcomes: dict[str, int]
     reliability_gap: ReliabilityGap
     pass_at_k: list[KValue]
     pass_hat_k: list[KValue]
+    consistency: ConsistencyBlock | None = Field(
+        default=None,
+        description="C_out, flip rate, C_traj_d and C_traj_s over each scenario's repeated "
+        "trials (absent in reports written before they were computed).",
+    )
+    recorded_errors: RecordedErrors | None = Field(
+        default=None,
+        description="Imported runs without an injected fault: recovery from the recording's "
+        "own tool errors, apart from FRR/IRS (absent otherwise).",
+    )
     breakdowns: Breakdowns
     severity: SeverityBlock
     agentdojo: AgentDojo

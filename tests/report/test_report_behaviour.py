@@ -88,7 +88,7 @@ def _comparable(report: dict[str, Any]) -> str:
     The side-effect ledger's blocks (the run's and each verdict's ``side_effects``) came after
     the fixture was recorded; they are left out here and checked on their own below.
     """
-    drop = ("scores", "manifest_hash", "side_effects", "uncertainty", *_REPORT_SCORED)
+    drop = ("scores", "manifest_hash", "side_effects", "uncertainty", "consistency", "csi_runs", *_REPORT_SCORED)
     rest = _without_intervals(strip_volatile({k: v for k, v in report.items() if k not in drop}))
     rest["run"] = {k: v for k, v in rest["run"].items() if k != "run_id"}
     rest["versions"] = {k: v for k, v in rest["versions"].items() if k != "scoring"}
@@ -169,8 +169,10 @@ def test_demo_reports_equal_the_recorded_ones_but_for_the_scores_section(
         assert "scores" in report, name
         # Compared as JSON text: the same keys, in the same order, with the same numbers.
         assert _comparable(report) == _comparable(_as_current_derivation(before[name])), name
-        new_blocks = ("scores", "side_effects", "silent_corruption", "uncertainty")
+        new_blocks = ("scores", "side_effects", "silent_corruption", "uncertainty", "consistency", "csi_runs")
         assert [k for k in report if k not in new_blocks] == list(before[name])
+        # The consistency block is there; every demo scenario ran 3 trials.
+        assert report["consistency"]["k"] == 3 and "c_out" in report["consistency"]
         # Neither demo agent repeats a refund: the ledger counts every trial, and no duplicate.
         assert report["side_effects"]["duplicate_side_effects"] == 0
         assert report["side_effects"]["trials_counted"] == len(report["trials"])
