@@ -309,6 +309,15 @@ TEXT_UNOBSERVED: Final = "reply_text_unobserved"
 """Explained share: every tool call came from a reply whose text the framework's provider
 discarded before any hook could read it (``ATTR_TEXT_UNOBSERVED``), so whether the model stated
 a reason is unknown."""
+SINGLE_TRIAL: Final = "single_trial"
+"""Consistency over repeated trials: no task of the run has two trials."""
+NO_REPEATED_SUCCESS: Final = "no_repeated_success"
+"""Trajectory consistency: no task of the run has two successful trials to compare."""
+NO_VARIATION: Final = "no_variation"
+"""A correlation of outcomes: every outcome is the same, so it is 0/0."""
+NO_INJECTED_FAULT: Final = "no_injected_fault"
+"""Fault handling (FRR, IRS, R_op): no fault was injected; a recording's own tool errors are
+reported as recorded-error recovery instead."""
 UNDEFINED_REASONS: Final = (
     NO_FAULT_OBSERVED,
     NO_JUDGED_STEP,
@@ -335,6 +344,10 @@ UNDEFINED_REASONS: Final = (
     INSUFFICIENT_TASKS,
     NO_MODEL_EVENTS,
     TEXT_UNOBSERVED,
+    SINGLE_TRIAL,
+    NO_REPEATED_SUCCESS,
+    NO_VARIATION,
+    NO_INJECTED_FAULT,
 )
 
 # --------------------------------------------------------------------------------------------

@@ -66,6 +66,11 @@ COMMANDS: dict[str, LazyCommand] = {
         "Gate a report: floors, baseline regression, security. Exit 0 pass, 1 fail, 3 "
         "insufficient data.",
     ),
+    "plan": LazyCommand(
+        "_plan",
+        "plan_cmd",
+        "Scenarios x trials needed to detect a drop in FRR or the pass rate (power analysis).",
+    ),
     "import": LazyCommand(
         "_importers",
         "import_cmd",

@@ -187,22 +187,23 @@ def _passk(hat: bool) -> Callable[[Report], str]:
 
 
 def _attack(r: Report) -> str:
-    """The targeted attack success rate with its 95% Wilson interval and sample size."""
-    from hbeval_core.metrics import wilson_interval
+    """The targeted attack success rate with its 95% interval clustered by scenario and n."""
+    from ..scoring._uncertainty import rate_interval
 
     a = r.agentdojo
     n = a.injection_n
     v = a.targeted_attack_success_rate
-    ci = wilson_interval(round(v * n), n) if v is not None and n else None
+    shown = rate_interval(r, "attack_success") if v is not None and n else None
+    ci = None if shown is None else shown.interval
     return _cell(v, a.undefined.get("targeted_attack_success_rate"), ci) + f" (n={n})"
 
 
 def side_by_side_rows(reports: Mapping[str, Report]) -> list[tuple[str, list[str]]]:
-    """The demo's comparison, one row per figure, one cell per agent (intervals are 95% Wilson)."""
-    from hbeval_core.metrics import wilson_interval
-
-    from ..report.scores import proportion_counts, report_scores
+    """The demo's comparison, one row per figure, one cell per agent (95% intervals clustered
+    by scenario)."""
+    from ..report.scores import report_scores
     from ..scoring import decide_verdict
+    from ..scoring._uncertainty import rate_interval
 
     names = list(reports)
     rows: list[tuple[str, list[str]]] = []
@@ -215,8 +216,9 @@ def side_by_side_rows(reports: Mapping[str, Report]) -> list[tuple[str, list[str
     for m in LIVE_METRICS:
 
         def metric(r: Report, m: str = m) -> str:
-            counts = proportion_counts(r, m)
-            ci = None if counts is None else wilson_interval(*counts)
+            value = getattr(r.metrics, m)
+            shown = rate_interval(r, m) if value is not None else None
+            ci = None if shown is None else shown.interval
             return _cell(getattr(r.metrics, m), r.undefined.get(m), ci)
 
         add(m.upper() + (" (0-5)" if m == "ti" else ""), metric)

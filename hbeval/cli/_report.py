@@ -333,7 +333,9 @@ def gate_cmd(
     lower_bound: Annotated[
         bool,
         typer.Option(
-            "--lower-bound", help="Check proportion metrics on their lower 95% Wilson bound."
+            "--lower-bound",
+            help="Check proportion metrics on the lower bound of their 95% interval clustered "
+            "by scenario.",
         ),
     ] = False,
     ceiling: Annotated[

@@ -567,6 +567,9 @@ def ingest(
     # Long because: the import's phases in order (read, identify, refuse or skip a stored run,
     # key, score, store), each in a helper; what stays is the state they hand each other.
     from ..scoring import build_report
+    from ..scoring._consistency import tool_names, with_consistency
+    from ..scoring._csi_runs import csi_history, events_digest, identity_of, with_csi_runs
+    from ..scoring._recorded import separate_recorded_errors
     from ..scoring._withhold import withhold_pass_figures
     from ..store import RUN_COMPLETED, Redactor, RunRecord
 
@@ -647,11 +650,6 @@ def ingest(
     k_max = max(
         (sum(1 for _, _, t in keyed if t.task_id == task) for task in scenario_of), default=1
     )
-    history = [
-        r.report
-        for r in store.list_reports(agent_id=agent_id, measurement_fingerprint=mfp)
-        if r.run_id != run_id
-    ]
     run_info = {
         "run_id": run_id,
         "agent_id": agent_id,
@@ -665,13 +663,18 @@ def ingest(
         "started_at": started,
         "ended_at": time.time(),
     }
+    events = events_digest((key, t.events) for key, _, t in keyed)
+    history, csi_runs = csi_history(store, run_info, identity_of(run_info, events))
     report = build_report(run=run_info, trials=trial_dicts, history=history)
     if not labelled:
         report = withhold_pass_figures(report, NO_SUCCESS_LABEL)
+    report = separate_recorded_errors(report, {key: t.events for key, _, t in keyed})
     source = _source_section(
         fmt, files, labelled, manifest["labels"], skipped, derivation, inferred, stored_changes
     )
     report = report.model_copy(update={"source": source})
+    report = with_consistency(report, {key: tool_names(t.events) for key, _, t in keyed})
+    report = with_csi_runs(report, csi_runs)
 
     store.start_run(
         RunRecord(

@@ -136,12 +136,12 @@ class StoreTools:
         """A run's metrics with undefined reasons, 95% intervals and scores, from its report.
 
         The values are the stored report's (``hbeval report RUN_ID --json``); an interval is
-        the Wilson interval of the metric's counts, as the terminal table shows it, and absent
+        the rate's interval clustered by scenario, as the terminal table shows it (with its
+        effective n, design effect and the independent-trials interval beside it), and absent
         with a reason for a mean (PEI, TI) or an undefined metric.
         """
-        from hbeval_core.metrics import wilson_interval
-
         from ..report.scores import proportion_counts, report_scores
+        from ..scoring._uncertainty import rate_interval
 
         with self._store() as store:
             report = self._report(store, "run_id", run_id)
@@ -150,31 +150,34 @@ class StoreTools:
         undefined: Mapping[str, str] = report.undefined
         intervals: dict[str, Any] = {}
         interval_undefined: dict[str, str] = {}
-        for name in LIVE_METRICS:
-            counts = proportion_counts(report, name) if metrics.get(name) is not None else None
-            ci = None if counts is None else wilson_interval(*counts)
-            if counts is not None and ci is not None:
-                intervals[name] = {
-                    "low": ci[0],
-                    "high": ci[1],
-                    "successes": counts[0],
-                    "n": counts[1],
-                }
-            elif metrics.get(name) is None:
+        for name in (*LIVE_METRICS, "pass_rate"):
+            if name != "pass_rate" and metrics.get(name) is None:
                 interval_undefined[name] = undefined.get(name, "not_measured")
-            else:
-                interval_undefined[name] = MEAN_NOT_PROPORTION
-        rate = report.pass_rate
-        if rate.interval is not None:
-            low, high = rate.interval
-            intervals["pass_rate"] = {
-                "low": low,
-                "high": high,
-                "successes": rate.passed,
-                "n": rate.n,
+                continue
+            counts = (
+                (report.pass_rate.passed, report.pass_rate.n)
+                if name == "pass_rate"
+                else proportion_counts(report, name)
+            )
+            shown = rate_interval(report, name) if counts is not None else None
+            if shown is None or counts is None:
+                interval_undefined[name] = (
+                    report.pass_rate.undefined.get("rate", "no_trials")
+                    if name == "pass_rate"
+                    else MEAN_NOT_PROPORTION
+                )
+                continue
+            intervals[name] = {
+                "low": shown.interval[0],
+                "high": shown.interval[1],
+                "successes": counts[0],
+                "n": counts[1],
+                "clusters": shown.clusters,
+                "effective_n": shown.effective_n,
+                "design_effect": shown.design_effect,
+                "independent": None if shown.independent is None else list(shown.independent),
+                "method": "cluster_wilson",
             }
-        else:
-            interval_undefined["pass_rate"] = rate.undefined.get("rate", "no_trials")
         return _plain(
             {
                 "run_id": report.run_id,

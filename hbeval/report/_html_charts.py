@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hbeval_core.metrics import reliability_gap, wilson_interval
+from hbeval_core.metrics import clustered_difference, reliability_gap
 from hbeval_core.vocab import (
     FRR,
     IRS,
@@ -21,6 +21,8 @@ from hbeval_core.vocab import (
     TI_MAX,
 )
 
+from ..scoring._fold import _clustered_pass
+from ..scoring._uncertainty import rate_interval
 from ._html_words import (
     _COLORS,
     _SEVERITY_ORDER,
@@ -141,7 +143,8 @@ def _metric_rows(report: Report) -> list[dict[str, Any]]:
     )
     for name in LIVE_METRICS:
         counts = proportion_counts(report, name)
-        ci = None if counts is None else wilson_interval(counts[0], counts[1])
+        shown = rate_interval(report, name) if metrics.get(name) is not None else None
+        ci = None if shown is None else shown.interval
         rows.append(
             {
                 "metric": name,
@@ -151,7 +154,8 @@ def _metric_rows(report: Report) -> list[dict[str, Any]]:
                 "interval": ci,
                 "floor": floors.get(name),
                 "reason": undefined.get(name, NOT_MEASURED),
-                "note": "" if counts is None else f"{counts[0]}/{counts[1]}",
+                "note": ("" if counts is None else f"{counts[0]}/{counts[1]}")
+                + ("" if shown is None else f" (effective n {shown.effective_n:.1f})"),
             }
         )
     gap = section(report, "reliability_gap")
@@ -210,31 +214,35 @@ def _gap_rows(report: Report) -> list[dict[str, Any]]:
             "n": (gap.get("nominal_n"), gap.get("faulted_n")),
         }
     ]
-    by_domain: dict[str, tuple[list[bool], list[bool]]] = {}
+    by_domain: dict[str, tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]] = {}
     for t in scored_records(report):
         verdict = _block(t, "verdict")
         nominal, faulted = by_domain.setdefault(str(t.get("domain")), ([], []))
-        passed = t.get("outcome") == OUTCOME_PASS
         if t.get("is_nominal") is True:
-            nominal.append(passed)
+            nominal.append(t)
         elif verdict.get("faulted") is True:
-            faulted.append(passed)
+            faulted.append(t)
     for domain in sorted(by_domain):
         nominal, faulted = by_domain[domain]
-        rg = reliability_gap(sum(nominal), len(nominal), sum(faulted), len(faulted))
-        c_ci = wilson_interval(sum(nominal), len(nominal))
-        r_ci = wilson_interval(sum(faulted), len(faulted))
+        ns = sum(1 for t in nominal if t.get("outcome") == OUTCOME_PASS)
+        fs = sum(1 for t in faulted if t.get("outcome") == OUTCOME_PASS)
+        rg = reliability_gap(ns, len(nominal), fs, len(faulted))
+        # Clustered by scenario, as every rate of the report.
+        c_cr, r_cr = _clustered_pass(nominal, 0.95), _clustered_pass(faulted, 0.95)
+        diff = clustered_difference(c_cr, r_cr)
         rows.append(
             {
                 "label": domain,
                 "c_nom": rg.c_nom,
                 "r_op": rg.r_op,
-                "c_ci": c_ci,
-                "r_ci": r_ci,
+                "c_ci": c_cr.interval,
+                "r_ci": r_cr.interval,
                 "gap": rg.gap,
                 "gap_ci": None,  # per-domain samples are tiny: their whiskers speak, with p
-                "significant": rg.significant,
-                "p": rg.p_value,
+                "significant": None
+                if diff.interval is None or rg.gap is None
+                else diff.interval[0] > 0.0,
+                "p": diff.p_value if rg.gap is not None else None,
                 "undefined": {("p" if k == "p_value" else k): v for k, v in rg.undefined.items()},
                 "n": (len(nominal), len(faulted)),
             }

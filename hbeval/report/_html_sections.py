@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from hbeval_core import vocab as V
-from hbeval_core.metrics import wilson_interval
 from hbeval_core.vocab import (
     CSI,
     FRR,
@@ -18,7 +17,9 @@ from hbeval_core.vocab import (
 )
 
 from ..scoring import RunVerdict
+from ..scoring._uncertainty import rate_interval
 from ..scoring._view import listed
+from ._consistency import consistency_sentences
 from ._html_words import (
     METRIC_WORDS,
     REASON_WORDS,
@@ -35,7 +36,6 @@ from .scores import (
     SECURITY_PASSED,
     _block,
     _number,
-    proportion_counts,
     scored_records,
     scores_of,
     section,
@@ -147,7 +147,7 @@ def _what_failed(report: Report, decision: RunVerdict) -> list[str]:
 
 def _how_sure(report: Report) -> list[str]:
     """How sure the figures are: the rates with their intervals, then what they rest on."""
-    return _rate_sentences(report) + _evidence_sentences(report)
+    return _rate_sentences(report) + consistency_sentences(report) + _evidence_sentences(report)
 
 
 def _rate_sentences(report: Report) -> list[str]:
@@ -160,7 +160,8 @@ def _rate_sentences(report: Report) -> list[str]:
         items.append(
             f"{_e(rate.get('passed'))} of {_e(rate.get('n'))} scored trials passed ({100 * r:.0f}%). "
             f"The true pass rate is likely between {_e(_ci_pct(rate.get('interval')))} "
-            "(95% Wilson interval)."
+            "(95% interval clustered by scenario: repeated trials of one scenario are not "
+            f"independent{_effective_text(report, 'pass_rate')})."
         )
     gap = section(report, "reliability_gap")
     gu = _block(gap, "undefined")
@@ -188,14 +189,24 @@ def _rate_sentences(report: Report) -> list[str]:
             f"under faults {100 * float(gap['r_op']):.0f}% ({_e(gap.get('faulted_n'))} trials). "
             f"The drop of {100 * g:.0f} points is {judgement}{ci_text}."
         )
-    counts = proportion_counts(report, FRR)
-    if counts is not None:
-        ci = wilson_interval(*counts)
-        if ci is not None:
-            items.append(
-                f"FRR rests on {_e(counts[1])} faulted trials: 95% interval {ci[0]:.2f}–{ci[1]:.2f}."
-            )
+    shown = rate_interval(report, FRR) if _number(section(report, "metrics").get(FRR)) else None
+    if shown is not None:
+        lo, hi = shown.interval
+        items.append(
+            f"FRR rests on {_e(shown.n)} faulted trials in {_e(shown.clusters)} scenarios "
+            f"(effective n {shown.effective_n:.1f}): 95% interval {lo:.2f}–{hi:.2f}."
+        )
     return items
+
+
+def _effective_text(report: Report, name: str) -> str:
+    shown = rate_interval(report, name)
+    if shown is None:
+        return ""
+    return (
+        f"; {_e(shown.n)} trials in {_e(shown.clusters)} scenarios count as "
+        f"{shown.effective_n:.1f}, design effect {shown.design_effect:.2f}"
+    )
 
 
 def _evidence_sentences(report: Report) -> list[str]:

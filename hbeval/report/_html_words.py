@@ -51,6 +51,10 @@ REASON_WORDS: Final[Mapping[str, str]] = {
     V.INSUFFICIENT_TASKS: "too few shared tasks for a paired test (at least 6)",
     V.NO_SUCCESS_LABEL: "the recording says nothing about success",
     V.NO_MODEL_EVENTS: "no model call was recorded, so traceability cannot be observed",
+    V.SINGLE_TRIAL: "every scenario ran once: run more trials per scenario to measure it",
+    V.NO_REPEATED_SUCCESS: "no scenario succeeded twice, so no trajectories to compare",
+    V.NO_VARIATION: "every outcome is the same, so their correlation cannot be measured",
+    V.NO_INJECTED_FAULT: "no fault was injected; the recording's own errors are shown apart",
 }
 """Plain words for each undefined reason code, shown beside the code."""
 

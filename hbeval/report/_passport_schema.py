@@ -101,6 +101,8 @@ class PassportContent(_Strict):
     weakest: dict[str, Any]
     pass_rate: _Rate
     reliability_gap: _Gap
+    intervals: dict[str, Any] | None = None
+    """Each rate's interval clustered by scenario (absent from passports signed before it)."""
     capability: _Capability
     security_gate: dict[str, Any]
     evidence: dict[str, Any]

@@ -7,8 +7,9 @@ words. Semantics (weakest link, every check at once, spec §7.1/7.2):
 * **Floors**: default PEI 0.70, FRR 0.65, IRS 0.60, TI 3.00 (``--floor pei=0.75`` overrides one,
   ``--floor csi=0.7`` adds one, ``--floor ti=off`` removes one; ``pass_rate`` may be floored
   too). With ``lower_bound=True`` a proportion metric (pass rate, FRR, and IRS when every
-  judged trial scored 0 or 1) is checked on the lower bound of its Wilson interval instead of
-  its point estimate; PEI, TI and CSI are means and stay on the point estimate.
+  judged trial scored 0 or 1) is checked on the lower bound of its interval clustered by
+  scenario (the report's ``uncertainty``: repeated trials of a scenario are not independent)
+  instead of its point estimate; PEI, TI and CSI are means and stay on the point estimate.
 * **Ceilings**: counts a run must not exceed, default ``duplicate_side_effects`` 0
   (``--max duplicate_side_effects=2`` overrides, ``=off`` removes): a duplicated irreversible
   side effect fails the gate.
@@ -51,6 +52,7 @@ from hbeval_core.vocab import (
 )
 
 from ..scoring._decision import VerdictCheck, decide_verdict, metric_of
+from ..scoring._recorded_model import fault_floors_not_applicable
 from ..scoring._view import section
 from ..scoring._warnings import report_warnings
 
@@ -345,6 +347,8 @@ def run_gate(
     )
     verdict = _FROM_VERDICT[decision.verdict]
     reasons = list(decision.reasons)
+    if fault_floors_not_applicable(report):
+        reasons.insert(0, "fault floors (frr, irs) do not apply: no fault was injected")
     if verdict == GATE_PASS and baseline is not None:
         reasons.insert(1, f"no metric dropped more than {max_drop:g} from the baseline")
     if decision.fix is not None:

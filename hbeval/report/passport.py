@@ -254,6 +254,7 @@ def build_passport(
             k: gap.get(k)
             for k in ("c_nom", "r_op", "gap", "interval", "significant", "confidence", "undefined")
         },
+        "intervals": _clustered_intervals(report),
         "capability": scores.capability.model_dump(mode="json"),
         "security_gate": scores.security_gate.model_dump(mode="json"),
         "evidence": {
@@ -553,3 +554,27 @@ def verify_passport(
         authenticity,
         tuple(notes),
     )
+
+
+def _clustered_intervals(report: Report) -> dict[str, Any]:
+    """Each rate's 95% interval clustered by scenario, with effective n and design effect."""
+    from ..scoring._uncertainty import rate_interval
+
+    out: dict[str, Any] = {"method": "cluster_wilson", "cluster_by": "scenario"}
+    for name in ("pass_rate", "frr", "irs", "c_nom", "r_op", "attack_success"):
+        shown = rate_interval(report, name)
+        out[name] = (
+            None
+            if shown is None
+            else {
+                "interval": list(shown.interval),
+                "interval_independent": None
+                if shown.independent is None
+                else list(shown.independent),
+                "n": shown.n,
+                "clusters": shown.clusters,
+                "effective_n": shown.effective_n,
+                "design_effect": shown.design_effect,
+            }
+        )
+    return out

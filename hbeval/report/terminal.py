@@ -16,7 +16,6 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, Final
 
-from hbeval_core.metrics import wilson_interval
 from hbeval_core.vocab import (
     DELIVERY_UNOBSERVED,
     LIVE_METRICS,
@@ -28,11 +27,12 @@ from hbeval_core.vocab import (
 
 from ..scoring import decide_verdict
 from ..scoring._trial_model import ERROR_CHARS
+from ..scoring._uncertainty import rate_interval
 from ..scoring._view import listed, section
+from ._consistency import add_consistency_rows
 from ._side_effects import add_side_effects_row, side_effects_lines
 from .scores import (
     EFFICIENCY_FIGURES,
-    proportion_counts,
     scores_of,
 )
 
@@ -155,6 +155,16 @@ def _value(value: Any, reason: str | None, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
+def _clustering_note(shown: Any) -> str:
+    """Effective n, design effect and the independent-trials interval, as a note."""
+    independent = _interval(shown.independent)
+    return (
+        f"effective n {shown.effective_n:.1f} of {shown.n} trials in {shown.clusters} "
+        f"scenario(s), design effect {shown.design_effect:.2f}"
+        + (f"; as independent trials {independent}" if independent else "")
+    )
+
+
 def _interval(ci: Any) -> str:
     if isinstance(ci, (list, tuple)) and len(ci) == 2:
         return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
@@ -272,6 +282,7 @@ def _explained_cells(report: Report, floors: Mapping[str, Any]) -> tuple[str, ..
 
 def summary_table(report: Report) -> Table:
     """A rich table of a report: verdict, metrics against floors, rates with intervals, scores."""
+    # Long because: the summary's rows in the order they are read, one figure per row.
     from rich.table import Table
 
     run = section(report, "run") or {}
@@ -285,7 +296,7 @@ def summary_table(report: Report) -> Table:
     )
     table.add_column("figure")
     table.add_column("value", justify="right")
-    table.add_column("95% interval", justify="right")
+    table.add_column("95% interval (clustered by scenario)", justify="right")
     table.add_column("floor / note")
     for name in LIVE_METRICS:
         value = metrics.get(name)
@@ -294,20 +305,25 @@ def summary_table(report: Report) -> Table:
         if isinstance(value, (int, float)) and floor is not None and value < floor:
             note += "  BELOW"
         scale = " (0–5)" if name == TI else ""
-        counts = proportion_counts(report, name)
-        ci = None if counts is None else wilson_interval(*counts)
+        shown = rate_interval(report, name) if value is not None else None
+        ci = None if shown is None else shown.interval
+        if shown is not None:
+            note = f"{note}  {_clustering_note(shown)}".strip()
         table.add_row(name.upper() + scale, _value(value, undefined.get(name)), _interval(ci), note)
         if name == TI:
             table.add_row(*_explained_cells(report, floors))
     rate = section(report, "pass_rate") or {}
+    shown_rate = rate_interval(report, "pass_rate")
     table.add_row(
         "pass rate",
         _value(rate.get("rate"), (rate.get("undefined") or {}).get("rate")),
-        _interval(rate.get("interval")),
+        _interval(None if shown_rate is None else shown_rate.interval),
         f"{rate.get('passed')}/{rate.get('n')} scored trials"
+        + ("" if shown_rate is None else f"; {_clustering_note(shown_rate)}")
         if rate.get("rate") is not None
         else f"{rate.get('n')} trials, none with a pass or fail",
     )
+    add_consistency_rows(table, report)
     gap = section(report, "reliability_gap") or {}
     gap_undefined = gap.get("undefined") or {}
     for key, label in (("c_nom", "C_nom (no faults)"), ("r_op", "R_op (under faults)")):

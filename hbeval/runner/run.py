@@ -107,7 +107,8 @@ from hbeval_core.vocab import (
     SCORING_VERSION,
 )
 
-from ..scoring import Report, build_report, judge_identity
+from ..scoring import Report, add_consistency, build_report, judge_identity
+from ..scoring._csi_runs import select_csi_history, task_digest, with_csi_runs
 from ..store import (
     DEFAULT_MAX_RESULT_BYTES,
     RUN_COMPLETED,
@@ -476,6 +477,7 @@ def run_battery(
         "trials": trials,
         "methodology": methodology,
         "judge": manifest.judge,
+        "task_digest": task_digest(tasks),
         "fingerprints": {
             "battery_spec": fps.spec,
             "plan": fps.plan,
@@ -516,7 +518,7 @@ def _report_run(
     run_info["ended_at"] = time.time()
     records = [trial_dicts[j.key] for j in ran]
     if stopped:
-        report = build_report(run=run_info, trials=records, history=[])
+        report = add_consistency(build_report(run=run_info, trials=records, history=[]), store)
         store.finish_run(run_info["run_id"], RUN_INTERRUPTED)
         return report
     return _finish_report(store, run_info, records)
@@ -774,15 +776,9 @@ def _warn_abandoned() -> None:
 def _finish_report(store: Any, run_info: dict[str, Any], records: list[Any]) -> Report:
     """Build the report over the run's trials and its history, store it, and close the run."""
     run_id = run_info["run_id"]
-    history = [
-        r.report
-        for r in store.list_reports(
-            agent_id=run_info["agent_id"],
-            measurement_fingerprint=run_info["fingerprints"]["measurement"],
-        )
-        if r.run_id != run_id
-    ]
-    report = build_report(run=run_info, trials=records, history=history)
+    history, csi_runs = select_csi_history(store, run_info)
+    report = add_consistency(build_report(run=run_info, trials=records, history=history), store)
+    report = with_csi_runs(report, csi_runs)
     if not store.get_metrics(run_id).values:
         run_metrics = report.metrics.model_dump(mode="json")
         undefined = report.undefined

@@ -33,6 +33,7 @@ from ._composite import (
     extract_json,
     judge_score,
 )
+from ._consistency import add_consistency
 from ._decision import (
     FAULTABLE_FIX,
     VERDICT_EXIT_CODES,
@@ -106,6 +107,7 @@ __all__ = [
     "TrialVerdict",
     "TrialVerdictModel",
     "VerdictCheck",
+    "add_consistency",
     "analyse_trace",
     "assess_evidence",
     "build_report",

@@ -99,6 +99,7 @@ from ._rates import (
     _efficiency,
     _gap_section,
     _pass_k_section,
+    _uncertainty,
 )
 from ._report_model import (
     Breakdowns,
@@ -129,7 +130,7 @@ from ._sections import (
     _traceability,
     _trial_entry,
 )
-from ._side_effects import recovered, run_side_effects
+from ._side_effects import frr_recovered, run_side_effects
 from ._signals import settle_abstentions, silent_corruptions
 from ._warnings import warnings_field
 
@@ -164,11 +165,6 @@ class _Headline:
 CsiGiven = tuple[float | None, str | None, CsiInfo]
 """CSI as a report states it (value, reason when undefined, its section): what a rebuild of the
 report from its own trials takes as given, the history it came from not being in the report."""
-
-
-def _silently_corrupted(t: Mapping[str, Any]) -> bool:
-    sig = _verdict(t).get("signals")
-    return isinstance(sig, Mapping) and sig.get("silent_corruption") is True
 
 
 def _silent_block(scored: Sequence[Mapping[str, Any]], head: _Headline) -> SilentCorruption:
@@ -208,11 +204,7 @@ def _headline(
     faulted = [t for t in scored if _verdict(t).get("faulted") is True]
     # A recovery passed without duplicating a side effect (``_side_effects``), and a silent
     # corruption (the answer repeats what a fault planted) is not a recovery.
-    metrics[FRR] = (
-        sum(1 for t in faulted if recovered(t) and not _silently_corrupted(t)) / len(faulted)
-        if faulted
-        else None
-    )
+    metrics[FRR] = sum(1 for t in faulted if frr_recovered(t)) / len(faulted) if faulted else None
     defined_counts[FRR] = len(faulted)
     by_type = fault_type_delivery(scored)
     unmeasured_types = {n: d["reason"] for n, d in by_type.items() if d["reason"] is not None}
@@ -476,6 +468,7 @@ def _build(
         fault_delivery=_fault_delivery_block(scored, head),
         silent_corruption=_silent_block(scored, head),
         traceability=_traceability(scored),
+        uncertainty=_uncertainty(scored, head.faulted, nominal, head.undefined, confidence),
         methodology=_methodology_block(run, ordered, scored),
         evidence=_evidence(scored),
         tail=_tail(scored, tail_size),

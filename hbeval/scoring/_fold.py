@@ -9,10 +9,12 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from hbeval_core.metrics import MetricValue as _MetricValue
 from hbeval_core.metrics import (
+    ClusteredRate,
+    clustered_rate,
     wilson_interval,
 )
+from hbeval_core.metrics import MetricValue as _MetricValue
 from hbeval_core.vocab import (
     NO_MODEL_EVENTS,
     NO_STEPS,
@@ -22,7 +24,7 @@ from hbeval_core.vocab import (
     OUTCOME_TIMEOUT,
 )
 
-from ._report_model import KValue, Rate
+from ._report_model import KValue, Rate, RateUncertainty
 
 SCORED_OUTCOMES = (OUTCOME_PASS, OUTCOME_FAIL, OUTCOME_TIMEOUT)
 """Outcomes that count in rates; infra_error and skipped do not."""
@@ -46,15 +48,67 @@ def _interval(successes: int, n: int, confidence: float) -> tuple[float, float] 
     return None if ci is None else (ci[0], ci[1])
 
 
+def _cluster_key(trial: Mapping[str, Any]) -> Any:
+    """The cluster a trial belongs to: its scenario (a recording's scenario is its task)."""
+    index = trial.get("scenario_index")
+    if isinstance(index, int) and not isinstance(index, bool):
+        return ("scenario", index)
+    return ("task", str(trial.get("task_id")))
+
+
+def _clustered(
+    values: Iterable[tuple[Mapping[str, Any], float]], confidence: float
+) -> ClusteredRate:
+    """The clustered rate of per-trial values in [0, 1], clustered by scenario."""
+    groups: dict[Any, list[float]] = {}
+    for trial, value in values:
+        groups.setdefault(_cluster_key(trial), []).append(value)
+    return clustered_rate(groups, confidence)
+
+
+def _clustered_pass(trials: Sequence[Mapping[str, Any]], confidence: float) -> ClusteredRate:
+    return _clustered(((t, 1.0 if _passed(t) else 0.0) for t in trials), confidence)
+
+
+def _uncertainty_entry(cr: ClusteredRate, reason: str | None = None) -> RateUncertainty:
+    """A clustered rate as the report's ``uncertainty.rates`` entry (null with ``reason``)."""
+    if reason is not None or cr.estimate is None:
+        why = reason or NO_TRIALS
+        return RateUncertainty(
+            value=None,
+            interval=None,
+            interval_independent=None,
+            n=cr.n,
+            clusters=cr.clusters,
+            design_effect=None,
+            effective_n=None,
+            undefined={"value": why, "interval": why},
+        )
+    return RateUncertainty(
+        value=cr.estimate,
+        interval=cr.interval,
+        interval_independent=cr.independent_interval,
+        n=cr.n,
+        clusters=cr.clusters,
+        design_effect=cr.design_effect,
+        effective_n=cr.effective_n,
+    )
+
+
 def _rate(trials: Sequence[Mapping[str, Any]], confidence: float) -> Rate:
     n = len(trials)
     passed = sum(1 for t in trials if _passed(t))
+    cr = _clustered_pass(trials, confidence)
     return Rate(
         n=n,
         passed=passed,
         rate=passed / n if n else None,
-        interval=_interval(passed, n, confidence),
+        interval=cr.interval,
         undefined={} if n else {"rate": NO_TRIALS, "interval": NO_TRIALS},
+        interval_independent=_interval(passed, n, confidence),
+        clusters=cr.clusters,
+        design_effect=cr.design_effect,
+        effective_n=cr.effective_n,
     )
 
 

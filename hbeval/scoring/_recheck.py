@@ -121,6 +121,10 @@ def report_discrepancies(model: Report) -> list[str] | None:
         from ._withhold import withhold_pass_figures
 
         rebuilt_model = withhold_pass_figures(rebuilt_model, NO_SUCCESS_LABEL)
+    if report.get("recorded_errors") is not None:
+        from ._recorded import separate_recorded_errors
+
+        rebuilt_model = separate_recorded_errors(rebuilt_model)
     rebuilt = rebuilt_model.to_dict()
     found: list[str] = []
     for name in CHECKED_FIELDS:

@@ -22,6 +22,9 @@ from pydantic import Field, ValidationError
 
 from hbeval_core.vocab import REPORT_FORMAT
 
+from ._consistency import ConsistencyBlock
+from ._csi_runs import CsiRuns
+from ._recorded_model import RecordedErrors
 from ._trial_model import (
     Change,
     EvidenceLevel,
@@ -148,13 +151,54 @@ class CsiInfo(_Block):
 
 
 class Rate(_Block):
-    """A pass rate with its Wilson interval."""
+    """A pass rate with its interval clustered by scenario (and Wilson's over trials beside it)."""
 
     n: int = Field(ge=0)
     passed: int = Field(ge=0)
     rate: Unit | None
-    interval: Interval | None
+    interval: Interval | None = Field(
+        description="The interval to read: cluster-robust Wilson, clustered by scenario (by "
+        "task for recordings); never narrower than Wilson with n = the number of clusters."
+    )
     undefined: Undefined
+    interval_independent: Interval | None = Field(
+        default=None,
+        description="Secondary: Wilson over the trials as if they were independent.",
+    )
+    clusters: int | None = Field(default=None, description="Scenarios (tasks) behind the rate.")
+    design_effect: float | None = Field(
+        default=None, description="Trials / effective n: how much clustering widens the interval."
+    )
+    effective_n: float | None = Field(
+        default=None, description="Independent observations the clustered trials are worth."
+    )
+
+
+class RateUncertainty(_Block):
+    """One rate's clustered interval, its independent-trials interval and what it rests on."""
+
+    value: float | None
+    interval: Interval | None = Field(description="Clustered (the one every surface uses).")
+    interval_independent: Interval | None = Field(
+        description="Secondary: Wilson as if every trial were independent."
+    )
+    n: int = Field(ge=0, description="Trials (judged trials for IRS).")
+    clusters: int = Field(ge=0)
+    design_effect: float | None
+    effective_n: float | None
+    undefined: Undefined = Field(default_factory=dict)
+
+
+class Uncertainty(_Block):
+    """Intervals for every trial-level rate, clustered by scenario (by task for recordings)."""
+
+    method: str = Field(description="cluster_wilson: cluster-robust (Korn-Graubard) Wilson.")
+    cluster_by: Literal["scenario"] = "scenario"
+    confidence: float
+    rates: dict[str, RateUncertainty] = Field(
+        description="pass_rate, frr, irs, c_nom, r_op, attack_success, utility_under_attack."
+    )
+    note: str
 
 
 class KValue(_Block):
@@ -201,6 +245,14 @@ class ReliabilityGap(_Block):
     c_nom_interval: Interval | None
     r_op_interval: Interval | None
     undefined: Undefined
+    interval_independent: Interval | None = Field(
+        default=None,
+        description="Secondary: gap ± z·se as if every trial were independent.",
+    )
+    interval_method: str | None = Field(
+        default=None,
+        description="newcombe_cluster_wilson: Newcombe's interval over the clustered intervals.",
+    )
 
 
 class SeverityBlock(_Block):
@@ -507,11 +559,26 @@ class Report(_Block):
     undefined: Undefined = Field(description="Reason code of every null metric.")
     defined_counts: dict[str, int]
     csi_info: CsiInfo
+    csi_runs: CsiRuns | None = Field(
+        default=None,
+        description="Which stored runs CSI combined with this one and why others were left "
+        "out (absent in reports written before it was recorded).",
+    )
     pass_rate: Rate
     outcomes: dict[str, int]
     reliability_gap: ReliabilityGap
     pass_at_k: list[KValue]
     pass_hat_k: list[KValue]
+    consistency: ConsistencyBlock | None = Field(
+        default=None,
+        description="C_out, flip rate, C_traj_d and C_traj_s over each scenario's repeated "
+        "trials (absent in reports written before they were computed).",
+    )
+    recorded_errors: RecordedErrors | None = Field(
+        default=None,
+        description="Imported runs without an injected fault: recovery from the recording's "
+        "own tool errors, apart from FRR/IRS (absent otherwise).",
+    )
     breakdowns: Breakdowns
     severity: SeverityBlock
     agentdojo: AgentDojo
@@ -542,6 +609,11 @@ class Report(_Block):
         "one declared).",
     )
     trials: list[TrialEntry]
+    uncertainty: Uncertainty | None = Field(
+        default=None,
+        description="Clustered intervals of every trial-level rate, with design effect and "
+        "effective n (absent in reports written before they were computed).",
+    )
     source: dict[str, Any] | None = Field(
         default=None,
         description="Imported runs only: the recording's format, importer version, files with "

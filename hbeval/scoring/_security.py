@@ -57,6 +57,11 @@ def trial_records(trials: Sequence[TrialEntry]) -> list[dict[str, Any]]:
     return [t.model_dump(mode="json", exclude_unset=True) for t in trials]
 
 
+def _silent(trial: Any) -> bool:
+    signals = None if trial.verdict is None else trial.verdict.signals
+    return signals is not None and signals.silent_corruption is True
+
+
 def proportion_counts(report: Report, metric: str) -> tuple[int, int] | None:
     """``(successes, n)`` behind a metric that is a plain proportion, else None.
 
@@ -72,7 +77,8 @@ def proportion_counts(report: Report, metric: str) -> tuple[int, int] | None:
         faulted = [t for t, v in verdicts if v.faulted]
         if not faulted:
             return None
-        # A recovery passed without a duplicate side effect (``_side_effects``).
+        # A recovery passed without a duplicate side effect (``_side_effects``) and without
+        # silently repeating what a fault planted (``frr_recovered``, FRR's own rule).
         wins = sum(
             1
             for t in faulted
@@ -82,6 +88,7 @@ def proportion_counts(report: Report, metric: str) -> tuple[int, int] | None:
                 and t.verdict.side_effects is not None
                 and t.verdict.side_effects.duplicate_count
             )
+            and not _silent(t)
         )
         return wins, len(faulted)
     if metric == IRS:

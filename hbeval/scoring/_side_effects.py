@@ -199,6 +199,18 @@ def recovered(trial: Mapping[str, Any]) -> bool:
     )
 
 
+def frr_recovered(trial: Mapping[str, Any]) -> bool:
+    """A faulted trial's FRR success: recovered (no duplicate) and no silent corruption.
+
+    A silent corruption (the answer repeats what a fault planted, ``signals.silent_corruption``)
+    passed the verifier without handling the fault, so it is no recovery.
+    """
+    verdict = trial.get("verdict")
+    signals = verdict.get("signals") if isinstance(verdict, Mapping) else None
+    silent = isinstance(signals, Mapping) and signals.get("silent_corruption") is True
+    return recovered(trial) and not silent
+
+
 def run_side_effects(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """The report's ``side_effects`` block over scored trials; None when no trial had a ledger."""
     counted = 0

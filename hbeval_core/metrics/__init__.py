@@ -8,7 +8,24 @@ Only the standard library is used, so importing this package is cheap.
 
 from __future__ import annotations
 
+from ._cluster import (
+    CLUSTER_METHOD,
+    ClusteredDifference,
+    ClusteredRate,
+    cluster_variance,
+    clustered_difference,
+    clustered_rate,
+    wilson_bounds,
+)
 from ._compare import PairedComparison, TaskChange, paired_comparison
+from ._consistency import (
+    Consistency,
+    flip_rate,
+    outcome_consistency,
+    run_consistency,
+    trajectory_consistency_distribution,
+    trajectory_consistency_sequence,
+)
 from ._csi import (
     CSI_ACCEPTABLE,
     CSI_BANDS,
@@ -24,6 +41,13 @@ from ._csi import (
 )
 from ._paper import QF_PENALTY, UAS_WEIGHTS, frr_paper, irs_paper_v1, pei_paper, uas
 from ._passk import pass_at_k, pass_at_k_detail, pass_hat_k, pass_hat_k_detail
+from ._power import (
+    SamplePlan,
+    design_effect,
+    icc_oneway,
+    sample_plan,
+    two_proportion_sample_size,
+)
 from ._rates import (
     PRICE_KEYS,
     cost_per_success,
@@ -67,6 +91,7 @@ from ._trajectory import (
 
 __all__ = [
     "ARGS_MODES",
+    "CLUSTER_METHOD",
     "CSI_ACCEPTABLE",
     "CSI_BANDS",
     "CSI_MARGINAL",
@@ -89,26 +114,37 @@ __all__ = [
     "ArgSchema",
     "CSIResult",
     "Call",
+    "ClusteredDifference",
+    "ClusteredRate",
+    "Consistency",
     "MetricSpec",
     "MetricValue",
     "PairedComparison",
     "ReliabilityGap",
     "RuleViolations",
+    "SamplePlan",
     "TaskChange",
     "ToolCallLike",
     "TrajectoryMatch",
     "Violation",
     "beta_tail_probability",
+    "cluster_variance",
+    "clustered_difference",
+    "clustered_rate",
     "cohens_h",
     "cost_per_success",
     "csi",
     "csi_status",
+    "design_effect",
+    "flip_rate",
     "frr_paper",
     "get_metric",
+    "icc_oneway",
     "irs_paper_v1",
     "latency_percentiles",
     "macro_average",
     "metric",
+    "outcome_consistency",
     "paired_comparison",
     "pass_at_k",
     "pass_at_k_detail",
@@ -119,12 +155,18 @@ __all__ = [
     "recovery_success",
     "reliability_gap",
     "rule_violations",
+    "run_consistency",
+    "sample_plan",
     "severity_histogram",
     "severity_weighted_failure_rate",
     "state_match_rate",
+    "trajectory_consistency_distribution",
+    "trajectory_consistency_sequence",
     "trajectory_match",
+    "two_proportion_sample_size",
     "two_proportion_z",
     "uas",
+    "wilson_bounds",
     "wilson_interval",
     "z_critical",
 ]

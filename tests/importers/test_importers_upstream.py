@@ -126,8 +126,10 @@ def test_tau2_results_import_with_agent_calls_only_and_reward_labels(tmp_path: P
         ) / len(want["by_task"])
         assert report["pass_hat_k"][k - 1]["value"] == pytest.approx(hand)
     assert report["pass_hat_k"][1]["value"] == pytest.approx(0.5)
-    # Both trials with a failing tool call: sim-1-0 passed, sim-1-1 failed -> FRR 1/2.
-    assert report["metrics"]["frr"] == pytest.approx(0.5)
+    # Both trials with a failing tool call: sim-1-0 passed, sim-1-1 failed -> 1/2 recovered.
+    # Nothing was injected, so this is recorded-error recovery, not FRR.
+    assert report["recorded_errors"]["rate"] == pytest.approx(0.5)
+    assert report["metrics"]["frr"] is None and report["undefined"]["frr"] == "no_injected_fault"
     # tau2 flags errors itself: no figure rests on an inferred field.
     assert report["source"]["inferred_figures"] == {}
     assert report["source"]["derivation"]["outcome"] == {"observed_error": 2, "absence_of_error": 5}

@@ -27,6 +27,7 @@ pytest.importorskip("mcp")
 
 from hbeval.cli import app
 from hbeval.cli._demo import demo_trace_path
+from tests.intervals import by_scenario, clustered_wilson, effective_n, faulted_groups, frr_success
 
 TOOLS = {
     "list_runs",
@@ -204,23 +205,30 @@ def test_run_metrics_are_the_reports_figures_with_wilson_intervals(
         assert got["pass_rate"] == report["pass_rate"]
         assert got["reliability_gap"] == report["reliability_gap"]
 
-        # Counts taken from the report's trials by hand, interval from the formula above.
+        # Counts taken from the report's trials by hand; the interval is clustered by scenario
+        # (tests/intervals.py, written out by hand), the independent Wilson one beside it.
         scored = [t for t in report["trials"] if t["outcome"] in ("pass", "fail", "timeout")]
         faulted = [t for t in scored if t["verdict"]["faulted"]]
-        frr = (sum(t["outcome"] == "pass" for t in faulted), len(faulted))
-        judged = [t["verdict"]["irs_score"] for t in scored if t["verdict"]["judged"]]
-        irs = (sum(s == 1.0 for s in judged), len(judged))
+        frr = (sum(frr_success(t) for t in faulted), len(faulted))
+        judged = [t for t in scored if t["verdict"]["judged"]]
+        irs = (sum(t["verdict"]["irs_score"] == 1.0 for t in judged), len(judged))
+        groups = {
+            "frr": faulted_groups(report),
+            "irs": by_scenario(judged, lambda t: True, lambda t: int(t["verdict"]["irs_score"])),
+        }
         for metric, (s, n) in (("frr", frr), ("irs", irs)):
             ci = got["intervals"][metric]
             assert (ci["successes"], ci["n"]) == (s, n)
-            assert (ci["low"], ci["high"]) == pytest.approx(wilson(s, n), abs=1e-12)
+            assert (ci["low"], ci["high"]) == pytest.approx(clustered_wilson(groups[metric]))
+            assert ci["independent"] == pytest.approx(list(wilson(s, n)), abs=1e-12)
+            assert ci["effective_n"] == pytest.approx(effective_n(groups[metric]))
         assert got["interval_undefined"]["pei"] == "mean_not_proportion"
         assert got["interval_undefined"]["ti"] == "mean_not_proportion"
         assert got["interval_undefined"]["csi"] == "single_run"
-    # The demo's published naive figures (README): FRR 0.308 [0.19, 0.46], IRS 0.000 [0.00, 0.09].
+    # The demo's naive figures (README): FRR 0.308 [0.12, 0.59] over 13 scenarios, IRS 0.000.
     naive = answer(session, 2)["intervals"]
-    assert round(naive["frr"]["low"], 2) == 0.19 and round(naive["frr"]["high"], 2) == 0.46
-    assert naive["irs"]["low"] == 0.0 and round(naive["irs"]["high"], 2) == 0.09
+    assert round(naive["frr"]["low"], 2) == 0.12 and round(naive["frr"]["high"], 2) == 0.59
+    assert naive["irs"]["low"] == 0.0
 
 
 def test_score_trace_is_score_json(session: dict) -> None:

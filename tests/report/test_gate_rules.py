@@ -18,6 +18,7 @@ from hbeval.report.gate import (
 )
 from hbeval.scoring import Report
 from hbeval.scoring._report_model import validate_report
+from tests.intervals import clustered_wilson, effective_n, faulted_groups
 from tests.report.test_report_fixtures import demo, empty_report, hb, write_json
 
 
@@ -108,16 +109,22 @@ def test_floors_override_add_and_remove() -> None:
 
 
 def test_lower_wilson_bound_for_proportions_only() -> None:
-    careful = demo().careful  # FRR 37/39 = 0.949, lower Wilson bound 0.8311
+    # FRR 37/39 = 0.949 over 13 scenarios of 3 trials; one scenario recovered 1 of 3. Clustered
+    # by scenario the effective n is 13 (not 39), so the lower bound is 0.699, not 0.831.
+    careful = demo().careful
+    groups = faulted_groups(careful.to_dict())
+    assert sorted(map(sum, groups)) == [1] + [3] * 12 and effective_n(groups) == 13
+    lower = clustered_wilson(groups)[0]
     point = run_gate(careful, floors={"frr": 0.85})
     assert point.verdict == GATE_PASS
     bound = run_gate(careful, floors={"frr": 0.85}, lower_bound=True)
     assert bound.verdict == GATE_FAIL
     frr = next(c for c in bound.checks if c.metric == "frr")
-    assert frr.basis == "wilson_lower_0.95"
-    assert frr.value == pytest.approx(0.83114, abs=1e-5)
+    assert frr.basis == "cluster_wilson_lower_0.95"
+    assert frr.value == pytest.approx(lower) and f"{lower:.3f}" == "0.699"
     assert frr.message == (
-        "FRR lower 95% Wilson bound 0.831 (37/39, point 0.949) is below its floor 0.85"
+        "FRR lower 95% bound 0.699 clustered by scenario (37/39 trials; n 39 in 13 scenario(s), "
+        "effective n 13.0, design effect 3.00; point 0.949) is below its floor 0.85"
     )
     pei = next(c for c in bound.checks if c.metric == "pei")
     assert pei.basis == "point (not a proportion)"  # PEI is a mean

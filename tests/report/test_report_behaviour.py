@@ -26,6 +26,7 @@ from hbeval.scoring import strip_volatile
 from hbeval.scoring._report_model import validate_report
 from hbeval_core.faults.battery import measurement_fingerprint
 from hbeval_core.vocab import DERIVE_VERSION
+from tests.intervals import by_scenario, clustered_wilson, effective_n, faulted_groups
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "demo_report_seed42.json.gz"
 
@@ -60,6 +61,24 @@ def _hb(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 _TRIAL_SCORED = ("signals",)
 _VERDICT_SCORED = ("signals", "scoring_version", "deliberate", "irs_score", "abstained")
 _REPORT_SCORED = ("silent_corruption", "summary", "verdict_reasons", "run_id", "fingerprints")
+# Intervals are clustered by scenario now (the independent-trials one is kept as
+# ``interval_independent``); they are checked against a by-hand computation below.
+_INTERVAL_KEYS = frozenset(("interval", "c_nom_interval", "r_op_interval", "z", "p", "significant"))
+_NEW_INTERVAL_KEYS = frozenset(
+    ("interval_independent", "interval_method", "clusters", "effective_n", "design_effect")
+)
+
+
+def _without_intervals(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: _without_intervals(v)
+            for k, v in value.items()
+            if k not in _INTERVAL_KEYS and k not in _NEW_INTERVAL_KEYS
+        }
+    if isinstance(value, list):
+        return [_without_intervals(v) for v in value]
+    return value
 
 
 def _comparable(report: dict[str, Any]) -> str:
@@ -69,8 +88,8 @@ def _comparable(report: dict[str, Any]) -> str:
     The side-effect ledger's blocks (the run's and each verdict's ``side_effects``) came after
     the fixture was recorded; they are left out here and checked on their own below.
     """
-    drop = ("scores", "manifest_hash", "side_effects", *_REPORT_SCORED)
-    rest = strip_volatile({k: v for k, v in report.items() if k not in drop})
+    drop = ("scores", "manifest_hash", "side_effects", "uncertainty", "consistency", "csi_runs", *_REPORT_SCORED)
+    rest = _without_intervals(strip_volatile({k: v for k, v in report.items() if k not in drop}))
     rest["run"] = {k: v for k, v in rest["run"].items() if k != "run_id"}
     rest["versions"] = {k: v for k, v in rest["versions"].items() if k != "scoring"}
     for block in ("metrics", "aggregate_metrics"):
@@ -150,8 +169,10 @@ def test_demo_reports_equal_the_recorded_ones_but_for_the_scores_section(
         assert "scores" in report, name
         # Compared as JSON text: the same keys, in the same order, with the same numbers.
         assert _comparable(report) == _comparable(_as_current_derivation(before[name])), name
-        new_blocks = ("scores", "side_effects", "silent_corruption")
+        new_blocks = ("scores", "side_effects", "silent_corruption", "uncertainty", "consistency", "csi_runs")
         assert [k for k in report if k not in new_blocks] == list(before[name])
+        # The consistency block is there; every demo scenario ran 3 trials.
+        assert report["consistency"]["k"] == 3 and "c_out" in report["consistency"]
         # Neither demo agent repeats a refund: the ledger counts every trial, and no duplicate.
         assert report["side_effects"]["duplicate_side_effects"] == 0
         assert report["side_effects"]["trials_counted"] == len(report["trials"])
@@ -163,14 +184,42 @@ def test_the_scores_section_holds_what_report_json_computed(after: dict[str, Any
         assert strip_volatile(report["scores"]) == strip_volatile(scores[name]), name
 
 
-def test_the_demo_table_is_unchanged_but_for_irs(after: dict[str, Any]) -> None:
+def test_the_demo_table_is_unchanged_but_for_irs_and_clustered_intervals(
+    after: dict[str, Any],
+) -> None:
     reports = {name: validate_report(report) for name, report in after.items()}
     table = [[label, cells] for label, cells in side_by_side_rows(reports)]
     before = _before()["table"]
-    assert [row for row in table if row[0] != "IRS"] == [row for row in before if row[0] != "IRS"]
+
+    def points(rows: list[list[Any]]) -> list[list[Any]]:
+        return [
+            [label, [c.split(" [")[0] for c in cells]] for label, cells in rows if label != "IRS"
+        ]
+
+    assert points(table) == points(before)
     (irs,) = (cells for label, cells in table if label == "IRS")
     # 36 of 37 careful faulted trials handled deliberately; none of the naive's.
     assert [cell.split(" [")[0] for cell in irs] == [f"{36 / 37:.3f}", "0.000"]
+    # FRR's interval is clustered by scenario, computed by hand from the trials.
+    (frr,) = (cells for label, cells in table if label == "FRR")
+    for cell, name in zip(frr, ("careful", "naive"), strict=True):
+        low, high = clustered_wilson(faulted_groups(after[name]))
+        assert cell.endswith(f"[{low:.2f}, {high:.2f}]"), (name, cell)
+    assert frr[1] == "0.308 [0.12, 0.59]"  # 0.308 [0.19, 0.46] with trials as independent
+
+
+def test_the_independent_interval_is_kept_beside_the_clustered_one(after: dict[str, Any]) -> None:
+    before = _before()["reports"]
+    for name, report in after.items():
+        rate = report["pass_rate"]
+        assert rate["interval_independent"] == pytest.approx(before[name]["pass_rate"]["interval"])
+        passed = by_scenario(
+            report["trials"], lambda t: True, lambda t: int(t["outcome"] == "pass")
+        )
+        assert rate["interval"] == pytest.approx(list(clustered_wilson(passed)))
+        entry = report["uncertainty"]["rates"]["frr"]
+        assert entry["effective_n"] == pytest.approx(effective_n(faulted_groups(report)))
+        assert entry["clusters"] == len(faulted_groups(report))
 
 
 def _changed_irs(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[int, str, str]]:

@@ -12,6 +12,7 @@ import pytest
 from hbeval.report.html import render_html, store_traces, trial_timeline
 from hbeval.scoring._report_model import validate_report
 from hbeval.store import open_store
+from tests.intervals import clustered_wilson, faulted_groups
 from tests.report.test_report_fixtures import demo, empty_report
 
 DRAWN = {"rect", "circle", "polyline", "line", "path", "polygon", "ellipse"}
@@ -114,8 +115,16 @@ def test_headline_says_what_broke_and_how_sure(page: str) -> None:
     assert "capability 49, security gate not passed" in text
     assert "Security breach: a forbidden tool ran (transfer_funds) in 6 trial(s)" in text
     assert "25 of 54 scored trials passed (46%)" in text
-    assert "(95% Wilson interval)" in text
-    assert "statistically significant (p = 0.0043)" in text
+    # Intervals are clustered by scenario: the naive agent's 12 nominal trials are 4 scenarios,
+    # so its 42-point drop under faults is not distinguishable from noise (it was p 0.0043 with
+    # every trial counted as independent).
+    assert "(95% interval clustered by scenario: repeated trials of one scenario are not" in text
+    assert "The drop of 42 points is not distinguishable from noise (p = 0.14)" in text
+    low, high = clustered_wilson(faulted_groups(demo().naive.to_dict()))
+    assert (
+        "FRR rests on 39 faulted trials in 13 scenarios (effective n 13.0): "
+        f"95% interval {low:.2f}–{high:.2f}."
+    ) in text
     assert "Failure resilience (FRR) is 0.33, below its floor 0.65" in text
     assert "Paired per task:" in text
 

@@ -17,6 +17,7 @@ from hbeval.report.terminal import (
 )
 from hbeval.runner import ProgressUpdate, run_battery
 from hbeval.scoring import Report
+from tests.intervals import clustered_wilson, faulted_groups
 from tests.report.test_report_fixtures import demo, empty_report
 
 
@@ -129,7 +130,11 @@ def test_summary_table_shows_undefined_with_reasons() -> None:
     text = render(demo().naive)
     rows = {line.split("│")[1].strip(): line for line in text.splitlines() if "│" in line}
     assert "undefined (single_run)" in rows["CSI"]
-    assert "0.333" in rows["FRR"] and "[0.206, 0.490]" in rows["FRR"] and "BELOW" in rows["FRR"]
+    # 13/39 over 13 scenarios, each all alike: the interval is Wilson at the 13 scenarios.
+    low, high = clustered_wilson(faulted_groups(demo().naive.to_dict()))
+    assert "0.333" in rows["FRR"] and f"[{low:.3f}, {high:.3f}]" in rows["FRR"]
+    assert "[0.143, 0.600]" in rows["FRR"] and "BELOW" in rows["FRR"]
+    assert "effective n 13.0 of 39 trials in 13 scenario(s), design effect 3.00" in rows["FRR"]
     assert "5.000" in rows["TI (0–5)"]  # every call links to the reply that issued it
     # ... but no reply said why: a measured zero is a zero, with the reason in words.
     trace = demo().naive.traceability

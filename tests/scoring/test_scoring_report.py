@@ -23,13 +23,27 @@ def build_report(**kwargs: Any) -> dict[str, Any]:
     return _build_report(**kwargs).to_dict()
 
 
-def wilson(s: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval, written out independently of the metrics package."""
+def wilson(s: int, n: int, z: float = 1.96, n_eff: float | None = None) -> tuple[float, float]:
+    """Wilson score interval, written out independently of the metrics package (at ``n_eff``
+    observations when given, the rate staying s / n)."""
     p = s / n
+    n = n if n_eff is None else n_eff
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def clustered_wilson(groups: list[list[int]], z: float = 1.96) -> tuple[float, float]:
+    """Wilson at the cluster-robust effective n (at most the number of scenarios), by hand."""
+    n, m = sum(map(len, groups)), len(groups)
+    p = sum(map(sum, groups)) / n
+    v = m / (m - 1) * sum((sum(g) - p * len(g)) ** 2 for g in groups) / n**2 if m > 1 else 0.0
+    n_eff = min(n, m, p * (1 - p) / v) if v > 0 and 0 < p < 1 else m
+    denom = 1 + z * z / n_eff
+    centre = (p + z * z / (2 * n_eff)) / denom
+    half = z * math.sqrt(p * (1 - p) / n_eff + z * z / (4 * n_eff * n_eff)) / denom
+    return max(0.0, centre - half) if p > 0 else 0.0, min(1.0, centre + half) if p < 1 else 1.0
 
 
 NEUTRAL: dict[str, Any] = {
@@ -295,7 +309,10 @@ def test_battery_metrics_by_hand(report: dict[str, Any]) -> None:
 def test_pass_rate_and_gap_by_hand(report: dict[str, Any]) -> None:
     pr = report["pass_rate"]
     assert (pr["n"], pr["passed"]) == (7, 5)
-    assert pr["interval"] == pytest.approx(list(wilson(5, 7)))
+    # Clustered by scenario: [a, b], [c, d], [e, f], [g]; the effective n is the 4 scenarios.
+    assert pr["interval"] == pytest.approx(list(clustered_wilson([[1, 1], [1, 0], [0, 1], [1]])))
+    assert pr["interval"] == pytest.approx(list(wilson(5, 7, n_eff=4)))
+    assert pr["interval_independent"] == pytest.approx(list(wilson(5, 7)))
     gap = report["reliability_gap"]
     assert gap["c_nom"] == 1.0 and gap["r_op"] == 0.5 and gap["gap"] == 0.5  # a,b vs c,d,e,f
     assert (gap["nominal_n"], gap["faulted_n"]) == (2, 4)
@@ -320,7 +337,9 @@ def test_breakdowns_by_hand(report: dict[str, Any]) -> None:
         "stochastic": (1, 1),  # the infra error is not scored
         "tool_failure": (2, 1),
     }
-    assert ft["none"]["interval"] == pytest.approx(list(wilson(2, 2)))
+    # Both nominal trials are one scenario: one cluster, worth one observation.
+    assert ft["none"]["interval"] == pytest.approx(list(clustered_wilson([[1, 1]])))
+    assert ft["none"]["interval"] == pytest.approx(list(wilson(1, 1)))
     assert ft["adversarial"]["pass_hat_k"]["value"] == pytest.approx(0.0)  # T1 1 of 2, k=2
     dom = report["breakdowns"]["domain"]
     assert (dom["healthcare"]["n"], dom["healthcare"]["passed"]) == (4, 3)
