@@ -567,6 +567,7 @@ def ingest(
     # Long because: the import's phases in order (read, identify, refuse or skip a stored run,
     # key, score, store), each in a helper; what stays is the state they hand each other.
     from ..scoring import build_report
+    from ..scoring._binding import bind_report, bound_trials
     from ..scoring._withhold import withhold_pass_figures
     from ..store import RUN_COMPLETED, Redactor, RunRecord
 
@@ -658,13 +659,13 @@ def ingest(
         "started_at": started,
         "ended_at": time.time(),
     }
-    report = build_report(run=run_info, trials=trial_dicts, history=history)
+    report = build_report(run=run_info, trials=bound_trials(run_id, trial_dicts), history=history)
     if not labelled:
         report = withhold_pass_figures(report, NO_SUCCESS_LABEL)
     source = _source_section(
         fmt, files, labelled, manifest["labels"], skipped, derivation, inferred, stored_changes
     )
-    report = report.model_copy(update={"source": source})
+    report = bind_report(report.model_copy(update={"source": source}))
 
     store.start_run(
         RunRecord(
