@@ -7,6 +7,11 @@ A task file is a list of tasks, or a mapping with a ``tasks`` list. Each task ha
 ``metadata``, ``resume`` (the values a pausing LangGraph graph is resumed with) and
 ``answer_from`` (the agent whose last message is a team's final answer). Every mistake raises ``TaskFileError`` naming the file, the task, the field and
 the fix.
+
+A mapping-form task file may also declare what its tasks depend on beyond their text:
+``inputs:`` (files, relative to the task file: prompts, configs) and ``env:`` (environment
+variable names: a model id, say). The run's manifest digests each file and each variable's
+value, so a changed prompt file or model id never reuses a stored run.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 The recheck (``_recheck``) proves that a report's figures follow from its trials; it cannot
 tell whose trials they are. So each trial entry names its run (``run_id``), and the report
 carries ``binding.digest``: SHA-256 over the canonical JSON of its identity (run id, agent id,
-manifest hash, measurement fingerprint) and its trial entries. The store keeps the report
+manifest hash, measurement fingerprint) and its trial entries (their timestamps and latencies
+set aside). The store keeps the report
 with its digest.
 
 A report whose trials name another run, or whose identity or trials no longer give its
@@ -33,9 +34,9 @@ __all__ = [
     "strip_volatile",
 ]
 
-RUN_BOUND_KEYS: Final = ("binding", "loaded_sources")
-"""Report fields that differ between two runs of the same measurement: the digest covers the
-trials' latencies, and the loaded files are whatever the process had imported by then."""
+RUN_BOUND_KEYS: Final = ("loaded_sources",)
+"""Report fields that differ between two runs of the same measurement: the loaded files are
+whatever the process had imported by the end of the run."""
 
 BINDING_ALGORITHM: Final = "sha256/hbeval-binding-1"
 """How ``binding.digest`` is computed (this module's ``report_digest``)."""
@@ -61,10 +62,14 @@ def identity_of(report: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def report_digest(report: Mapping[str, Any]) -> str:
-    """SHA-256 hex over the report's identity and its trial entries (its JSON dict)."""
+    """SHA-256 hex over the report's identity and its trial entries (its JSON dict), the
+    trials' timestamps and latencies set aside (``strip_volatile``): nothing a figure reads."""
     import json
 
-    body = {"identity": identity_of(report), "trials": report.get("trials")}
+    from ._battery import strip_volatile as strip_times
+
+    trials = strip_times({"trials": report.get("trials")})["trials"]  # type: ignore[arg-type]
+    body = {"identity": identity_of(report), "trials": trials}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=True)
     return sha256_hex(text)
 
