@@ -570,6 +570,7 @@ def ingest(
     from ..scoring._binding import bind_report, bound_trials
     from ..scoring._withhold import withhold_pass_figures
     from ..store import RUN_COMPLETED, Redactor, RunRecord
+    from ._ids import redact_identifiers
 
     if not sources:
         raise ImportRefused("(no files)", "no recording files to import")
@@ -584,6 +585,8 @@ def ingest(
     trials, labelled = _read_trials(
         reader, sources, run_id_of, skipped, combine, labels, labels_file
     )
+    redactor = Redactor.from_rules(redact)
+    redact_identifiers(trials, skipped, redactor)  # labels are matched: ids may change now
 
     manifest = _manifest(fmt, sources, labels_file, labels_sha256, options, redact)
     manifest_hash = fingerprint(manifest)
@@ -633,7 +636,6 @@ def ingest(
 
     started = time.time()
     # Scored as stored, so the figures can be derived again from the stored evidence.
-    redactor = Redactor.from_rules(redact)
     stored_changes = _make_storable(trials, redactor)
     trial_dicts = [_trial_dict(t, key, sc, fmt, isolated) for key, sc, t in keyed]
     for td in trial_dicts:

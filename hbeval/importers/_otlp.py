@@ -72,14 +72,18 @@ _HEX = re.compile(r"^[0-9a-fA-F]+$")
 
 
 def _id(value: str) -> str:
-    """A trace or span id as lowercase hex; OTLP/JSON writes hex, a plain proto3 JSON dump base64."""
+    """A trace or span id as lowercase hex; OTLP/JSON writes hex, a plain proto3 JSON dump base64.
+
+    Any other id is kept as written (its case included), so that the redaction of identifiers
+    sees a key shape such as ``AKIA...`` as it is.
+    """
     if _HEX.match(value) and len(value) in (16, 32):
         return value.lower()
     try:
         raw = base64.b64decode(value, validate=True)
     except ValueError:
-        return value.lower()
-    return raw.hex() if len(raw) in (8, 16) else value.lower()
+        return value
+    return raw.hex() if len(raw) in (8, 16) else value
 
 
 def _nanos(value: Any) -> float | None:

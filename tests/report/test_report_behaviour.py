@@ -60,7 +60,11 @@ def _comparable(report: dict[str, Any]) -> str:
     the fixture was recorded; they are left out here and checked on their own below.
     """
     rest = strip_volatile(
-        {k: v for k, v in report.items() if k not in ("scores", "manifest_hash", "side_effects")}
+        {
+            k: v
+            for k, v in report.items()
+            if k not in ("scores", "manifest_hash", "side_effects", "binding")
+        }
     )
     for trial in rest.get("trials", []):
         trial.pop("run_id", None)  # each trial names its run since reports are bound to it
