@@ -59,8 +59,8 @@ ATTR_RESULT_TRUNCATED: Final = "result_truncated"
 _SHAPES: Final[tuple[tuple[str, str], ...]] = (
     (
         "private_key",
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:[A-Za-z0-9+/=\s:,.\\]|-(?!----))*"
-        r"-----END [A-Z0-9 ]*PRIVATE KEY-----",
+        r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----(?:[A-Za-z0-9+/=\s:,.\\]|-(?!----))*"
+        r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----",
     ),
     ("anthropic_key", r"(?<![A-Za-z0-9])sk-ant-[A-Za-z0-9_-]{20,}"),
     ("openai_key", r"(?<![A-Za-z0-9])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
