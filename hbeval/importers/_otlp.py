@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ._common import ImportedTrial, ImportRefused, Skipped
+from ._common import ImportedTrial, ImportRefused, Skipped, jsonl_lines
 from ._spans import SpanData, TraceMapper
 
 FORMAT = "otlp-json"
@@ -100,7 +100,7 @@ def _documents(path: str, data: bytes) -> list[tuple[int | None, Any]]:
     except ValueError:
         pass
     docs: list[tuple[int | None, Any]] = []
-    for n, line in enumerate(text.splitlines(), start=1):
+    for n, line in enumerate(jsonl_lines(text), start=1):
         if not line.strip():
             continue
         try:
