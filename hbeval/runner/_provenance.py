@@ -20,7 +20,8 @@ instead of running. That is only honest when nothing the trials depended on has 
 The first two are in the manifest hash. Loaded code can only be known after the trials, so
 the report keeps it (``loaded_sources``) and ``stale_sources`` compares it with the files as
 they are now before a stored report is reused; a file that changed or disappeared, or a report
-that recorded none, is never reused.
+written before the record existed, is never reused. (A run whose code all comes from installed
+distributions records an empty set, and is reused while ``environment`` is unchanged.)
 """
 
 from __future__ import annotations
@@ -189,8 +190,8 @@ def loaded_sources() -> dict[str, str]:
 
 def stale_sources(recorded: Mapping[str, str] | None) -> str | None:
     """Why code recorded as ``recorded`` (``loaded_sources`` of a run) is not today's; None if it is."""
-    if not recorded:
-        return "it recorded no loaded source files"
+    if recorded is None:
+        return "its report did not record the source files it loaded"
     cwd = Path.cwd().resolve()
     for key, digest in recorded.items():
         path = Path(key)

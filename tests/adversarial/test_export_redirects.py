@@ -51,7 +51,7 @@ def _serve(location: str | None) -> tuple[ThreadingHTTPServer, list[Any]]:
     seen: list[Any] = []
     handler = type("Handler", (_Recorder,), {"seen": seen, "location": location})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     return server, seen
 
 

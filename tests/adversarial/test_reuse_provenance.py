@@ -177,3 +177,20 @@ def test_a_report_edited_in_the_store_is_not_reused_nor_passed_by_assert_gate(
         assert_gate(edited, skip_security=True)
     with pytest.raises(Failed, match="changed after hbeval built it"):
         assert_gate(edited.to_dict(), skip_security=True)
+
+
+def test_stale_sources_reads_the_files_as_they_are_now(tmp_path: Path) -> None:
+    import hashlib
+
+    from hbeval.runner._provenance import stale_sources
+
+    path = tmp_path / "helper.py"
+    path.write_text("X = 1\n", encoding="utf-8")
+    digest = hashlib.sha256(b"X = 1\n").hexdigest()[:16]  # written out here, not taken from hbeval
+    assert stale_sources({str(path): digest}) is None
+    assert stale_sources({}) is None  # everything came from installed distributions
+    assert stale_sources(None) is not None  # a report from before the record: never reused
+    path.write_text("X = 2\n", encoding="utf-8")
+    assert "changed" in str(stale_sources({str(path): digest}))
+    path.unlink()
+    assert "gone" in str(stale_sources({str(path): digest}))
