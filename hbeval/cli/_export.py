@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Annotated, Any
 
 import typer
@@ -55,6 +56,9 @@ def otlp_cmd(
     from ..export import ExportError, export_otlp
 
     headers = _headers(header)
+    if not math.isfinite(timeout) or timeout <= 0:
+        typer.echo(f"hbeval: --timeout must be seconds > 0, got {timeout!r}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT)
     store = None
     if not source.endswith(".json"):
         from ..store import open_store
@@ -92,6 +96,13 @@ def _headers(given: list[str] | None) -> dict[str, str]:
         name, sep, value = h.partition("=")
         if not sep or not name.strip():
             typer.echo(f"hbeval: --header {h!r}: expected KEY=VALUE", err=True)
+            raise typer.Exit(EXIT_BAD_INPUT)
+        if any(c in h for c in "\r\n\0"):
+            typer.echo(
+                f"hbeval: --header {name.strip()!r}: a line break or NUL in a header would "
+                "start another header; give one KEY=VALUE per --header",
+                err=True,
+            )
             raise typer.Exit(EXIT_BAD_INPUT)
         headers[name.strip()] = value
     return headers

@@ -100,8 +100,9 @@ def passport_sign(
         from ._report import load_one
 
         _, data = load_one(report, db)
+        checked = _provenance(report_file, data, db)
         private = load_private_key(key)
-        passport = sign_passport(build_passport(data, days=days), private)
+        passport = sign_passport(build_passport(data, days=days, provenance=checked), private)
         write_output(out, render_passport(passport))
     except (PassportError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from None
@@ -112,6 +113,44 @@ def passport_sign(
         f"passport for agent {passport['agent']['agent_id']} written to {out} (key_id "
         f"{passport['signer']['key_id']}, expires {passport['expires_at']})"
     )
+
+
+def _provenance(source: str, report: Any, db: str | None) -> str | None:
+    """The store the report is checked against (its name, a password masked), or None.
+
+    A report read from the store is the store's; a report file given with ``--db`` must be
+    the one the store keeps for its run (the same binding digest over identity and trials),
+    else ``ValueError``. A file without ``--db`` is not checked (None).
+    """
+    from .._urls import masked_url
+    from ..scoring._binding import report_digest
+    from ..store import open_store
+
+    from_file = Path(source).is_file()
+    if db is None:
+        if from_file:
+            return None
+        from ..store import resolve_path
+
+        return masked_url(str(resolve_path(None)))
+    if from_file:
+        store = open_store(db, read_only=True)
+        try:
+            stored = store.get_report(str(report.run_id))
+        finally:
+            store.close()
+        if stored is None:
+            raise ValueError(
+                f"run {report.run_id!r} has no report in the store {masked_url(db)}: the "
+                "report file does not come from this store; sign the run from its own store"
+            )
+        if report_digest(stored.to_dict()) != report_digest(report.to_dict()):
+            raise ValueError(
+                f"{source} is not the report the store {masked_url(db)} keeps for run "
+                f"{report.run_id!r}: its identity (run id, agent id, manifest hash, "
+                "measurement fingerprint) or trials differ; sign the report as hbeval wrote it"
+            )
+    return masked_url(db)
 
 
 @passport_app.command("verify")

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._urls import masked_url
 from ..scoring._view import listed
 from ._otlp import (
     ExportSummary,
@@ -87,10 +88,26 @@ def _trials(report: Report, where: str) -> list[dict[str, Any]]:
     return listed(report, "trials")
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Never follow a redirect: the request's headers (a token, say) go to the endpoint given
+    and nowhere else, and a 3xx is an error naming where it pointed."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect())
+
+
 def post_otlp(
     url: str, body: bytes, *, headers: Mapping[str, str] | None = None, timeout: float = 10.0
 ) -> bytes:
-    """POST one protobuf request; returns the response body or raises :class:`ExportError`."""
+    """POST one protobuf request; returns the response body or raises :class:`ExportError`.
+
+    A redirect is never followed (an ``ExportError`` names its ``Location``); a password in
+    ``url`` is masked in every message.
+    """
+    shown = masked_url(url)
     req = urllib.request.Request(
         url,
         data=body,
@@ -98,13 +115,20 @@ def post_otlp(
         headers={"Content-Type": CONTENT_TYPE, **dict(headers or {})},
     )
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with _OPENER.open(req, timeout=timeout) as resp:
             return bytes(resp.read())
     except urllib.error.HTTPError as exc:
-        raise ExportError(f"{url}: the receiver answered HTTP {exc.code} {exc.reason}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise ExportError(f"{url}: cannot send: {reason}") from None
+        if 300 <= exc.code < 400:
+            where = masked_url(str(exc.headers.get("Location") or "(no Location header)"))
+            raise ExportError(
+                f"{shown}: the receiver answered HTTP {exc.code} redirecting to {where}; "
+                "redirects are not followed (the headers go only to the endpoint given): "
+                "give the receiver's own address as --endpoint"
+            ) from None
+        raise ExportError(f"{shown}: the receiver answered HTTP {exc.code} {exc.reason}") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = masked_url(str(getattr(exc, "reason", exc)))
+        raise ExportError(f"{shown}: cannot send: {reason}") from None
 
 
 def export_otlp(
@@ -131,10 +155,10 @@ def export_otlp(
     )
 
     if not endpoint.startswith(("http://", "https://")):
-        raise ExportError(f"--endpoint must be an http(s) URL, got {endpoint!r}")
+        raise ExportError(f"--endpoint must be an http(s) URL, got {masked_url(endpoint)!r}")
     report, trials = load_run(source, store)
     base = endpoint.rstrip("/")
-    summary = ExportSummary(run_id=str(report.run_id), endpoint=base)
+    summary = ExportSummary(run_id=str(report.run_id), endpoint=masked_url(base))
     if trials_per_request < 1:
         raise ExportError(f"trials_per_request must be >= 1, got {trials_per_request}")
     for start in range(0, max(len(trials), 1), trials_per_request):

@@ -160,6 +160,18 @@ class Skipped:
         return {"file": self.file, "what": self.what, "reason": self.reason, "count": self.count}
 
 
+def jsonl_lines(text: str) -> list[str]:
+    """``text`` split into JSONL lines on ``\n`` only (a ``\r`` before it dropped).
+
+    ``str.splitlines`` also breaks on U+2028, U+2029, U+0085 and other separators, which JSON
+    strings may hold raw: a valid line would be cut in two.
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
 def finite_reward(value: Any) -> float | None:
     """``value`` as a reward when it is a finite number (not a bool), else None.
 

@@ -41,6 +41,7 @@ from ._common import (
     Skipped,
     TraceBuilder,
     assistant_blocks,
+    jsonl_lines,
     text_of,
 )
 
@@ -117,7 +118,7 @@ def read(
     if data.startswith(_ZSTD_MAGIC):
         data = _decompress(path, data)
     try:
-        lines = data.decode("utf-8").splitlines()
+        lines = jsonl_lines(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ImportRefused(path, f"not UTF-8 text: {exc}") from None
     rows: list[tuple[int, dict[str, Any]]] = []

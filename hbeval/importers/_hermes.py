@@ -33,6 +33,7 @@ from ._common import (
     Skipped,
     TraceBuilder,
     finite_reward,
+    jsonl_lines,
     parse_args,
     text_of,
 )
@@ -106,7 +107,7 @@ def read(
             "or benchmark sample line (task_name, passed, reward)",
         )
     trials = []
-    for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+    for n, line in enumerate(jsonl_lines(data.decode("utf-8", errors="replace")), start=1):
         if not line.strip():
             continue
         try:

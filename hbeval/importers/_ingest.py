@@ -567,11 +567,13 @@ def ingest(
     # Long because: the import's phases in order (read, identify, refuse or skip a stored run,
     # key, score, store), each in a helper; what stays is the state they hand each other.
     from ..scoring import build_report
+    from ..scoring._binding import bind_report, bound_trials
     from ..scoring._consistency import tool_names, with_consistency
     from ..scoring._csi_runs import csi_history, events_digest, identity_of, with_csi_runs
     from ..scoring._recorded import separate_recorded_errors
     from ..scoring._withhold import withhold_pass_figures
     from ..store import RUN_COMPLETED, Redactor, RunRecord
+    from ._ids import redact_identifiers
 
     if not sources:
         raise ImportRefused("(no files)", "no recording files to import")
@@ -586,6 +588,8 @@ def ingest(
     trials, labelled = _read_trials(
         reader, sources, run_id_of, skipped, combine, labels, labels_file
     )
+    redactor = Redactor.from_rules(redact)
+    redact_identifiers(trials, skipped, redactor)  # labels are matched: ids may change now
 
     manifest = _manifest(fmt, sources, labels_file, labels_sha256, options, redact)
     manifest_hash = fingerprint(manifest)
@@ -642,7 +646,6 @@ def ingest(
 
     started = time.time()
     # Scored as stored, so the figures can be derived again from the stored evidence.
-    redactor = Redactor.from_rules(redact)
     stored_changes = _make_storable(trials, redactor)
     trial_dicts = [_trial_dict(t, key, sc, fmt, isolated) for key, sc, t in keyed]
     for td in trial_dicts:
@@ -665,7 +668,7 @@ def ingest(
     }
     events = events_digest((key, t.events) for key, _, t in keyed)
     history, csi_runs = csi_history(store, run_info, identity_of(run_info, events))
-    report = build_report(run=run_info, trials=trial_dicts, history=history)
+    report = build_report(run=run_info, trials=bound_trials(run_id, trial_dicts), history=history)
     if not labelled:
         report = withhold_pass_figures(report, NO_SUCCESS_LABEL)
     report = separate_recorded_errors(report, {key: t.events for key, _, t in keyed})
@@ -675,6 +678,7 @@ def ingest(
     report = report.model_copy(update={"source": source})
     report = with_consistency(report, {key: tool_names(t.events) for key, _, t in keyed})
     report = with_csi_runs(report, csi_runs)
+    report = bind_report(report)
 
     store.start_run(
         RunRecord(

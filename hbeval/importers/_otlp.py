@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ._common import ImportedTrial, ImportRefused, Skipped
+from ._common import ImportedTrial, ImportRefused, Skipped, jsonl_lines
 from ._spans import SpanData, TraceMapper
 
 FORMAT = "otlp-json"
@@ -72,14 +72,18 @@ _HEX = re.compile(r"^[0-9a-fA-F]+$")
 
 
 def _id(value: str) -> str:
-    """A trace or span id as lowercase hex; OTLP/JSON writes hex, a plain proto3 JSON dump base64."""
+    """A trace or span id as lowercase hex; OTLP/JSON writes hex, a plain proto3 JSON dump base64.
+
+    Any other id is kept as written (its case included), so that the redaction of identifiers
+    sees a key shape such as ``AKIA...`` as it is.
+    """
     if _HEX.match(value) and len(value) in (16, 32):
         return value.lower()
     try:
         raw = base64.b64decode(value, validate=True)
     except ValueError:
-        return value.lower()
-    return raw.hex() if len(raw) in (8, 16) else value.lower()
+        return value
+    return raw.hex() if len(raw) in (8, 16) else value
 
 
 def _nanos(value: Any) -> float | None:
@@ -96,7 +100,7 @@ def _documents(path: str, data: bytes) -> list[tuple[int | None, Any]]:
     except ValueError:
         pass
     docs: list[tuple[int | None, Any]] = []
-    for n, line in enumerate(text.splitlines(), start=1):
+    for n, line in enumerate(jsonl_lines(text), start=1):
         if not line.strip():
             continue
         try:

@@ -31,6 +31,7 @@ from ._common import (
     Skipped,
     TraceBuilder,
     assistant_blocks,
+    jsonl_lines,
     text_of,
 )
 
@@ -79,7 +80,7 @@ def _ts(value: Any) -> float | None:
 
 def _entries(path: str, data: bytes) -> tuple[dict[str, Any], list[tuple[int, dict[str, Any]]]]:
     """The header and the entries (with their line numbers), migrated to version 3."""
-    lines = data.decode("utf-8", errors="strict").splitlines()
+    lines = jsonl_lines(data.decode("utf-8", errors="strict"))
     rows: list[tuple[int, dict[str, Any]]] = []
     for n, line in enumerate(lines, start=1):
         if not line.strip():

@@ -78,6 +78,12 @@ class _Capability(_Open):
     value: Annotated[float, Field(ge=0.0, le=100.0, strict=True)] | None = None
 
 
+class _Provenance(_Strict):
+    checked: bool
+    store: str | None
+    report_digest: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
 class PassportContent(_Strict):
     """The fields of a signed passport (older passports lack the verdict_fix/rule fields)."""
 
@@ -110,6 +116,7 @@ class PassportContent(_Strict):
     manifest_hash: str | None
     metric_versions: dict[str, str]
     versions: dict[str, Any]
+    provenance: _Provenance | None = None
     signer: _Signer
     signature: _Signature
 

@@ -177,10 +177,13 @@ def build_passport(
     *,
     days: int = DEFAULT_DAYS,
     now: dt.datetime | None = None,
+    provenance: str | None = None,
 ) -> dict[str, Any]:
     """An unsigned ``hbeval-passport/1`` document from an ``hbeval-report/1`` dict.
 
     ``days`` (1–365, default 90) sets ``expires_at``; ``now`` fixes ``issued_at`` (tests).
+    ``provenance`` is the store the report was read from or checked against (its binding
+    digest equal to the stored report's); None records that provenance was not checked.
     """
     # Long because: most of the ~90 lines are the passport document itself, field by field, in its
     # signed order: kept as one literal so the layout reads as the file does.
@@ -272,9 +275,33 @@ def build_passport(
         "manifest_hash": report.manifest_hash,
         "metric_versions": dict(section(report, "metric_versions") or {}),
         "versions": versions,
+        "provenance": _provenance(report, provenance),
     }
     _check_finite(doc)
     return doc
+
+
+def _provenance(report: Report, store: str | None) -> dict[str, Any]:
+    from ..scoring._binding import report_digest
+
+    return {
+        "checked": store is not None,
+        "store": store,
+        "report_digest": report_digest(report.to_dict()),
+    }
+
+
+def provenance_note(doc: Mapping[str, Any]) -> str:
+    """What a passport says of where its report came from, in words (``passport verify``)."""
+    given = doc.get("provenance")
+    if not isinstance(given, Mapping):
+        return "provenance: not recorded (a passport from before hbeval recorded it)"
+    if given.get("checked") is True:
+        return f"provenance: the report was checked against the store {given.get('store')}"
+    return (
+        "provenance: NOT CHECKED: the report was signed from a file without its store "
+        "(sign with --db to check it); only its figures were checked against its trials"
+    )
 
 
 def sign_passport(doc: Mapping[str, Any], private_key: Ed25519PrivateKey) -> dict[str, Any]:
@@ -542,6 +569,7 @@ def verify_passport(
         public_raw, claimed_id, trusted_key, trusted_keys
     )
     problems.extend(trust_problems)
+    notes = [*notes, provenance_note(doc)]
     issued_s, expires_s = doc.get("issued_at"), doc.get("expires_at")
     return VerifyResult(
         not problems,

@@ -56,15 +56,31 @@ def reusable_report(store: Any, identity: Mapping[str, Any]) -> Report | None:
     """The report of the newest completed run with exactly this identity, or None.
 
     ``identity`` holds ``agent_id``, ``battery``, ``measurement_fingerprint`` and
-    ``manifest_hash``; a run differing in any of them is never reused.
+    ``manifest_hash``; a run differing in any of them is never reused. Nor is a run whose
+    report recorded no loaded source files or one that has changed since
+    (``_provenance.stale_sources``), nor a report ``hbeval gate`` would refuse: one whose
+    figures or binding its own trials do not give (``checked_report``).
     """
+    from ..scoring._recheck import ReportEdited, checked_report
+    from ..scoring._report_model import ReportFormatError
+    from ._provenance import stale_sources
+
     for stored in store.list_runs(agent_id=identity["agent_id"]):
         if stored.status != RUN_COMPLETED:
             continue
-        if all(getattr(stored, k) == v for k, v in identity.items()):
-            report = store.get_report(stored.run_id)
-            if report is not None:
-                return report  # type: ignore[no-any-return]  # the store is untyped here
+        if not all(getattr(stored, k) == v for k, v in identity.items()):
+            continue
+        report = store.get_report(stored.run_id)
+        if report is None:
+            continue
+        why = stale_sources(report.loaded_sources)
+        if why is not None:
+            log.info("stored run %s not reused: %s", stored.run_id, why)
+            continue
+        try:
+            return checked_report(report.to_dict(), f"the stored report of run {stored.run_id}")
+        except (ReportFormatError, ReportEdited) as exc:
+            log.warning("stored run %s not reused: %s", stored.run_id, exc)
     return None
 
 

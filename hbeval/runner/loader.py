@@ -7,6 +7,11 @@ A task file is a list of tasks, or a mapping with a ``tasks`` list. Each task ha
 ``metadata``, ``resume`` (the values a pausing LangGraph graph is resumed with) and
 ``answer_from`` (the agent whose last message is a team's final answer). Every mistake raises ``TaskFileError`` naming the file, the task, the field and
 the fix.
+
+A mapping-form task file may also declare what its tasks depend on beyond their text:
+``inputs:`` (files, relative to the task file: prompts, configs) and ``env:`` (environment
+variable names: a model id, say). The run's manifest digests each file and each variable's
+value, so a changed prompt file or model id never reuses a stored run.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ __all__ = [
     "TASK_FIELDS",
     "TargetError",
     "TaskFileError",
+    "TaskList",
     "load_module",
     "load_object",
     "load_tasks",
@@ -172,7 +178,8 @@ def load_tasks(source: str | Path | Sequence[Task], *, base_dir: Path | None = N
     Raises ``TaskFileError`` naming the source, task and field on any mistake.
     """
     if isinstance(source, Sequence) and not isinstance(source, (str, bytes)):
-        return _check_task_list(source, "tasks")
+        checked = _check_task_list(source, "tasks")
+        return TaskList(checked, source.declared) if isinstance(source, TaskList) else checked
     text = str(source)
     path = Path(text)
     if not path.is_absolute() and base_dir is not None and not path.exists():
@@ -240,25 +247,65 @@ def _load_task_file(path: Path) -> list[Task]:
     return tasks_from_data(data, source=source, base_dir=path.parent)
 
 
+class TaskList(list[Task]):
+    """The tasks of a task file, with the ``inputs`` files and ``env`` names it declares.
+
+    The run's manifest digests those files and variables (``runner._provenance``), so a
+    changed prompt file or model id never reuses a stored run.
+    """
+
+    declared: dict[str, tuple[str, ...]]
+
+    def __init__(self, tasks: Sequence[Task], declared: Mapping[str, tuple[str, ...]]) -> None:
+        super().__init__(tasks)
+        self.declared = dict(declared)
+
+
+_FILE_KEYS: Final = ("tasks", "inputs", "env")
+
+
+def _declared(data: Mapping[str, Any], source: str, base_dir: Path | None) -> dict[str, Any]:
+    """A task file's ``inputs:`` (files, relative to it) and ``env:`` (variable names)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for key, hint in (
+        ("inputs", "a list of file paths (relative to the task file) the tasks read"),
+        ("env", "a list of environment variable names the agent reads (a model id, say)"),
+    ):
+        value = data.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise TaskFileError(f"must be {hint} (got {value!r})", source=source, field=key)
+        if key == "inputs":
+            folder = base_dir or Path.cwd()
+            value = [str((folder / v).resolve()) for v in value]
+        out[key] = tuple(value)
+    return out
+
+
 def tasks_from_data(
     data: Any, *, source: str = "tasks", base_dir: Path | None = None
 ) -> list[Task]:
-    """Build tasks from parsed YAML/JSON: a list, or a mapping with a ``tasks`` list."""
+    """Build tasks from parsed YAML/JSON: a list, or a mapping with a ``tasks`` list (and
+    optionally ``inputs`` and ``env``, kept on the returned ``TaskList``)."""
+    declared: dict[str, Any] = {}
     if isinstance(data, Mapping):
-        extra = sorted(set(data) - {"tasks"})
+        extra = sorted(str(k) for k in set(data) - set(_FILE_KEYS))
         if "tasks" not in data or extra:
             raise TaskFileError(
-                "a mapping must have exactly one key, 'tasks', holding the list of tasks"
+                "a mapping must have the key 'tasks', holding the list of tasks, and may have "
+                "'inputs' (files) and 'env' (variable names)"
                 + (f" (found {', '.join(map(repr, extra))})" if extra else ""),
                 source=source,
             )
+        declared = _declared(data, source, base_dir)
         data = data["tasks"]
     if not isinstance(data, list):
         raise TaskFileError(
             f"expected a list of tasks (or tasks: [...]), got {type(data).__name__}", source=source
         )
     tasks = [_task_from(item, i, source, base_dir) for i, item in enumerate(data)]
-    return _check_task_list(tasks, source)
+    return TaskList(_check_task_list(tasks, source), declared)
 
 
 def _task_from(item: Any, index: int, source: str, base_dir: Path | None) -> Task:

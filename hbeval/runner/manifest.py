@@ -275,6 +275,12 @@ class RunManifest:
     """Digest of each source file of the target and its tasks (``source_digests``)."""
     environment: str | None = None
     """Digest of the installed distributions (``environment_fingerprint``)."""
+    task_content: str | None = None
+    """Fingerprint of every field of every task, verifier source included (``_provenance``)."""
+    declared: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    """Digests of the files (``inputs``) and environment variables (``env``) a task file declares."""
+    battery_fingerprint: str | None = None
+    """The battery's spec fingerprint (its scenarios and faults)."""
     expected_hashes: dict[str, str] = field(default_factory=dict)
     redact: tuple[str, ...] = ()
     """Extra redaction rules: regexes, or ``name:FIELD`` for a field whose value is secret."""

@@ -107,7 +107,8 @@ from hbeval_core.vocab import (
     SCORING_VERSION,
 )
 
-from ..scoring import Report, add_consistency, build_report, judge_identity
+from ..scoring import Report, add_consistency, build_report
+from ..scoring._binding import bind_report, bound_trials
 from ..scoring._csi_runs import select_csi_history, task_digest, with_csi_runs
 from ..store import (
     DEFAULT_MAX_RESULT_BYTES,
@@ -122,10 +123,6 @@ from ..store import (
 from .manifest import (
     RunManifest,
     check_expected_hashes,
-    environment_fingerprint,
-    loaded_reference_module,
-    package_versions,
-    source_digests,
 )
 from .registry import ResolvedTarget, resolve_target
 
@@ -154,6 +151,7 @@ from ._attempts import _Done, _Job, _Runner, abandoned_threads, trial_run_id
 from ._budget import CostBudget
 from ._execute import _interrupt_watch, always, run_parallel, run_serial
 from ._gc import collector_paused
+from ._provenance import loaded_sources, run_manifest
 from ._resume import (
     KeptTrial,
     _record,
@@ -241,20 +239,6 @@ def _check_args(
             raise ValueError(f"tasks[{i}] is a {type(task).__name__}, not a Task")
 
 
-def _judge_identity(judge: Any, label: str | None) -> str | None:
-    if judge is None:
-        return None
-    if label:
-        return label
-    return str(judge_identity(judge))
-
-
-def _target_label(target: Any) -> str:
-    module = getattr(target, "__module__", None) or type(target).__module__
-    name = getattr(target, "__qualname__", None) or type(target).__qualname__
-    return f"{module}:{name}"
-
-
 def run_battery(
     adapter: Adapter | str | None,
     target: Any,
@@ -319,6 +303,7 @@ def run_battery(
     if not timeout:
         timeout = None
     _check_memory(memory)
+    declared = getattr(tasks, "declared", None)  # a task file's inputs: and env:
     tasks = list(tasks)
     battery = refuse_model_faults(_battery_for(battery, seed), adapter)
     fps = _Fingerprints.of(battery, seed, trials)
@@ -335,7 +320,7 @@ def run_battery(
         redactor = _redactor_for(manifest)
     resolved = _resolve(target, target_kind, adapter, executor, concurrency)
     workers = concurrency if resolved.isolated else 1
-    manifest = _run_manifest(
+    manifest = run_manifest(
         manifest,
         target,
         resolved,
@@ -347,10 +332,12 @@ def run_battery(
         trials=trials,
         agent_id=agent_id,
         methodology=methodology,
-        judge=_judge_identity(judge, judge_label),
+        judge=judge,
+        judge_label=judge_label,
         concurrency=concurrency,
         timeout=timeout,
         clock=clock,
+        declared=declared,
     )
     manifest_hash = manifest.manifest_hash()
     budget = CostBudget.for_run(max_cost, manifest.to_dict())
@@ -516,12 +503,19 @@ def _report_run(
         trial_dicts = dict(trial_dicts)
         _reload_trials(runner, ran, store, trial_dicts, tally.kept)
     run_info["ended_at"] = time.time()
-    records = [trial_dicts[j.key] for j in ran]
+    records = bound_trials(run_info["run_id"], [trial_dicts[j.key] for j in ran])
     if stopped:
-        report = add_consistency(build_report(run=run_info, trials=records, history=[]), store)
+        report = _bound(
+            add_consistency(build_report(run=run_info, trials=records, history=[]), store)
+        )
         store.finish_run(run_info["run_id"], RUN_INTERRUPTED)
         return report
     return _finish_report(store, run_info, records)
+
+
+def _bound(report: Report) -> Report:
+    """The report with the user code its trials loaded (``_provenance``) and its binding."""
+    return bind_report(report.model_copy(update={"loaded_sources": loaded_sources()}))
 
 
 def _stored_trial(store: Any, run_id: str, key: str) -> dict[str, Any] | None:
@@ -591,56 +585,6 @@ def _resolve(
     if not resolved.isolated and concurrency > 1:
         log.warning("the target is a shared agent object: its trials run serially (not isolated)")
     return resolved
-
-
-def _run_manifest(
-    manifest: RunManifest | None,
-    target: Any,
-    resolved: ResolvedTarget,
-    tasks: Sequence[Task],
-    battery: Any,
-    redactor: Redactor,
-    budgets: Budgets,
-    *,
-    seed: int,
-    trials: int,
-    agent_id: str,
-    methodology: str,
-    judge: str | None,
-    concurrency: int,
-    timeout: float | None,
-    clock: Any,
-) -> RunManifest:
-    """The run's manifest: what was given, completed with everything that identifies the run."""
-    given = manifest
-    return (given or RunManifest()).with_updates(
-        target=(given.target if given is not None and given.target else _target_label(target)),
-        target_kind=resolved.kind,
-        adapter=resolved.adapter_kind,
-        task_ids=tuple(t.id for t in tasks),
-        battery=battery.kind,
-        n_scenarios=len(battery.scenarios),
-        fault_types=tuple(battery.fault_types),
-        domains=tuple(battery.domains),
-        seed=seed,
-        trials=trials,
-        agent_id=agent_id,
-        methodology=methodology,
-        judge=judge,
-        concurrency=concurrency,
-        timeout=None if timeout is None else float(timeout),
-        clock="virtual" if clock is None else type(clock).__name__,
-        budgets=budgets,
-        versions=package_versions(),
-        sources=source_digests(
-            target,
-            loaded_reference_module(given.target if given is not None else None),
-            *(t.verify for t in tasks if t.verify is not None),
-        ),
-        environment=environment_fingerprint(),
-        redact=tuple(redactor.patterns) + tuple(f"name:{n}" for n in redactor.names),
-        max_result_bytes=redactor.max_result_bytes,
-    )
 
 
 def _start_run(
@@ -778,7 +722,7 @@ def _finish_report(store: Any, run_info: dict[str, Any], records: list[Any]) -> 
     run_id = run_info["run_id"]
     history, csi_runs = select_csi_history(store, run_info)
     report = add_consistency(build_report(run=run_info, trials=records, history=history), store)
-    report = with_csi_runs(report, csi_runs)
+    report = _bound(with_csi_runs(report, csi_runs))
     if not store.get_metrics(run_id).values:
         run_metrics = report.metrics.model_dump(mode="json")
         undefined = report.undefined

@@ -23,8 +23,8 @@ from hbeval_core.vocab import SCORING_VERSION
 from ._battery import (
     REQUIRED_METRICS,
     build_report,
-    strip_volatile,
 )
+from ._binding import strip_volatile
 from ._claims import BEHAVIOURAL_KEYS, E0_CLAIM_CAP, ClaimCheck
 from ._composite import (
     composite_score,

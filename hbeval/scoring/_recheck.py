@@ -64,15 +64,27 @@ _MAX_LISTED = 5
 def report_discrepancies(model: Report) -> list[str] | None:
     """Each checked figure of ``report`` that its own trials do not give, as
     ``"metrics.pei: 0.2 in the report, 0.9028 from its trials"``; ``[]`` when all agree.
+    Then, when every figure agrees, each way the report is not bound to the run it names
+    (``_binding.binding_problems``: trials of another run, an identity its digest does not give).
 
-    None when the report cannot be rebuilt here: written under other metric, derivation or
-    scoring versions, or missing its run or trials. ``report`` must already have passed ``validate_report``.
+    None when the report cannot be rebuilt here (written under other metric, derivation or
+    scoring versions, or missing its run or trials) and is bound to its run. ``report`` must
+    already have passed ``validate_report``.
     """
-    from ._battery import DEFAULT_CONFIDENCE, DEFAULT_TAIL_SIZE, _build
-    from ._report_model import CsiInfo, ReportFormatError
+    from ._binding import binding_problems
 
     # The rebuilt report is compared with this one as the JSON both are written as.
     report = model.to_dict()
+    found = _figure_discrepancies(report)
+    if found:
+        return found
+    unbound = binding_problems(report)
+    return unbound if unbound else found
+
+
+def _figure_discrepancies(report: dict[str, Any]) -> list[str] | None:
+    from ._battery import DEFAULT_CONFIDENCE, DEFAULT_TAIL_SIZE, _build
+    from ._report_model import CsiInfo, ReportFormatError
 
     versions = report.get("versions")
     claimed = _claimed_against_trials(versions, report.get("trials"))

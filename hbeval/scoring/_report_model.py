@@ -520,6 +520,17 @@ class RunSideEffects(_Block):
     trials: list[DuplicatedTrial]
 
 
+class ReportBinding(_Block):
+    """What ties a report to its run: a digest over its identity and trials (``_binding``)."""
+
+    algorithm: str = Field(description="How the digest is computed (sha256/hbeval-binding-1).")
+    digest: str = Field(
+        pattern=r"^[0-9a-f]{64}$",
+        description="SHA-256 over run id, agent id, manifest hash, measurement fingerprint "
+        "and the trial entries.",
+    )
+
+
 class Report(_Block):
     """An hbeval battery report (hbeval-report/1), a superset of HB-Eval's battery output."""
 
@@ -618,6 +629,16 @@ class Report(_Block):
         default=None,
         description="Imported runs only: the recording's format, importer version, files with "
         "their sha256, whether success was labelled, and what the import skipped.",
+    )
+    loaded_sources: dict[str, str] | None = Field(
+        default=None,
+        description="The user source files loaded when the trials ended, with their sha256 "
+        "(first 16 hex): a stored run is reused only while each is unchanged.",
+    )
+    binding: ReportBinding | None = Field(
+        default=None,
+        description="The digest binding the report's identity to its trials (absent in "
+        "reports written before it, or built by hand).",
     )
 
     def to_dict(self) -> dict[str, Any]:

@@ -371,6 +371,8 @@ def _trial_entry(t: Mapping[str, Any], index: int) -> TrialEntry:
         "faults": [dict(f) for f in faults if isinstance(f, Mapping)],
         "verdict": dict(v) if v else None,
     }
+    if "run_id" in t:
+        entry["run_id"] = t.get("run_id")
     if "latency_ms" in t:
         entry["latency_ms"] = t.get("latency_ms")
     if "planned_faults" in t:

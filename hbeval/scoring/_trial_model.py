@@ -301,6 +301,9 @@ def report_error(text: str) -> str:
 class TrialEntry(_Block):
     """One trial of the battery as the report lists it."""
 
+    run_id: str | None = Field(
+        default=None, description="The run the trial belongs to (absent in older reports)."
+    )
     trial_key: str | None
     task_id: str | None
     category: str | None

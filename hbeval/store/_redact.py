@@ -16,7 +16,14 @@ are scored or stored:
   ``db_password``, ``client_secret``, ``X-Api-Key``, ...) becomes ``[REDACTED]``. Counters such
   as ``max_tokens`` or ``input_tokens`` are not secrets and are left alone.
 * **The user's own**: extra regular expressions and field names (``--redact``, the manifest's
-  ``redact``).
+  ``redact``). Each pattern searches each value for at most ``USER_PATTERN_SECONDS``; a value
+  it cannot finish is replaced whole.
+
+Every built-in shape is linear by construction: no quantifier nested in another, and no two
+quantifiers over overlapping characters without a required character between them that the
+first cannot match (``tests/adversarial/test_redaction_linear.py`` checks the parsed patterns;
+``benchmarks/bench_redact.py`` times them on adversarial text up to 1 MB). A shape's look-behind
+refuses only a letter or digit before it, so ``task-sk-...`` and ``leak_ghp_...`` are found.
 
 The shapes are anchored on their prefixes and lengths so that look-alikes stay intact: SHA-256
 digests, UUIDs, hbeval fingerprints, order ids like ``ORD-12345``, ordinary prose.
@@ -40,6 +47,7 @@ __all__ = [
     "DEFAULT_MAX_RESULT_BYTES",
     "REDACTED",
     "Redactor",
+    "id_digest",
     "parse_redact_rules",
 ]
 
@@ -51,21 +59,22 @@ ATTR_RESULT_TRUNCATED: Final = "result_truncated"
 _SHAPES: Final[tuple[tuple[str, str], ...]] = (
     (
         "private_key",
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+        r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----(?:[A-Za-z0-9+/=\s:,.\\]|-(?!----))*"
+        r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----",
     ),
-    ("anthropic_key", r"(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{20,}"),
-    ("openai_key", r"(?<![A-Za-z0-9_-])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+    ("anthropic_key", r"(?<![A-Za-z0-9])sk-ant-[A-Za-z0-9_-]{20,}"),
+    ("openai_key", r"(?<![A-Za-z0-9])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
     ("aws_access_key", r"(?<![A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Z0-9])"),
     (
         "github_token",
-        r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+        r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
     ),
     ("slack_token", r"(?<![A-Za-z0-9])xox[abposre]-[A-Za-z0-9-]{10,}"),
-    ("google_api_key", r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])"),
+    ("google_api_key", r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])"),
     ("jwt", r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
     (
         "authorization",
-        r"(?P<keep>\b(?i:authorization)\b[\"']?\s*[:=]\s*[\"']?\s*(?i:bearer|basic|token)\s+)"
+        r"(?P<keep>\b(?i:authorization)\b[\"']?\s*[:=]\s*(?:[\"']\s*)?(?i:bearer|basic|token)\s+)"
         r"[A-Za-z0-9._~+/=-]+",
     ),
     ("bearer_token", r"(?P<keep>\b[Bb]earer\s+)[A-Za-z0-9._~+/-]{16,}=*"),
@@ -193,6 +202,40 @@ _ASSIGNED_FIELD: Final = re.compile(
 )
 
 
+USER_PATTERN_SECONDS: Final = 1.0
+"""How long one user pattern (``--redact``) may search one value. A pattern such as ``(a+)+$``
+can take exponential time; past the limit the whole value is replaced by
+``[REDACTED:pattern_timed_out]`` (nothing it might have held is stored) and the run goes on.
+The ``regex`` package enforces the limit on any thread (``SIGALRM`` works on the main thread
+only)."""
+KIND_TIMED_OUT: Final = "pattern_timed_out"
+
+
+ID_KEY_ENV: Final = "HBEVAL_REDACT_KEY"
+"""Environment variable holding the key of redacted identifiers' digests (``id_digest``)."""
+_DEFAULT_ID_KEY: Final = b"hbeval-redacted-id/1"
+
+
+def id_digest(secret: str) -> str:
+    """24 hex of HMAC-SHA256 over ``secret``, keyed by ``$HBEVAL_REDACT_KEY`` (a fixed public
+    key without it: stable everywhere; set the variable so a digest cannot be tried against
+    guesses). The secret itself is never kept."""
+    import hashlib
+    import hmac
+    import os
+
+    key = os.environ.get(ID_KEY_ENV)
+    raw = key.encode("utf-8") if key else _DEFAULT_ID_KEY
+    return hmac.new(raw, secret.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:24]
+
+
+def _user_regex(rule: str) -> Any:
+    """A user's pattern, compiled by the ``regex`` package (whose searches take ``timeout=``)."""
+    import regex
+
+    return regex.compile(rule)
+
+
 def _normalise_name(name: str) -> str:
     """``X-Api-Key`` -> ``x_api_key``; ``openaiApiKey`` -> ``openai_api_key``."""
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
@@ -224,8 +267,8 @@ def parse_redact_rules(rules: Iterable[str]) -> tuple[list[str], list[str]]:
             names.append(name)
             continue
         try:
-            compiled = re.compile(rule)
-        except re.error as exc:
+            compiled = _user_regex(rule)
+        except Exception as exc:  # regex.error (or re.error)
             raise ValueError(f"redact rule {rule!r} is not a valid regex: {exc}") from None
         if compiled.search("") is not None:
             raise ValueError(f"redact rule {rule!r} matches empty text; it would redact everything")
@@ -245,7 +288,7 @@ class Redactor:
     names: tuple[str, ...] = ()
     builtin: bool = True
     max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES
-    _compiled: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = field(
+    _compiled: tuple[tuple[str, Any, tuple[str, ...]], ...] = field(
         default=(), init=False, repr=False, compare=False
     )
     _names: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
@@ -259,7 +302,7 @@ class Redactor:
         compiled = (
             [(kind, re.compile(p), _LITERALS[kind]) for kind, p in _SHAPES] if self.builtin else []
         )
-        compiled += [("custom", re.compile(p), ()) for p in user_patterns]
+        compiled += [("custom", _user_regex(p), ()) for p in user_patterns]
         object.__setattr__(self, "_compiled", tuple(compiled))
         names = frozenset(_normalise_name(n) for n in self.names)
         object.__setattr__(self, "_names", names)
@@ -300,13 +343,20 @@ class Redactor:
     def _may_hold(
         self,
         text: str,
-        compiled: Iterable[tuple[str, re.Pattern[str], tuple[str, ...]]],
+        compiled: Iterable[tuple[str, Any, tuple[str, ...]]],
         hints: bool,
         names: bool,
     ) -> bool:
         """``may_hold_secret`` with only the given shapes, hints and name test."""
-        for _, pattern, literals in compiled:
+        for kind, pattern, literals in compiled:
             if literals and not _holds(text, literals):
+                continue
+            if kind == "custom":
+                try:
+                    if pattern.search(text, timeout=USER_PATTERN_SECONDS) is not None:
+                        return True
+                except TimeoutError:
+                    return True  # redact_text replaces the whole value
                 continue
             if pattern.search(text) is not None:
                 return True
@@ -367,16 +417,47 @@ class Redactor:
         for kind, pattern, literals in self._compiled:
             if literals and not _holds(text, literals):
                 continue
-            if pattern.search(text) is None:
-                continue
 
-            def replace(match: re.Match[str], kind: str = kind) -> str:
+            def replace(match: Any, kind: str = kind) -> str:
                 kinds.append(kind)
                 keep = match.groupdict().get("keep") or ""
                 return f"{keep}[REDACTED:{kind}]"
 
+            if kind == "custom":
+                try:
+                    text = pattern.sub(replace, text, timeout=USER_PATTERN_SECONDS)
+                except TimeoutError:
+                    kinds.append(KIND_TIMED_OUT)
+                    return f"[REDACTED:{KIND_TIMED_OUT}]", kinds
+                continue
+            if pattern.search(text) is None:
+                continue
             text = pattern.sub(replace, text)
         return text, kinds
+
+    def redact_id(self, value: str) -> str:
+        """An identifier (task, trace, span or call id, a tool name) with each secret in it
+        replaced by ``[REDACTED:<kind>:<digest>]``, the digest keyed (``id_digest``) over the
+        secret: the same id always gives the same text, and two different ids never one."""
+        if not self.may_hold_secret(value):
+            return value
+        out = value
+        for kind, pattern, literals in self._compiled:
+            if literals and not _holds(out, literals):
+                continue
+
+            def replace(match: Any, kind: str = kind) -> str:
+                keep = match.groupdict().get("keep") or ""
+                return f"{keep}[REDACTED:{kind}:{id_digest(match.group(0)[len(keep) :])}]"
+
+            if kind == "custom":
+                try:
+                    out = pattern.sub(replace, out, timeout=USER_PATTERN_SECONDS)
+                except TimeoutError:
+                    return f"[REDACTED:{KIND_TIMED_OUT}:{id_digest(value)}]"
+            elif pattern.search(out) is not None:
+                out = pattern.sub(replace, out)
+        return out
 
     def secret_name(self, name: str) -> bool:
         """True when a field called ``name`` holds a secret (its whole value is redacted)."""

@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import groupby
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -202,6 +203,31 @@ def _copy_reports(src: ExportableStore, dst: ExportableStore, run_id: str) -> in
     return len(wanted) - len(there)
 
 
+def _same_store(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> bool:
+    """Whether ``src`` and ``dst`` name one store: the same URL, or paths and ``sqlite:///``
+    URLs that resolve (symlinks followed) to one file."""
+    from .postgres import is_postgres_url
+    from .sqlite import resolve_path
+
+    if os.fspath(src) == os.fspath(dst):
+        return True
+    if is_postgres_url(src) or is_postgres_url(dst):
+        return False
+    try:
+        a, b = resolve_path(src), resolve_path(dst)
+    except ValueError:
+        return False
+    if ":memory:" in (a, b):
+        return False
+    pa, pb = Path(a).resolve(), Path(b).resolve()
+    if pa == pb:
+        return True
+    try:
+        return pa.exists() and pb.exists() and os.path.samefile(pa, pb)
+    except OSError:
+        return False
+
+
 def copy_between(
     src: str | os.PathLike[str], dst: str | os.PathLike[str], run_ids: Sequence[str] | None = None
 ) -> CopySummary:
@@ -211,11 +237,15 @@ def copy_between(
     when needed. Refuses to copy a store onto itself.
     """
     from ._open import open_store, store_exists
-
-    if os.fspath(src) == os.fspath(dst):
-        raise ValueError(f"SRC and DST are the same store ({os.fspath(src)!r}); nothing to copy")
     from .errors import NoStoreError
     from .postgres import is_postgres_url, public_url
+
+    if _same_store(src, dst):
+        shown = public_url(str(src)) if is_postgres_url(src) else os.fspath(src)
+        raise ValueError(
+            f"SRC and DST are the same store ({shown!r} and {os.fspath(dst)!r} name one "
+            "database); nothing to copy"
+        )
 
     where = public_url(str(src)) if is_postgres_url(src) else os.fspath(src)
     if not store_exists(src):

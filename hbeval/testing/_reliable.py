@@ -167,7 +167,9 @@ def assert_reliable(
     The report JSON goes to ``report_dir`` (default: ``reports/`` beside the store) and its
     path is in the failure message (``on_report`` is called with it once written). ``reuse`` (default: pytest's ``--hbeval-reuse``) returns a
     stored run of the same agent id, measurement fingerprint and manifest hash instead of
-    running again; the hash covers the target's source files and installed package versions.
+    running again; the hash covers the target's source files, installed package versions, task
+    content and a task file's declared inputs, and every user source file the stored run loaded
+    must be unchanged (``runner._provenance``). The reused report passes ``hbeval gate``'s recheck.
     Insufficient data fails the test with its reason unless ``on_insufficient`` is ``"skip"``
     or ``"allow"``. Bad arguments raise ``ValueError`` naming the argument.
     """

@@ -15,8 +15,10 @@ first. Both fail the test with every reason; on insufficient data they fail too
 (``on_insufficient="skip"`` skips instead). The security gate is skipped with
 ``skip_security=True``, the CLI's ``--skip-security`` (``require_security`` is a deprecated
 alias). ``pytest --hbeval-reuse`` lets ``hbeval_battery`` reuse a stored run of the same
-measurement fingerprint, agent id and manifest hash (which covers the agent's source files and
-package versions), so CI does not re-run an unchanged agent and never reuses a changed one.
+measurement fingerprint, agent id and manifest hash (which covers the agent's source files,
+package versions, task content and declared inputs) whose recorded loaded source files are all
+unchanged and whose report passes ``hbeval gate``'s recheck, so CI does not re-run an unchanged
+agent and never reuses a changed one.
 Without the entry point, ``pytest -p hbeval.testing.pytest_plugin``, ``assert_gate(...)`` and
 ``assert_reliable(...)`` work the same. Importing this module costs almost nothing: hbeval
 loads only when a fixture is used.

@@ -13,14 +13,14 @@ from hbeval.report.compare import CompareRefused, compare_reports, outcomes_by_t
 from hbeval.scoring import Report
 from hbeval.scoring._report_model import validate_report
 from hbeval_core.metrics import cohens_h, paired_comparison
-from tests.report.test_report_fixtures import demo, hb, write_json
+from tests.report.test_report_fixtures import demo, hb, rebound, write_json
 
 
 def _with_measurement(report: Report, fingerprint: str | None) -> Report:
     """``report`` with its measurement fingerprint replaced (a hand-edited report)."""
     edited = report.to_dict()
     edited["fingerprints"]["measurement"] = fingerprint
-    return validate_report(edited)
+    return validate_report(rebound(edited))
 
 
 def test_careful_vs_naive_paired_per_task() -> None:

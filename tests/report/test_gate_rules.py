@@ -19,7 +19,7 @@ from hbeval.report.gate import (
 from hbeval.scoring import Report
 from hbeval.scoring._report_model import validate_report
 from tests.intervals import clustered_wilson, effective_n, faulted_groups
-from tests.report.test_report_fixtures import demo, empty_report, hb, write_json
+from tests.report.test_report_fixtures import demo, empty_report, hb, rebound, write_json
 
 
 def with_metrics(
@@ -37,7 +37,7 @@ def with_measurement(report: Report, fingerprint: str | None) -> Report:
     """``report`` with its measurement fingerprint replaced by hand."""
     out = report.to_dict()
     out["fingerprints"]["measurement"] = fingerprint
-    return validate_report(out)
+    return validate_report(rebound(out))
 
 
 def pei_of(report: Report) -> float:

@@ -88,7 +88,17 @@ def _comparable(report: dict[str, Any]) -> str:
     The side-effect ledger's blocks (the run's and each verdict's ``side_effects``) came after
     the fixture was recorded; they are left out here and checked on their own below.
     """
-    drop = ("scores", "manifest_hash", "side_effects", "uncertainty", "consistency", "csi_runs", *_REPORT_SCORED)
+    drop = (
+        "scores",
+        "manifest_hash",
+        "side_effects",
+        "uncertainty",
+        "consistency",
+        "csi_runs",
+        "binding",
+        "loaded_sources",
+        *_REPORT_SCORED,
+    )
     rest = _without_intervals(strip_volatile({k: v for k, v in report.items() if k not in drop}))
     rest["run"] = {k: v for k, v in rest["run"].items() if k != "run_id"}
     rest["versions"] = {k: v for k, v in rest["versions"].items() if k != "scoring"}
@@ -99,6 +109,7 @@ def _comparable(report: dict[str, Any]) -> str:
     for trial in rest.get("trials", []):
         for key in _TRIAL_SCORED:
             trial.pop(key, None)
+        trial.pop("run_id", None)  # each trial names its run since reports are bound to it
         if isinstance(trial.get("verdict"), dict):
             for key in ("side_effects", *_VERDICT_SCORED):
                 trial["verdict"].pop(key, None)
@@ -169,7 +180,16 @@ def test_demo_reports_equal_the_recorded_ones_but_for_the_scores_section(
         assert "scores" in report, name
         # Compared as JSON text: the same keys, in the same order, with the same numbers.
         assert _comparable(report) == _comparable(_as_current_derivation(before[name])), name
-        new_blocks = ("scores", "side_effects", "silent_corruption", "uncertainty", "consistency", "csi_runs")
+        new_blocks = (
+            "scores",
+            "side_effects",
+            "silent_corruption",
+            "uncertainty",
+            "consistency",
+            "csi_runs",
+            "loaded_sources",
+            "binding",
+        )
         assert [k for k in report if k not in new_blocks] == list(before[name])
         # The consistency block is there; every demo scenario ran 3 trials.
         assert report["consistency"]["k"] == 3 and "c_out" in report["consistency"]

@@ -55,6 +55,14 @@ def empty_report(**run: Any) -> Report:
     return build_report(run=info, trials=[])
 
 
+def rebound(data: dict[str, Any]) -> dict[str, Any]:
+    """A report dict whose identity was changed on purpose, bound again to its trials (what
+    a genuine run of that identity would carry)."""
+    from hbeval.scoring._binding import bind_report
+
+    return bind_report(validate_report(data)).to_dict()
+
+
 def mutated(report: Report, **changes: Any) -> Report:
     """``report`` with top-level keys of its JSON replaced, read back as a ``Report``."""
     return validate_report({**report.to_dict(), **changes})

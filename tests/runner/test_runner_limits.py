@@ -56,9 +56,11 @@ def run(factory: Any, store: Any = None, *, n: int = 6, trials: int = 2, **kw: A
 
 def comparable(report: Any) -> Any:
     """A report without timings, attempt counts and the rate-limit figures (what a 429 changes),
-    nor the manifest hash (the two factories are two targets)."""
+    nor the manifest hash (the two factories are two targets) and the binding over them."""
     data = without_timings(report)
     data.pop("manifest_hash")
+    data.pop("binding", None)
+    data.pop("loaded_sources", None)
     data["run"].pop("rate_limit", None)
     for t in data["trials"]:
         t.pop("attempts", None)

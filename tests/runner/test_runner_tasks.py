@@ -119,7 +119,7 @@ def test_unparseable_and_missing_files(tmp_path: Path) -> None:
         load_tasks(path)
     with pytest.raises(TaskFileError, match="not found"):
         load_tasks(tmp_path / "nope.yaml")
-    with pytest.raises(TaskFileError, match="exactly one key"):
+    with pytest.raises(TaskFileError, match="must have the key 'tasks'"):
         load_tasks(_write(tmp_path, "t2.yaml", "tasks: []\nextra: 1\n"))
 
 

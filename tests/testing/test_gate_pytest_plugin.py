@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 
 from hbeval.testing.pytest_plugin import assert_gate
-from tests.report.test_report_fixtures import demo, write_json
+from tests.report.test_report_fixtures import demo, rebound, write_json
 
 
 def test_a_project_suite_gates_its_report(tmp_path: Path) -> None:
     run = demo()
     other = run.careful.to_dict()
     other["fingerprints"]["measurement"] = "0000000000000000"
+    other = rebound(other)
     careful = write_json(tmp_path / "careful.json", run.careful)
     naive = write_json(tmp_path / "naive.json", run.naive)
     baseline = write_json(tmp_path / "other.json", other)
