@@ -64,21 +64,23 @@ def _reuse_default() -> bool:
 
 
 def _interval_text(report: Report, metric: str) -> str:
-    from hbeval_core.metrics import wilson_interval
-
+    """The rate's 95% interval clustered by scenario, with what it rests on."""
     from ..report.scores import proportion_counts
+    from ..scoring._uncertainty import rate_interval
 
-    if metric == "pass_rate":
-        rate = section(report, "pass_rate")
-        ci = rate.get("interval") if isinstance(rate, Mapping) else None
-        if isinstance(ci, Sequence) and len(ci) == 2:
-            return f"[{ci[0]:.2f}, {ci[1]:.2f}] (95% Wilson)"
-    counts = proportion_counts(report, metric)
-    if counts is not None:
-        ci = wilson_interval(*counts)
-        if ci is not None:
-            return f"[{ci[0]:.2f}, {ci[1]:.2f}] (95% Wilson, {counts[0]}/{counts[1]})"
-    return "(no interval: a mean over trials, not a proportion)"
+    shown = rate_interval(report, metric)
+    if shown is None:
+        return "(no interval: a mean over trials, not a proportion)"
+    counts = (
+        (report.pass_rate.passed, report.pass_rate.n)
+        if metric == "pass_rate"
+        else proportion_counts(report, metric)
+    )
+    share = "" if counts is None else f", {counts[0]}/{counts[1]}"
+    return (
+        f"[{shown.interval[0]:.2f}, {shown.interval[1]:.2f}] (95% clustered by scenario{share}; "
+        f"{shown.describe()})"
+    )
 
 
 def _point(report: Report, metric: str) -> float | None:

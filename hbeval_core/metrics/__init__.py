@@ -12,10 +12,8 @@ from ._cluster import (
     CLUSTER_METHOD,
     ClusteredDifference,
     ClusteredRate,
-    cluster_variance,
     clustered_difference,
     clustered_rate,
-    wilson_bounds,
 )
 from ._compare import PairedComparison, TaskChange, paired_comparison
 from ._consistency import (
@@ -128,7 +126,6 @@ __all__ = [
     "TrajectoryMatch",
     "Violation",
     "beta_tail_probability",
-    "cluster_variance",
     "clustered_difference",
     "clustered_rate",
     "cohens_h",
@@ -166,7 +163,6 @@ __all__ = [
     "two_proportion_sample_size",
     "two_proportion_z",
     "uas",
-    "wilson_bounds",
     "wilson_interval",
     "z_critical",
 ]
