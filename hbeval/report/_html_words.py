@@ -55,6 +55,7 @@ REASON_WORDS: Final[Mapping[str, str]] = {
     V.NO_REPEATED_SUCCESS: "no scenario succeeded twice, so no trajectories to compare",
     V.NO_VARIATION: "every outcome is the same, so their correlation cannot be measured",
     V.NO_INJECTED_FAULT: "no fault was injected; the recording's own errors are shown apart",
+    V.TEXT_UNOBSERVED: "the framework's provider discarded the reply text before any hook could read it",
 }
 """Plain words for each undefined reason code, shown beside the code."""
 
