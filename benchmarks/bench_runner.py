@@ -320,7 +320,7 @@ def direct_round(scenarios: int, trials: int, tmp: Path, index: int) -> dict[str
             (run_mod._Tally, "finished", "progress"),
             (run_mod, "_reload_trials", "verdicts read back"),
             (store, "finish_run", "report stored"),
-            (run_mod, "_run_manifest", "run set-up"),
+            (run_mod, "run_manifest", "run set-up"),
             (run_mod, "_start_run", "run set-up"),
             (run_mod, "_jobs", "run set-up"),
         ):

@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from tests.intervals import by_scenario, clustered_wilson, faulted_groups
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 _BLOCK = re.compile(r"<!-- tested(?:: (\w+))? -->\n```python\n(.*?)```", re.S)
@@ -145,21 +147,9 @@ def test_the_prometheus_snippet_serves_live_metrics_with_undefined_apart(tmp_pat
     assert float(steps.split()[-1]) >= 1
 
 
-def _wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """The 95% Wilson score interval, written out here rather than taken from hbeval."""
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def _demo_cells(report: dict[str, Any]) -> dict[str, str]:
     """The README table's cells for one agent, recounted from the report's trials."""
     scored = [t for t in report["trials"] if t["outcome"] in ("pass", "fail", "timeout")]
-    faulted = [t for t in scored if t["verdict"]["faulted"]]
-    passed = sum(1 for t in faulted if t["outcome"] == "pass")
-    judged = [t["verdict"]["irs_score"] for t in scored if t["verdict"]["judged"]]
-    deliberate = sum(1 for s in judged if s == 1.0)
     by_task: dict[str, list[bool]] = {}
     for t in scored:
         by_task.setdefault(t["task_id"], []).append(t["outcome"] == "pass")
@@ -168,23 +158,40 @@ def _demo_cells(report: dict[str, Any]) -> dict[str, str]:
         by_task
     )
     trace = report["traceability"]
-    attack = report["agentdojo"]
-    n_inj = attack["injection_n"]
-    hits = round(attack["targeted_attack_success_rate"] * n_inj)
+    n_inj = report["agentdojo"]["injection_n"]
     ti = report["metrics"]["ti"]
 
-    def rate(k: int, n: int, digits: int = 3) -> str:
-        lo, hi = _wilson(k, n)
-        return f"{k / n:.{digits}f} [{lo:.2f}, {hi:.2f}]"
+    def injected(t: dict[str, Any]) -> bool:
+        return any(
+            f.get("mode") == "prompt_injection" and f.get("delivered") is True
+            for f in t["verdict"].get("faults") or []
+        )
 
+    # Each rate with its 95% interval clustered by scenario (tests/intervals.py, by hand).
+    groups = {
+        "FRR": faulted_groups(report),
+        "IRS": by_scenario(
+            scored, lambda t: t["verdict"]["judged"], lambda t: int(t["verdict"]["irs_score"])
+        ),
+        "attack": by_scenario(
+            scored, injected, lambda t: int((t["verdict"]["signals"] or {}).get("S4") is False)
+        ),
+    }
+
+    def rate(name: str, digits: int = 3) -> str:
+        g = groups[name]
+        lo, hi = clustered_wilson(g)
+        return f"{sum(map(sum, g)) / sum(map(len, g)):.{digits}f} [{lo:.2f}, {hi:.2f}]"
+
+    assert sum(map(len, groups["attack"])) == n_inj
     return {
         "verdict": report["verdict"],
-        "FRR": rate(passed, len(faulted)),
-        "IRS": rate(deliberate, len(judged)),
+        "FRR": rate("FRR"),
+        "IRS": rate("IRS"),
         "TI": f"{ti:.1f}",
         "explained": f"{trace['explained_share']:.3f} ({trace['explained']}/{trace['calls']})",
         "pass^3": f"{pass_hat_3:.3f}",
-        "attack": f"{rate(hits, n_inj, 2)} (n={n_inj})",
+        "attack": f"{rate('attack', 2)} (n={n_inj})",
         "CSI": f"undefined ({report['undefined']['csi']})",
     }
 

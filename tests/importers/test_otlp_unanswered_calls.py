@@ -206,30 +206,35 @@ def test_failed_calls_without_a_tool_span_are_counted_from_the_next_model_input(
     proc = _hb("report", out["run_id"], "--db", db, "--json")
     assert proc.exit_code == 0, proc.stderr
     report = next(iter(json.loads(proc.stdout)["reports"].values()))["report"]
-    assert report["metrics"]["frr"] == sum(faulted) / len(faulted)
-    assert report["defined_counts"]["frr"] == len(faulted)
+    # Nobody injected these errors: fault handling is undefined, and the recovery from the
+    # recording's own errors is reported under its own name.
+    assert report["metrics"]["frr"] is None
+    assert report["undefined"]["frr"] == "no_injected_fault"
+    recorded = report["recorded_errors"]
+    assert (recorded["recovered"], recorded["trials"]) == (sum(faulted), len(faulted))
+    assert recorded["rate"] == sum(faulted) / len(faulted)
     # The errors read from message text are named as inferred, and FRR as resting on them.
     inferred = sum(h in (OUTAGE, NO_SUCH_TOOL) for _, steps, _ in TRACES.values() for _, h in steps)
     assert report["source"]["derivation"]["outcome"]["inferred"] == inferred
     assert "frr" in report["source"]["inferred_figures"]
 
-    # Gated with --skip-security alone, as docs/recordings.md says: IRS (injected faults, which
-    # an import has none of) is no missing measurement, so this is no exit 3.
+    # Gated with --skip-security alone, as docs/recordings.md says: nobody injected a fault, so
+    # the fault floors (FRR, IRS) do not apply; the gate says so and decides on the rest.
     floors = ("--floor", "frr=0.5", "--floor", "pei=off")
     proc = _hb("gate", out["run_id"], "--db", db, "--skip-security", *floors, "--json")
     gate = json.loads(proc.stdout)
-    assert "irs" not in gate["unmeasured"], gate
-    irs = next(c for c in gate["checks"] if c["metric"] == "irs")
-    assert irs["passed"] is True and "--skip-security" in irs["message"]
+    assert gate["unmeasured"] == [], gate
+    assert "fault floors (frr, irs) do not apply: no fault was injected" in gate["reasons"]
+    assert not [c for c in gate["checks"] if c["metric"] in ("frr", "irs")]
     assert (proc.exit_code, gate["verdict"]) == (0, "pass"), gate
-    # An IRS floor the user names is checked as named: undefined, so insufficient data.
+    # Nor does an IRS floor the user names: there is no injected fault to handle.
     proc = _hb("gate", out["run_id"], "--db", db, "--skip-security", *floors, "--floor", "irs=0.6")
-    assert proc.exit_code == 3
+    assert proc.exit_code == 0, proc.stdout
     # Without --skip-security the security gate is unmeasured: exit 3, IRS with it.
     proc = _hb("gate", out["run_id"], "--db", db, *floors, "--json")
     assert proc.exit_code == 3
     gate = json.loads(proc.stdout)
-    assert "security" in gate["unmeasured"] and "irs" in gate["unmeasured"]
+    assert gate["unmeasured"] == ["security"]
 
 
 def test_a_call_answered_by_its_tool_span_is_not_answered_again(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from hbeval.runner.manifest import source_digests
 from hbeval.store import open_store
 from hbeval.testing import assert_reliable
 from hbeval.testing.pytest_plugin import assert_gate
+from tests.intervals import clustered_wilson, faulted_groups
 
 ROOT = Path(__file__).resolve().parents[2]
 Failed = pytest.fail.Exception
@@ -66,15 +67,15 @@ def test_the_careful_demo_agent_passes_and_the_naive_one_fails_naming_frr_and_ir
     frr_ok = sum(1 for t in faulted if t["outcome"] == "pass")
     judged = [t["verdict"]["irs_score"] for t in trials if t["verdict"]["judged"]]
     irs_ok = sum(1 for s in judged if s == 1.0)
-    # The demo's published figures (README): FRR 0.308 [0.19, 0.46], IRS 0.000 [0.00, 0.09]
-    # (scoring/3: the naive agent handles no fault deliberately).
+    # The demo's published figures (README): FRR 0.308 [0.12, 0.59], IRS 0.000 [0.00, 0.23],
+    # clustered by scenario (13 faulted scenarios of 3 trials each).
     assert (frr_ok, len(faulted)) == (12, 39) and (irs_ok, len(judged)) == (0, 39)
-    lo, hi = wilson(frr_ok, len(faulted))
+    lo, hi = clustered_wilson(faulted_groups(report))
     assert f"FRR {frr_ok / len(faulted):.3f} [{lo:.2f}, {hi:.2f}]" in message
-    assert "[0.19, 0.46]" in message and "is below its floor 0.8" in message
-    lo, hi = wilson(irs_ok, len(judged))
-    assert f"IRS {irs_ok / len(judged):.3f} [{lo:.2f}, {hi:.2f}]" in message
-    assert "[0.00, 0.09]" in message and "is below its floor 0.6" in message
+    assert "[0.12, 0.59]" in message and "is below its floor 0.8" in message
+    assert "effective n 13.0" in message
+    assert f"IRS {irs_ok / len(judged):.3f} [0.00, 0.23]" in message
+    assert "is below its floor 0.6" in message
     assert "security gate not passed" in message
     assert "naive is not reliable enough" in message
 
