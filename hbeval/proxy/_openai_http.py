@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from hbeval_core.vocab import EMPTY_COMPLETION, MALFORMED_TOOL_CALL, MODEL_TIMEOUT, STREAM_CUT
 
+from .._local_http import LocalHandler
 from . import _model_faults as mf
 
 __all__ = ["CHAT_SUFFIX", "bearer", "make_handler"]
@@ -45,27 +46,14 @@ def make_handler(proxy: Any) -> type[BaseHTTPRequestHandler]:
     """The handler class serving ``proxy`` (an ``OpenAIProxy``)."""
     # Long because: the handler class and its methods share the proxy through this closure.
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    class Handler(LocalHandler):
         timeout = 600
-        disable_nagle_algorithm = True  # headers and body go out as separate writes
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
 
         # -- sending ----------------------------------------------------------------------
-        def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-            self.wfile.flush()
-
         def _error(self, status: int, kind: str, message: str) -> None:
-            body = {"error": {"message": message, "type": kind, "code": kind, "param": None}}
-            self._send(status, {"Content-Type": "application/json"}, json.dumps(body).encode())
+            self._json(
+                status, {"error": {"message": message, "type": kind, "code": kind, "param": None}}
+            )
 
         def _start_stream(self, headers: dict[str, str] | None = None) -> None:
             self.send_response(200)
@@ -90,9 +78,7 @@ def make_handler(proxy: Any) -> type[BaseHTTPRequestHandler]:
 
         # -- requests ---------------------------------------------------------------------
         def _read(self) -> tuple[str, dict[str, str], bytes]:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            return self.path, {k.lower(): v for k, v in self.headers.items()}, raw
+            return self.path, {k.lower(): v for k, v in self.headers.items()}, self._body()
 
         def _passthrough(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> None:
             try:

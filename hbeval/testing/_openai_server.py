@@ -53,6 +53,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, TypeAlias
 
+from .._local_http import LocalHandler
+
 __all__ = [
     "ErrorReply",
     "ReceivedRequest",
@@ -443,32 +445,14 @@ def _stream_chunks(
 
 
 def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    class Handler(LocalHandler):
         timeout = 30
-        disable_nagle_algorithm = True  # headers and body go out as separate writes
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-        def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-            self.wfile.flush()
-
-        def _json(self, status: int, body: dict[str, Any]) -> None:
-            self._send(status, {"Content-Type": "application/json"}, json.dumps(body).encode())
 
         def do_GET(self) -> None:
             self._json(404, {"error": {"message": f"no such path: {self.path}", "type": "nf"}})
 
         def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
+            raw = self._body()
             path = self.path.split("?", 1)[0]
             if path not in CHAT_PATHS:
                 self._json(404, {"error": {"message": f"no such path: {path}", "type": "nf"}})
