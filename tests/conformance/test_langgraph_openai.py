@@ -56,7 +56,8 @@ class TestLangGraphOnChatOpenAI(ProviderChecks, base.TestLangGraphConformance):
         (first, _) = self.of(result.events, ModelEnd)
         issued = [c.id for c in first.tool_calls]
         starts = self.of(result.events, ToolStart)
-        assert [s.tool for s in starts] == ["lookup", "add"]
+        # LangGraph runs a parallel batch on threads: both start, in either order.
+        assert sorted(s.tool for s in starts) == ["add", "lookup"]
         assert sorted(s.call_id for s in starts) == sorted(issued)
 
     def test_the_streaming_shape_streams_and_reports_usage(self) -> None:
