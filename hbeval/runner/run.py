@@ -110,6 +110,12 @@ from hbeval_core.vocab import (
 from ..scoring import Report, add_consistency, build_report
 from ..scoring._binding import bind_report, bound_trials
 from ..scoring._csi_runs import select_csi_history, task_digest, with_csi_runs
+from ..scoring._until_decided import (
+    STOP_DECIDED,
+    WaveDecision,
+    sequential_record,
+    wave_decision,
+)
 from ..store import (
     DEFAULT_MAX_RESULT_BYTES,
     RUN_COMPLETED,
@@ -160,6 +166,7 @@ from ._resume import (
     default_run_id,
     reusable_report,
 )
+from ._waves import WavesOutcome, check_until_decided, run_in_waves
 
 log = logging.getLogger("hbeval.runner")
 
@@ -269,6 +276,7 @@ def run_battery(
     ray_cpus_per_trial: float = DEFAULT_RAY_CPUS,
     rate_limit: float | None = None,
     max_cost: float | None = None,
+    until_decided: float | None = None,
 ) -> Report:
     """Run ``battery`` against ``target`` on ``tasks`` and return the ``hbeval-report/1`` dict.
 
@@ -293,6 +301,11 @@ def run_battery(
     ``rate_limit`` caps the run's model calls per minute (every trial, every worker, together);
     HTTP 429s pause the run whether or not it is given. ``max_cost`` (USD) stops new trials once
     the run has spent it, priced by the manifest's ``price_table`` (refused without one).
+
+    ``until_decided`` (a confidence, e.g. 0.95) runs the trials in waves, one trial of every
+    scenario per wave, up to ``trials`` waves, and stops once the verdict is decided at that
+    confidence by an always-valid bound clustered by scenario (``runner._waves``); the report's
+    ``run.until_decided`` records the waves run, why the run stopped and the bound.
     """
     # Long because: the body is the run's phases in order (check, identify, open or reuse the run,
     # resume, execute, admit, report), each in a helper; what stays here is the state they hand each
@@ -302,6 +315,7 @@ def run_battery(
     )
     if not timeout:
         timeout = None
+    until_decided = check_until_decided(until_decided, executor)
     _check_memory(memory)
     declared = getattr(tasks, "declared", None)  # a task file's inputs: and env:
     tasks = list(tasks)
@@ -403,7 +417,7 @@ def run_battery(
         may_start = budget.allows
     # A finished trial is in the store: with a store that is not in memory anyway, its dict is
     # read back for the report at the end instead of held, so memory does not grow with trials.
-    tally.slim = memory is None and not isinstance(store, InMemoryStore)
+    tally.slim = memory is None and not isinstance(store, InMemoryStore) and not until_decided
 
     def counted(key: str, trial: Any, outcome: str, episode: Any) -> None:
         if budget is not None:
@@ -414,6 +428,36 @@ def run_battery(
         _record(store, run_id, done)
         counted(done.job.key, done.trial, done.outcome, done.episode)
 
+    run_info = {
+        "run_id": run_id,
+        "agent_id": agent_id,
+        "battery": battery.kind,
+        "seed": seed,
+        "trials": trials,
+        "methodology": methodology,
+        "judge": manifest.judge,
+        "task_digest": task_digest(tasks),
+        "fingerprints": {
+            "battery_spec": fps.spec,
+            "plan": fps.plan,
+            "measurement": fps.measurement,
+        },
+        "manifest_hash": manifest_hash,
+        "manifest": manifest.to_dict(),
+        "started_at": started_at,
+        "ended_at": None,
+        "executor": executor,
+        "nodes": [],
+    }
+
+    def decide(waves: int) -> WaveDecision:
+        records = [
+            tally.trials[j.key] for j in jobs if j.trial_index < waves and j.key in tally.trials
+        ]
+        partial = build_report(run=run_info, trials=bound_trials(run_id, records), history=[])
+        return wave_decision(partial, float(until_decided or 0.95))
+
+    waves: WavesOutcome | None = None
     nodes: list[str] = []
     limits: dict[str, Any] = {}
     view = None if memory is None else _recall_view(memory, agent_id)
@@ -436,11 +480,24 @@ def run_battery(
                 )
                 on_trial = ray_finished(runner, jobs, store, counted, memory is not None)
                 nodes = run_on_ray(plan, pending, store, on_trial, may_start, limits)
+            elif until_decided is not None:
+
+                def execute(wave: list[_Job]) -> None:
+                    if workers == 1:
+                        run_serial(runner, wave, finish, may_start)
+                    else:
+                        run_parallel(runner, wave, workers, finish, may_start)
+
+                waves = run_in_waves(pending, trials, execute, may_start, decide)
             elif workers == 1:
                 run_serial(runner, pending, finish, may_start)
             else:
                 run_parallel(runner, pending, workers, finish, may_start)
         left = [j for j in jobs if j.key not in tally.trials]
+        decided = waves is not None and waves.stopped == STOP_DECIDED
+        if decided:
+            jobs = [j for j in jobs if j.key in tally.trials]
+            left = []
         if memory is not None and not left:
             _admit_run(memory, jobs, tally.trials, tally.episodes, on_admission)
     except (KeyboardInterrupt, RateLimitTooLong):
@@ -456,27 +513,17 @@ def run_battery(
         runner.close()
         _warn_abandoned()
 
-    run_info = {
-        "run_id": run_id,
-        "agent_id": agent_id,
-        "battery": battery.kind,
-        "seed": seed,
-        "trials": trials,
-        "methodology": methodology,
-        "judge": manifest.judge,
-        "task_digest": task_digest(tasks),
-        "fingerprints": {
-            "battery_spec": fps.spec,
-            "plan": fps.plan,
-            "measurement": fps.measurement,
-        },
-        "manifest_hash": manifest_hash,
-        "manifest": manifest.to_dict(),
-        "started_at": started_at,
-        "ended_at": None,
-        "executor": executor,
-        "nodes": nodes,
-    }
+    run_info["nodes"] = nodes
+    if waves is not None:
+        run_info["until_decided"] = sequential_record(
+            waves.decision,
+            waves_run=waves.waves_run,
+            max_waves=trials,
+            stopped=waves.stopped,
+            confidence=float(until_decided or 0.95),
+            trials_run=len(tally.trials),
+            trials_planned=len(battery.scenarios) * trials,
+        )
     stats = limits or limiter.stats()
     if limiter_stats_used(stats):
         run_info["rate_limit"] = stats

@@ -282,7 +282,7 @@ def _run_block(
             else {}
         ),
         # Likewise the rate limit and the budget, only when the run used them.
-        **{k: run[k] for k in ("rate_limit", "budget") if run.get(k) is not None},
+        **{k: run[k] for k in ("rate_limit", "budget", "until_decided") if run.get(k) is not None},
     }
     try:
         return RunInfo.model_validate(block)

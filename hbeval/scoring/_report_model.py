@@ -87,6 +87,37 @@ class BudgetInfo(_Block):
     )
 
 
+class SequentialCheck(_Block):
+    """One verdict check as the always-valid bound saw it at the last wave run."""
+
+    metric: str
+    kind: str = Field(description="floor, security, ceiling, delivery.")
+    state: Literal["passed", "failed", "open"] = Field(
+        description="Decided passed or failed at the confidence, or still open."
+    )
+    lower: float | None = Field(
+        default=None, description="A floor's lower bound (TI on its 0–5 scale); null otherwise."
+    )
+    upper: float | None = Field(default=None, description="A floor's upper bound.")
+    threshold: float | None = None
+
+
+class SequentialInfo(_Block):
+    """``battery run --until-decided``: the waves run, why the run stopped, the bound used."""
+
+    waves_run: int = Field(ge=0, description="Waves run (a wave is one trial of every scenario).")
+    max_waves: int = Field(ge=1, description="The waves allowed (--trials).")
+    stopped: Literal["decided", "max_trials", "budget_exhausted"] = Field(
+        description="decided: the verdict was settled at the confidence before --trials; "
+        "max_trials: every wave ran; budget_exhausted: --max-cost stopped it."
+    )
+    confidence: float = Field(gt=0, lt=1)
+    bound: str = Field(description="The always-valid bound (docs/statistics.md).")
+    trials_run: int = Field(ge=0)
+    trials_planned: int = Field(ge=0, description="Trials a fixed run of --trials would run.")
+    checks: list[SequentialCheck] = Field(default_factory=list)
+
+
 class RunInfo(_Block):
     """Which run this is."""
 
@@ -116,6 +147,10 @@ class RunInfo(_Block):
     )
     budget: BudgetInfo | None = Field(
         default=None, description="The cost budget; absent when the run had none."
+    )
+    until_decided: SequentialInfo | None = Field(
+        default=None,
+        description="Present when the run ran in waves until its verdict was decided.",
     )
 
 
