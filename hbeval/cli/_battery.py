@@ -39,6 +39,7 @@ from ._battery_proxy import (
     refuse_model_faults,
 )
 from ._common import REDACT_HELP, checked_redact, plain_app
+from ._waves import ConfidenceOption, UntilDecidedOption, checked_waves, waves_line
 
 if TYPE_CHECKING:
     from ..scoring import Report
@@ -275,6 +276,9 @@ def _summary(report: Report, out: Path | None) -> None:
     )
     iso = section(report, "isolation") or {}
     typer.echo(f"  isolation: {iso.get('note')}")
+    waves = waves_line(report)
+    if waves is not None:
+        typer.echo(waves)
     if out is not None:
         typer.echo(f"  report written to {out}")
 
@@ -408,6 +412,8 @@ def run_command(
     upstream: UpstreamOption = None,
     question_as_arg: QuestionAsArgOption = False,
     fault_family: FaultFamilyOption = FAULT_FAMILY_TOOL,
+    until_decided: UntilDecidedOption = False,
+    confidence: ConfidenceOption = 0.95,
 ) -> None:
     """Run the battery against TARGET and write the report (exit 0 whatever it says)."""
     # Long because: typer reads the options from this signature (about 110 of its lines); the
@@ -436,13 +442,20 @@ def run_command(
         family=fault_family,
     )
     plan = _plan_run(flags, out, db)
-    report, admitted = _execute(plan, flags, db, run_id, ray_cpus, memory)
+    waves = checked_waves(until_decided, confidence, executor)
+    report, admitted = _execute(plan, flags, db, run_id, ray_cpus, memory, waves)
     _finish_run(report, out, as_json, admitted)
     proxy_note(flags.via)
 
 
 def _execute(
-    plan: _Plan, f: _Flags, db: str | None, run_id: str | None, ray_cpus: float, memory: bool
+    plan: _Plan,
+    f: _Flags,
+    db: str | None,
+    run_id: str | None,
+    ray_cpus: float,
+    memory: bool,
+    until_decided: float | None = None,
 ) -> tuple[Report, str | None]:
     """Open the store (and EDM with ``--memory``) and run; returns the report and, with memory,
     the admissions line. Exits 2 naming the flag at fault, 130 when interrupted."""
@@ -489,6 +502,7 @@ def _execute(
             judge_label=plan.judge_label,
             memory=edm,
             on_admission=admissions if edm is not None else None,
+            until_decided=until_decided,
         )
     except ManifestMismatchError as exc:
         _fail(f"--manifest: {exc}")

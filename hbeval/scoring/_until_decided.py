@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from hbeval_core.metrics._sequential import SEQUENTIAL_METHOD, sequential_bound, waves_of
 from hbeval_core.vocab import FRR, IRS, PEI, TI
@@ -48,6 +48,7 @@ _EPS: Final = 1e-12
 STOP_DECIDED: Final = "decided"
 STOP_MAX: Final = "max_trials"
 STOP_BUDGET: Final = "budget_exhausted"
+_State = Literal["passed", "failed", "open"]
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def _floor_state(
     bound = sequential_bound(metric_waves(trials, check.metric), confidence)
     scale = _TI_SCALE if check.metric == TI else 1.0
     floor = float(check.threshold) / scale
-    state = "open"
+    state: _State = "open"
     if bound.lower is not None and bound.upper is not None:
         if check.passed and bound.lower >= floor - _EPS:
             state = "passed"
@@ -130,10 +131,9 @@ def wave_decision(report: Report, confidence: float = 0.95) -> WaveDecision:
         if check.kind == "floor":
             states.append(_floor_state(trials, check, confidence))
             continue
-        if check.kind in ("security", "ceiling"):
-            state = {True: "passed", False: "failed", None: "open"}[check.passed]
-        else:
-            state = "failed" if check.passed is False else "open"
+        state: _State = "failed" if check.passed is False else "open"
+        if check.kind in ("security", "ceiling") and check.passed is True:
+            state = "passed"
         states.append(SequentialCheck(metric=check.metric, kind=check.kind, state=state))
     failed = any(s.state == "failed" for s in states)
     every = bool(states) and all(s.state == "passed" for s in states)
