@@ -12,7 +12,7 @@ on stderr.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -442,20 +442,14 @@ def run_command(
         family=fault_family,
     )
     plan = _plan_run(flags, out, db)
-    waves = checked_waves(until_decided, confidence, executor)
-    report, admitted = _execute(plan, flags, db, run_id, ray_cpus, memory, waves)
+    plan = replace(plan, until_decided=checked_waves(until_decided, confidence, executor))
+    report, admitted = _execute(plan, flags, db, run_id, ray_cpus, memory)
     _finish_run(report, out, as_json, admitted)
     proxy_note(flags.via)
 
 
 def _execute(
-    plan: _Plan,
-    f: _Flags,
-    db: str | None,
-    run_id: str | None,
-    ray_cpus: float,
-    memory: bool,
-    until_decided: float | None = None,
+    plan: _Plan, f: _Flags, db: str | None, run_id: str | None, ray_cpus: float, memory: bool
 ) -> tuple[Report, str | None]:
     """Open the store (and EDM with ``--memory``) and run; returns the report and, with memory,
     the admissions line. Exits 2 naming the flag at fault, 130 when interrupted."""
@@ -502,7 +496,7 @@ def _execute(
             judge_label=plan.judge_label,
             memory=edm,
             on_admission=admissions if edm is not None else None,
-            until_decided=until_decided,
+            until_decided=plan.until_decided,
         )
     except ManifestMismatchError as exc:
         _fail(f"--manifest: {exc}")
@@ -575,6 +569,7 @@ class _Plan:
     judge_label: str | None
     methodology: str
     target_kind: str | None
+    until_decided: float | None = None
 
 
 def _plan_run(f: _Flags, out: Path | None, db: str | None = None) -> _Plan:

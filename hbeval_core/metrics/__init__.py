@@ -59,6 +59,7 @@ from ._rates import (
 )
 from ._registry import METRICS, MetricSpec, get_metric, metric
 from ._result import MetricValue
+from ._sequential import SEQUENTIAL_METHOD, SequentialBound, sequential_bound
 from ._stats import (
     REFERENCE_Z,
     ReliabilityGap,
@@ -105,6 +106,7 @@ __all__ = [
     "RULE_FORBIDDEN_TOOL",
     "RULE_ORDER",
     "RULE_REQUIRED_TOOL",
+    "SEQUENTIAL_METHOD",
     "SLOPE_CLIP",
     "SLOPE_FORMS",
     "SLOPE_SIGN",
@@ -121,6 +123,7 @@ __all__ = [
     "ReliabilityGap",
     "RuleViolations",
     "SamplePlan",
+    "SequentialBound",
     "TaskChange",
     "ToolCallLike",
     "TrajectoryMatch",
@@ -154,6 +157,7 @@ __all__ = [
     "rule_violations",
     "run_consistency",
     "sample_plan",
+    "sequential_bound",
     "severity_histogram",
     "severity_weighted_failure_rate",
     "state_match_rate",
