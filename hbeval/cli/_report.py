@@ -274,6 +274,13 @@ def _print_compare(result: Mapping[str, Any]) -> None:
 
     out = console()
     out.print(result["summary"], markup=False)
+    if result.get("pairing") == "task_fault_type":
+        out.print(
+            "  pairing: by (task, fault type); the runs' measurements differ only in the seed",
+            markup=False,
+        )
+    else:
+        out.print("  pairing: by task (same measurement fingerprint)", markup=False)
     for message in result.get("refused") or ():
         out.print(f"  refused: {message}", markup=False)
     a, b = result["a"]["label"], result["b"]["label"]
@@ -285,6 +292,8 @@ def _print_compare(result: Mapping[str, Any]) -> None:
         "change",
         "paired interval",
         "paired p",
+        "BH p",
+        "conclusion",
         "pooled p",
         "Cohen's h",
     ):
@@ -301,6 +310,8 @@ def _print_compare(result: Mapping[str, Any]) -> None:
             if ci
             else fmt(None, und.get("interval")),
             fmt(row.get("p_paired"), und.get("p_paired"), ".2g"),
+            fmt(row.get("p_adjusted"), und.get("p_adjusted"), ".2g"),
+            " ".join(x for x in (row.get("conclusion"), row.get("effect")) if x) or "undefined",
             fmt(row["p"], und.get("p"), ".2g"),
             fmt(row["cohens_h"], und.get("cohens_h"), ".2f"),
         )

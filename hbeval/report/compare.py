@@ -5,8 +5,20 @@ both reports carry the same measurement fingerprint, then pairs the runs per tas
 (``metrics.paired_comparison``): the mean per-task change in pass rate (B − A) with an exact
 paired permutation test and a bootstrap interval (``insufficient data`` below
 ``MIN_PAIRED_TASKS`` shared tasks), the pooled two-proportion z test and Cohen's h, the same per
-fault type and per domain, and the change in each HB-Eval metric. Nothing is compared across
-fingerprints.
+fault type and per domain, and the change in each HB-Eval metric.
+
+**One exception to "never compare across fingerprints"**: two runs whose measurement
+fingerprints differ *only in the seed* (same battery spec, battery kind, scenario count,
+trials, scoring and derivation versions) are compared, since a different seed is what testing
+robustness across seeds means. Their scenarios do not line up (the seed shuffles which task meets
+which fault), so they are paired by (task, fault type) instead of by task; ``pairing`` says which
+was used (``task`` or ``task_fault_type``).
+
+**Conclusions survive noise.** Each fault type's paired p is adjusted for the number of fault
+types compared (Benjamini–Hochberg, ``p_adjusted``). A row (and the overall change) is
+``better`` or ``worse`` only when its paired interval excludes zero and its p (adjusted, for a
+fault type) is below 1 − confidence; otherwise ``inconclusive``. Effect-size words (Cohen's h:
+tiny, small, medium, large) are given only for a conclusion of better or worse.
 
 Fault-dependent figures are compared only where both runs delivered faults: a fault type that
 delivered no fault in either run (``fault_delivery.by_fault_type``) has every figure of its row
@@ -21,7 +33,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from hbeval_core.metrics import PairedComparison, paired_comparison
-from hbeval_core.metrics._compare import MIN_PAIRED_TASKS
+from hbeval_core.metrics._compare import MIN_PAIRED_TASKS, benjamini_hochberg
 from hbeval_core.vocab import (
     FRR,
     INSUFFICIENT_TASKS,
@@ -57,16 +69,49 @@ class CompareRefused(ValueError):
     """The two reports cannot be compared (different or missing measurement fingerprints)."""
 
 
+PAIRING_TASK: Final = "task"
+PAIRING_TASK_FAULT: Final = "task_fault_type"
+_SIZE_WORDS: Final = ((0.8, "large"), (0.5, "medium"), (0.2, "small"), (0.0, "tiny"))
+
+
 def outcomes_by_task(
-    report: Report, *, key: str | None = None, value: str | None = None
+    report: Report,
+    *,
+    key: str | None = None,
+    value: str | None = None,
+    pairing: str = PAIRING_TASK,
 ) -> dict[str, list[bool]]:
-    """Pass/fail of each scored trial, grouped by task id (optionally only where ``key == value``)."""
+    """Pass/fail of each scored trial, grouped by task id (by "task · fault type" with the
+    ``task_fault_type`` pairing), optionally only where ``key == value``."""
     out: dict[str, list[bool]] = {}
     for t in scored_records(report):
         if key is not None and str(t.get(key)) != value:
             continue
-        out.setdefault(str(t.get("task_id")), []).append(t.get("outcome") == OUTCOME_PASS)
+        unit = str(t.get("task_id"))
+        if pairing == PAIRING_TASK_FAULT:
+            unit = f"{unit} · {t.get('fault_type')}"
+        out.setdefault(unit, []).append(t.get("outcome") == OUTCOME_PASS)
     return out
+
+
+def effect_word(h: float) -> str:
+    """Cohen's conventional size of |h|."""
+    return next(word for floor, word in _SIZE_WORDS if abs(h) >= floor)
+
+
+def _conclude(entry: dict[str, Any], p: float | None, alpha: float) -> dict[str, Any]:
+    """``entry`` with ``conclusion`` (better, worse, inconclusive; null when undefined) and
+    ``effect`` (a size word, only for better or worse)."""
+    ci = entry.get("interval")
+    conclusion: str | None = None
+    if ci is not None and p is not None:
+        spans = ci[0] <= 0.0 <= ci[1]
+        conclusion = "inconclusive"
+        if not spans and p < alpha:
+            conclusion = "better" if ci[0] > 0 else "worse"
+    h = entry.get("cohens_h")
+    effect = effect_word(h) if conclusion in ("better", "worse") and h is not None else None
+    return {**entry, "conclusion": conclusion, "effect": effect}
 
 
 def _paired(pc: PairedComparison) -> dict[str, Any]:
@@ -141,7 +186,9 @@ def _pct(x: float) -> str:
     return f"{100 * x:+.1f} points"
 
 
-def _summary(label_a: str, label_b: str, overall: Mapping[str, Any]) -> str:
+def _summary(
+    label_a: str, label_b: str, overall: Mapping[str, Any], pairing: str = PAIRING_TASK
+) -> str:
     change = overall["change"]
     if change is None:
         return f"{label_b} vs {label_a}: no shared task with scored trials, nothing to compare"
@@ -154,7 +201,8 @@ def _summary(label_a: str, label_b: str, overall: Mapping[str, Any]) -> str:
         parts.append(
             f"mean per-task change {_pct(overall['mean_task_change'])}, "
             f"95% bootstrap interval [{_pct(interval[0])}, {_pct(interval[1])}] over "
-            f"{overall['tasks']} tasks, paired permutation p {overall['p_paired']:.3g}"
+            f"{overall['tasks']} {'task-fault pairs' if pairing == PAIRING_TASK_FAULT else 'tasks'}, "
+            f"paired permutation p {overall['p_paired']:.3g}"
         )
     else:
         reason = overall["undefined"].get("interval", NOT_MEASURED)
@@ -169,11 +217,37 @@ def _summary(label_a: str, label_b: str, overall: Mapping[str, Any]) -> str:
         parts.append(
             f"pooled z {overall['z']:.2f}, p {overall['p']:.3g} (treats trials as independent)"
         )
+    if overall.get("conclusion") is not None:
+        parts.append(str(overall["conclusion"]))
     if overall["cohens_h"] is not None:
         h = overall["cohens_h"]
-        size = "large" if h >= 0.8 else "medium" if h >= 0.5 else "small" if h >= 0.2 else "tiny"
-        parts.append(f"Cohen's h {h:.2f} ({size})")
+        word = f" ({overall['effect']})" if overall.get("effect") else ""
+        parts.append(f"Cohen's h {h:.2f}{word}")
+    if pairing == PAIRING_TASK_FAULT:
+        parts.append("runs differ only in the seed: paired by (task, fault type)")
     return "; ".join(parts)
+
+
+def _seed_only(a: Report, b: Report) -> bool:
+    """True when the two runs' measurements differ only in the seed (module docstring)."""
+    ra, rb = section(a, "run") or {}, section(b, "run") or {}
+    fa, fb = section(a, "fingerprints") or {}, section(b, "fingerprints") or {}
+    va, vb = section(a, "versions") or {}, section(b, "versions") or {}
+    if ra.get("seed") is None or rb.get("seed") is None or ra.get("seed") == rb.get("seed"):
+        return False
+    same_run = all(ra.get(k) == rb.get(k) for k in ("battery", "trials", "scenario_count"))
+    same_versions = all(va.get(k) == vb.get(k) for k in ("scoring", "derive"))
+    spec = fa.get("battery_spec")
+    return spec is not None and spec == fb.get("battery_spec") and same_run and same_versions
+
+
+def _pairing(a: Report, b: Report, labels: tuple[str, str]) -> tuple[str, str]:
+    """``(fingerprint shown, pairing)``: the shared fingerprint and ``task``, or both
+    fingerprints and ``task_fault_type`` when they differ only in the seed."""
+    fa, fb = measurement_fingerprint_of(a), measurement_fingerprint_of(b)
+    if fa is not None and fb is not None and fa != fb and _seed_only(a, b):
+        return f"{fa} / {fb}", PAIRING_TASK_FAULT
+    return _same_fingerprint(a, b, labels), PAIRING_TASK
 
 
 def _same_fingerprint(a: Report, b: Report, labels: tuple[str, str]) -> str:
@@ -189,13 +263,31 @@ def _same_fingerprint(a: Report, b: Report, labels: tuple[str, str]) -> str:
         raise CompareRefused(
             f"refusing to compare: measurement fingerprints differ ({labels[0]} {fa}, "
             f"{labels[1]} {fb}); results under different measurement fingerprints (battery, "
-            "plans, seed, trials, scoring or derivation) are never compared"
+            "plans, trials, scoring or derivation) are never compared, except runs that differ "
+            "only in the seed"
         )
     return fa
 
 
+def _adjusted(rows: dict[str, dict[str, Any]], alpha: float) -> dict[str, dict[str, Any]]:
+    """Each row with its Benjamini–Hochberg ``p_adjusted`` over the family, and conclusion."""
+    family = {g: r.get("p_paired") for g, r in rows.items() if not r.get("refused")}
+    q = benjamini_hochberg(family)
+    out: dict[str, dict[str, Any]] = {}
+    for group, row in rows.items():
+        adjusted = q.get(group)
+        entry = {**row, "p_adjusted": adjusted}
+        if adjusted is None:
+            entry["undefined"] = {
+                **row["undefined"],
+                "p_adjusted": row["undefined"].get("p_paired", NOT_MEASURED),
+            }
+        out[group] = _conclude(entry, adjusted, alpha)
+    return out
+
+
 def _grouped_and_metrics(
-    a: Report, b: Report, confidence: float, labels: tuple[str, str]
+    a: Report, b: Report, confidence: float, labels: tuple[str, str], pairing: str = PAIRING_TASK
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any], list[str]]:
     """Per fault type and domain comparisons, the metrics side by side, and what was refused."""
     by: dict[str, dict[str, Any]] = {}
@@ -203,8 +295,8 @@ def _grouped_and_metrics(
         by[name] = {
             group: _paired(
                 paired_comparison(
-                    outcomes_by_task(a, key=key, value=group),
-                    outcomes_by_task(b, key=key, value=group),
+                    outcomes_by_task(a, key=key, value=group, pairing=pairing),
+                    outcomes_by_task(b, key=key, value=group, pairing=pairing),
                     confidence,
                 )
             )
@@ -252,6 +344,8 @@ def _grouped_and_metrics(
                 "fault of some type, so the two figures cover different faults"
             )
         metrics[name] = {"a": va, "b": vb, "change": change, "undefined": undefined}
+    alpha = 1.0 - confidence
+    by = {name: _adjusted(rows, alpha) for name, rows in by.items()}
     return by, metrics, refused
 
 
@@ -270,9 +364,11 @@ def compare_reports(
     B and the change, undefined with reasons), tasks found in one run only, and a ``summary``
     in words. Raises :class:`CompareRefused` when the fingerprints differ or one is missing.
     """
-    fa = _same_fingerprint(a, b, labels)
-    overall_pc = paired_comparison(outcomes_by_task(a), outcomes_by_task(b), confidence)
-    overall = _paired(overall_pc)
+    fa, pairing = _pairing(a, b, labels)
+    overall_pc = paired_comparison(
+        outcomes_by_task(a, pairing=pairing), outcomes_by_task(b, pairing=pairing), confidence
+    )
+    overall = _conclude(_paired(overall_pc), overall_pc.p_paired, 1.0 - overall_pc.confidence)
     tasks = [
         {
             "task": t.task,
@@ -284,16 +380,20 @@ def compare_reports(
         }
         for t in overall_pc.tasks
     ]
-    by, metrics, refused = _grouped_and_metrics(a, b, confidence, labels)
+    by, metrics, refused = _grouped_and_metrics(a, b, confidence, labels, pairing)
     return {
         "format": COMPARE_FORMAT,
         "a": _side(a, labels[0]),
         "b": _side(b, labels[1]),
         "measurement_fingerprint": fa,
+        "pairing": pairing,
         "confidence": overall_pc.confidence,
-        "method": "paired per task: exact sign-flip permutation test and percentile bootstrap "
-        f"interval over per-task changes (from {MIN_PAIRED_TASKS} shared tasks); pooled "
-        "two-proportion z test and Cohen's h over the shared tasks' trials",
+        "method": f"paired per {'task and fault type' if pairing == PAIRING_TASK_FAULT else 'task'}"
+        ": exact sign-flip permutation test and percentile bootstrap interval over per-unit "
+        f"changes (from {MIN_PAIRED_TASKS} shared units); fault types' p adjusted by "
+        "Benjamini–Hochberg; better or worse only when the interval excludes 0 and p (adjusted) "
+        "is below 1 − confidence, else inconclusive; pooled two-proportion z test and Cohen's h "
+        "over the shared units' trials",
         "overall": overall,
         "tasks": tasks,
         "only_in_a": list(overall_pc.only_in_a),
@@ -302,6 +402,6 @@ def compare_reports(
         "domains": by["domains"],
         "metrics": metrics,
         "refused": refused,
-        "summary": _summary(labels[0], labels[1], overall)
+        "summary": _summary(labels[0], labels[1], overall, pairing)
         + (f"; {len(refused)} fault-dependent figure(s) not compared" if refused else ""),
     }

@@ -192,3 +192,25 @@ def paired_comparison(
         undefined=undefined,
         p_paired=p_paired,
     )
+
+
+@metric("benjamini_hochberg")
+def benjamini_hochberg(p_values: Mapping[str, float | None]) -> dict[str, float | None]:
+    """Benjamini–Hochberg adjusted p-values (q-values) of a family of tests, by name.
+
+    With the m defined p-values sorted ascending, p₍ᵢ₎ becomes min over j ≥ i of
+    min(1, m · p₍ⱼ₎ / j); rejecting every test whose q is below α keeps the expected share of
+    false discoveries among the rejections at most α (independent or positively dependent
+    tests). An undefined p stays None and is not counted in m.
+    """
+    defined = sorted(((p, k) for k, p in p_values.items() if p is not None), key=lambda x: x[0])
+    m = len(defined)
+    out: dict[str, float | None] = dict.fromkeys(p_values)
+    running = 1.0
+    for rank in range(m, 0, -1):
+        p, key = defined[rank - 1]
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"p-value of {key!r} must be from 0 to 1, got {p!r}")
+        running = min(running, m * p / rank)
+        out[key] = min(1.0, running)
+    return out

@@ -47,7 +47,9 @@ def test_careful_vs_naive_paired_per_task() -> None:
     assert len(result["tasks"]) == overall["tasks"] == 5
     assert sum(t["n_a"] for t in result["tasks"]) == 54
     assert result["summary"].startswith("naive vs careful: pass rate 96.3% -> 46.3% (-50.0 points)")
-    assert "Cohen's h 1.26 (large)" in result["summary"]
+    # No paired interval, so no conclusion: the size is a number, never a word.
+    assert "Cohen's h 1.26" in result["summary"] and "(large)" not in result["summary"]
+    assert overall["conclusion"] is None and overall["effect"] is None
 
 
 def test_per_fault_type_and_metric_changes() -> None:
@@ -62,7 +64,9 @@ def test_per_fault_type_and_metric_changes() -> None:
         "sd_task_change": "single_task",
         "interval": "single_task",
         "p_paired": "single_task",
+        "p_adjusted": "single_task",
     }
+    assert one_task["conclusion"] is None and one_task["effect"] is None
     assert set(result["fault_types"]) == set(run.careful.breakdowns.fault_type)
     assert set(result["domains"]) == set(run.careful.breakdowns.domain)
     csi = result["metrics"]["csi"]
