@@ -52,6 +52,8 @@ from hbeval_core.vocab import (
     OUTCOME_PASS,
     OUTCOME_SKIPPED,
     PASS_UNVERIFIABLE,
+    PEI,
+    REPLAN,
     SCORING_VERSION,
 )
 
@@ -327,6 +329,19 @@ def _derivation(trials: Sequence[ImportedTrial]) -> dict[str, dict[str, int]]:
     return total
 
 
+def _inferred_replans(trials: Sequence[ImportedTrial]) -> int:
+    """Re-plans PEI counts that were inferred, over the trials that record no ``replan`` event
+    (``live.derive``: a failed call, a model call after it, then a different call)."""
+    from hbeval_core.live.derive import derive_steps
+
+    total = 0
+    for t in trials:
+        if any(getattr(e, "kind", None) == REPLAN for e in t.events):
+            continue
+        total += sum(1 for step in derive_steps(t.events) if step.replanned)
+    return total
+
+
 def _manifest(
     fmt: str,
     sources: Sequence[SourceFile],
@@ -470,7 +485,7 @@ def _source_section(
             "planted attack)",
             *(
                 [
-                    "figures resting on inferred fields (read from text, not flagged by the "
+                    "figures resting on inferred fields (derived by hbeval, not flagged by the "
                     "recording): " + ", ".join(f"{k} ({v})" for k, v in sorted(inferred.items()))
                 ]
                 if inferred
@@ -596,6 +611,12 @@ def ingest(
     files = [s.entry() for s in sources]
     derivation = _derivation(trials)
     inferred = inferred_figures(derivation)
+    replans = _inferred_replans(trials)
+    if replans:
+        inferred[PEI] = (
+            f"{replans} re-plan(s) inferred (a failed call, then a model call, then a different "
+            "call); the recording marks no re-plan"
+        )
 
     stored_changes: dict[str, int] = {}
 

@@ -130,8 +130,12 @@ def test_tau2_results_import_with_agent_calls_only_and_reward_labels(tmp_path: P
     # Nothing was injected, so this is recorded-error recovery, not FRR.
     assert report["recorded_errors"]["rate"] == pytest.approx(0.5)
     assert report["metrics"]["frr"] is None and report["undefined"]["frr"] == "no_injected_fault"
-    # tau2 flags errors itself: no figure rests on an inferred field.
-    assert report["source"]["inferred_figures"] == {}
+    # tau2 flags errors itself, so FRR and the links rest on nothing inferred. The recording
+    # marks no re-plan, so PEI's re-plans are inferred: sim-1-0's failed get_customer_by_phone
+    # is followed by a reply and the same tool with other arguments, sim-1-1's failed
+    # get_data_usage by a reply and transfer_to_human_agents: 2.
+    inferred = report["source"]["inferred_figures"]
+    assert set(inferred) == {"pei"} and inferred["pei"].startswith("2 re-plan(s) inferred")
     assert report["source"]["derivation"]["outcome"] == {"observed_error": 2, "absence_of_error": 5}
 
 
