@@ -26,6 +26,7 @@ from hbeval_core.vocab import (
 )
 
 from ..scoring import decide_verdict
+from ..scoring._recorded_model import fault_floors_not_applicable
 from ..scoring._trial_model import ERROR_CHARS
 from ..scoring._uncertainty import rate_interval
 from ..scoring._view import listed, section
@@ -180,6 +181,8 @@ def _delivery_cells(report: Report) -> tuple[str, str, str]:
     planned = fd.get("planned")
     value = f"{fd.get('delivered')}/{fd.get('injected')}"
     note = f"{fd.get('faulted_trials')} faulted trials"
+    if fault_floors_not_applicable(report):  # an import: nothing was injected
+        note = f"{fd.get('faulted_trials')} trials with a recorded error"
     if isinstance(planned, int):
         note = f"{fd.get('planned_delivered')} of {planned} planned delivered, " + note
     missing = fd.get("unmeasured_fault_types") or []
@@ -298,10 +301,13 @@ def summary_table(report: Report) -> Table:
     table.add_column("value", justify="right")
     table.add_column("95% interval (clustered by scenario)", justify="right")
     table.add_column("floor / note")
+    waived = fault_floors_not_applicable(report)
     for name in LIVE_METRICS:
         value = metrics.get(name)
-        floor = floors.get(name)
+        floor = None if name in waived else floors.get(name)
         note = "" if floor is None else f"≥ {floor:g}"
+        if name in waived and floors.get(name) is not None:
+            note = "no floor: nothing was injected"
         if isinstance(value, (int, float)) and floor is not None and value < floor:
             note += "  BELOW"
         scale = " (0–5)" if name == TI else ""

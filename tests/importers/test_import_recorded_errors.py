@@ -100,3 +100,8 @@ def test_the_terminal_names_recorded_error_recovery(tau: tuple[str, dict[str, An
     assert "recorded-error recovery │ 0.250" in text
     assert "FRR │ undefined (no_injected_fault)" in text
     assert "BELOW" not in text
+    # No fault floor is shown where nothing was injected, and the errors are called recorded.
+    frr_row = next(line for line in proc.stdout.splitlines() if "│ FRR " in line)
+    assert "≥ 0.65" not in frr_row and "no floor: nothing was injected" in frr_row
+    delivered = next(line for line in proc.stdout.splitlines() if "faults delivered" in line)
+    assert "trials with a recorded error" in delivered and "faulted trials" not in delivered
