@@ -495,8 +495,8 @@ def run_battery(
                 run_parallel(runner, pending, workers, finish, may_start)
         left = [j for j in jobs if j.key not in tally.trials]
         decided = waves is not None and waves.stopped == STOP_DECIDED
-        if decided:
-            jobs = [j for j in jobs if j.key in tally.trials]
+        if waves is not None and decided:  # the report covers the waves run, no more
+            jobs = [j for j in jobs if j.trial_index < waves.waves_run and j.key in tally.trials]
             left = []
         if memory is not None and not left:
             _admit_run(memory, jobs, tally.trials, tally.episodes, on_admission)
@@ -521,7 +521,7 @@ def run_battery(
             max_waves=trials,
             stopped=waves.stopped,
             confidence=float(until_decided or 0.95),
-            trials_run=len(tally.trials),
+            trials_run=sum(1 for j in jobs if j.key in tally.trials),
             trials_planned=len(battery.scenarios) * trials,
         )
     stats = limits or limiter.stats()
