@@ -9,7 +9,8 @@ the runs are offline and deterministic apart from the panel's stochastic member,
 seeded.
 
 Prints one row per agent: both verdicts and whether they are equal, the trials of each run, the
-waves the sequential run stopped after and why, and the share of trials and of model calls
+waves the sequential run stopped after and why, the checks that failed at the confidence (none
+for a SAFE verdict, where every check passed), and the share of trials and of model calls
 (counted from each trial's recorded events) the sequential run saved. Nothing is asserted.
 
     .venv/bin/python benchmarks/bench_until_decided.py [--trials 6] [--confidence 0.95]
@@ -53,6 +54,7 @@ def _row(name: str, run: Callable[..., Any], trials: int, confidence: float) -> 
         "waves_trials": len(waves.trials),
         "waves_run": info.waves_run,
         "stopped": info.stopped,
+        "failed_checks": [c.metric for c in info.checks if c.state == "failed"],
         "trials_saved": 1 - len(waves.trials) / len(fixed.trials),
         "fixed_model_calls": f_calls,
         "waves_model_calls": w_calls,
@@ -112,15 +114,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         "| agent | fixed verdict | waves verdict | same | trials fixed → waves | waves (stop) "
-        "| trials saved | model calls fixed → waves | calls saved |"
+        "| failed at the confidence | trials saved | model calls fixed → waves | calls saved |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         same = "yes" if r["fixed_verdict"] == r["waves_verdict"] else "NO"
         print(
             f"| {r['agent']} | {r['fixed_verdict']} | {r['waves_verdict']} | {same} "
             f"| {r['fixed_trials']} → {r['waves_trials']} | {r['waves_run']} ({r['stopped']}) "
-            f"| {_pct(r['trials_saved'])} | {r['fixed_model_calls']} → "
+            f"| {', '.join(r['failed_checks']) or '—'} | {_pct(r['trials_saved'])} | {r['fixed_model_calls']} → "
             f"{r['waves_model_calls']} | {_pct(r['calls_saved'])} |"
         )
     total_f = sum(r["fixed_trials"] for r in rows)

@@ -58,7 +58,7 @@ def waves_line(report: Report) -> str | None:
         return None
     why = {
         "decided": f"the verdict was decided at {info.confidence:.0%}",
-        "max_trials": "every wave ran",
+        "max_trials": f"every wave ran, not decided at {info.confidence:.0%}",
         "budget_exhausted": "the budget ran out",
     }[info.stopped]
     open_checks = [c.metric for c in info.checks if c.state == "open"]

@@ -43,7 +43,7 @@ def run_in_waves(
         if not may_start():  # the budget stopped it (the wave may be incomplete)
             return WavesOutcome(done, STOP_BUDGET, decision)
         decision = decide(done)
-        if decision.decided and done < trials:
+        if decision.decided:  # at the last wave too: the run ended decided
             return WavesOutcome(done, STOP_DECIDED, decision)
     return WavesOutcome(trials, STOP_MAX, decision)
 

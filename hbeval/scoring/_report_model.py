@@ -108,8 +108,9 @@ class SequentialInfo(_Block):
     waves_run: int = Field(ge=0, description="Waves run (a wave is one trial of every scenario).")
     max_waves: int = Field(ge=1, description="The waves allowed (--trials).")
     stopped: Literal["decided", "max_trials", "budget_exhausted"] = Field(
-        description="decided: the verdict was settled at the confidence before --trials; "
-        "max_trials: every wave ran; budget_exhausted: --max-cost stopped it."
+        description="decided: the verdict was settled at the confidence (at the last wave, "
+        "or before it); max_trials: every wave ran and it was still not settled; "
+        "budget_exhausted: --max-cost stopped it."
     )
     confidence: float = Field(gt=0, lt=1)
     bound: str = Field(description="The always-valid bound (docs/statistics.md).")

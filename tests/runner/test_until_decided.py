@@ -40,8 +40,11 @@ def test_the_stopping_rule_runs_whole_waves_and_stops_at_the_first_decided_one()
     assert ran == [["s0-t0", "s1-t0", "s2-t0"], ["s0-t1", "s1-t1", "s2-t1"]]
     assert looked == [1, 2]
     assert (out.waves_run, out.stopped) == (2, "decided")
-    # Never decided: every wave runs; decided only at the last wave is not an early stop.
+    # Decided only at the last wave: every wave ran, and the run ended decided.
     out = run_in_waves(jobs, 4, lambda w: None, lambda: True, lambda w: _decision(w == 4))  # type: ignore[arg-type]
+    assert (out.waves_run, out.stopped) == (4, "decided")
+    # Never decided: every wave runs.
+    out = run_in_waves(jobs, 4, lambda w: None, lambda: True, lambda w: _decision(False))  # type: ignore[arg-type]
     assert (out.waves_run, out.stopped) == (4, "max_trials")
     # A budget that ran out ends it after the wave it stopped in, without a decision.
     out = run_in_waves(jobs, 4, lambda w: None, lambda: False, lambda w: _decision(True))  # type: ignore[arg-type]
