@@ -426,6 +426,29 @@ def headline(size: int, n_queries: int, *, k: int = 3, seed: int = 7) -> list[Ro
     return rows
 
 
+def marked_admission(n: int, warmup: int = 200, seed: int = 7) -> None:
+    """One ``admit_many`` of ``n`` episodes between two markers (episodes made beforehand, a
+    warm-up batch admitted first into the same store).
+
+    Under ``valgrind --tool=callgrind --zero-before=getppid --dump-before=getpgrp`` the first
+    dump holds the instructions of exactly that call (repeatable on a loaded machine)::
+
+        PYTHONHASHSEED=0 valgrind --tool=callgrind --zero-before=getppid --dump-before=getpgrp \\
+            .venv/bin/python benchmarks/bench_edm.py --marked-admission 1000
+    """
+    import gc
+
+    rng = random.Random(seed)
+    with tempfile.TemporaryDirectory() as tmp, EDM(Path(tmp) / "edm.db") as edm:
+        edm.admit_many([episode(rng, n + i) for i in range(warmup)])
+        episodes = [episode(rng, i) for i in range(n)]
+        gc.collect()
+        os.getppid()
+        decisions = edm.admit_many(episodes)
+        os.getpgrp()
+        assert all(decisions), "every benchmark episode qualifies"
+
+
 def figure_costs(n: int = 1_000) -> tuple[float, float]:
     """CPU us per episode of validating the benchmark trace's event dicts, and of computing the
     figures from the validated events (``trace_figures``): the admission's largest part."""
@@ -459,7 +482,17 @@ def main() -> None:
     ap.add_argument(
         "--build-only", action="store_true", help="with --keep: build the stores, measure nothing"
     )
+    ap.add_argument(
+        "--marked-admission",
+        type=int,
+        metavar="N",
+        help="admit N episodes between two markers and stop (for callgrind's --zero-before/"
+        "--dump-before: instructions per episode)",
+    )
     args = ap.parse_args()
+    if args.marked_admission:
+        marked_admission(args.marked_admission)
+        return
     sizes = [int(s) for s in args.sizes.split(",") if s]
 
     print(
