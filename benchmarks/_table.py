@@ -68,7 +68,7 @@ class Row:
     value: float
     low: float
     high: float
-    unit: str  # "x" (a ratio), "ms", "/s"
+    unit: str  # "x" (a ratio), "ms", "/s", "k" (thousands of instructions)
     goal: float | None  # None: context, no goal
     better: str = "le"  # "le": at most the goal is good; "ge": at least
     why: str = ""  # when not met or unresolved: what blocks it / where the time goes
@@ -83,14 +83,14 @@ class Row:
         return "yes" if ok_low else ("no" if bad else "unresolved")
 
     def _num(self, x: float) -> str:
-        if self.unit == "/s":
+        if self.unit in ("/s", "k"):
             return f"{x:,.0f}"
         if self.unit == "x" and x >= 10:
             return f"{x:.1f}"
         return f"{x:.3f}" if self.unit == "ms" else f"{x:.2f}"
 
     def cells(self) -> list[str]:
-        unit = {"x": "x", "ms": " ms", "/s": "/s"}[self.unit]
+        unit = {"x": "x", "ms": " ms", "/s": "/s", "k": "k"}[self.unit]
         value = f"{self._num(self.value)}{unit} [{self._num(self.low)}, {self._num(self.high)}]"
         if self.goal is None:
             goal = "(context)"

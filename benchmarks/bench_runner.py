@@ -22,7 +22,9 @@ scenarios (at most 60) x ``--trials`` trials (every fault type). Side by side, i
   ``run_battery`` call. Bookkeeping is what that same run spent outside the stages, on the same
   clock (less the wrappers' own cost, measured): plans, contexts, ids, the trial thread, trial
   dicts, the verdict's storability check, progress, the run's records, reading verdicts back.
-  Its interval is a bootstrap over the runs.
+  Its interval is a bootstrap over the runs. A known-zero control follows each run: the same
+  wrappers and arithmetic on a plain loop calling five staged functions per trial, with no
+  bookkeeping at all; what it reports (a few microseconds at most) is the method's own bias.
 
 Runner overhead per trial = (runner total - agent alone) / trials. Medians over the rounds, in
 CPU seconds of this process (``time.process_time``: what the runner costs, steady on a shared
@@ -358,8 +360,43 @@ def _one_result(battery: Any) -> TrialResult:
         return PlainAdapter().run_trial(scripted_factory(), TASK, scenario, plan)
 
 
+def control_round(n: int) -> float:
+    """The method on a driver with no bookkeeping (the known-zero control): CPU ms per trial.
+
+    A plain loop calls five staged functions per "trial" (each a fixed piece of Python work,
+    about the size of a small stage), wrapped by ``Stages`` exactly as ``direct_round`` wraps
+    the runner's; what the same arithmetic attributes to bookkeeping is then the loop itself
+    (a few tens of ns) plus whatever bias the wrappers' accounting has.
+    """
+
+    class Driver:
+        @staticmethod
+        def work() -> int:
+            return sum(range(1_500))
+
+    names = Stages.NAMES
+    for name in names:
+        setattr(Driver, name, Driver.work)
+    stages = Stages()
+    for name in names:
+        stages.wrap(Driver, name, name)
+    calls = [getattr(Driver, name) for name in names]
+    try:
+        gc.collect()
+        t0 = time.process_time_ns()
+        for _ in range(n):
+            for call in calls:
+                call()
+        total = time.process_time_ns() - t0
+    finally:
+        stages.undo()
+    inside = sum(stages.ns[name] for name in names)
+    return ((total - inside) / n - stages.calls * WRAPPER_NS / n) / 1e6
+
+
 def direct(scenarios: int, trials: int, rounds: int, tmp: Path) -> dict[str, list[float]]:
-    """``rounds`` instrumented runs (one warm-up first): per-round ms per trial of each part."""
+    """``rounds`` instrumented runs (one warm-up first): per-round ms per trial of each part,
+    and the known-zero control (``control_round``) after each run."""
     global WRAPPER_NS
     WRAPPER_NS = statistics.median(wrapper_cost_ns() for _ in range(5))
     direct_round(scenarios, trials, tmp, -1)
@@ -367,6 +404,7 @@ def direct(scenarios: int, trials: int, rounds: int, tmp: Path) -> dict[str, lis
     for i in range(rounds):
         for name, value in direct_round(scenarios, trials, tmp, i).items():
             got.setdefault(name, []).append(value)
+        got.setdefault("control", []).append(control_round(scenarios * trials))
     return got
 
 
@@ -389,17 +427,22 @@ def headline(rounds: int, *, scenarios: int = 60, trials: int = 5, calls: int = 
         + f"; the rest (the trial loop, the trial thread, small steps) "
         f"{med['bookkeeping'] - listed:.3f}"
     )  # fmt: skip
+    c_point, c_lo, c_hi = bootstrap([got["control"]], statistics.median)
     return [
         Row("runner bookkeeping per trial", "(absolute)",
             f"run_battery of {scenarios * trials} trials ({calls} tool calls each) into SQLite, "
             "minus its own stages timed inside the same run; process CPU", point, lo, hi, "ms",
-            TARGET_MS, why=f"CPU ms per trial, {parts}.")
+            TARGET_MS, why=f"CPU ms per trial, {parts}."),
+        Row("runner bookkeeping, known-zero control", "(absolute)",
+            f"the same wrappers and arithmetic on a plain loop of {scenarios * trials} "
+            "five-stage trials with no bookkeeping; process CPU (the method's bias)",
+            c_point, c_lo, c_hi, "ms", None),
     ]  # fmt: skip
 
 
 def print_direct(got: dict[str, list[float]], n: int) -> None:
     print(f"  inside one run_battery of {n} trials (CPU ms per trial, median [95% interval]):")
-    for name in (*Stages.NAMES, "wrappers", "bookkeeping", *Stages.PARTS, "total"):
+    for name in (*Stages.NAMES, "wrappers", "bookkeeping", *Stages.PARTS, "total", "control"):
         point, lo, hi = bootstrap([got[name]], statistics.median)
         print(f"    {name:<14}{point:>9.3f}   [{lo:.3f}, {hi:.3f}]")
 

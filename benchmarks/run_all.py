@@ -19,7 +19,8 @@ on the 2-core machine when nothing else runs):
 
 ``--callgrind`` adds instruction counts of the LangGraph variants (valgrind's callgrind, one
 process per variant; the reads inside the counted region, as inside the clock), which resolve
-differences that CPU time on a shared machine cannot. ``--json FILE`` writes the rows too.
+differences that CPU time on a shared machine cannot, and of one EDM ``admit_many`` of 1,000
+episodes (thousands of instructions per episode). ``--json FILE`` writes the rows too.
 
     .venv/bin/python benchmarks/run_all.py [--smoke | --quick | --full] [--callgrind] [--json FILE]
 """
@@ -79,7 +80,9 @@ MODES: dict[str, dict[str, dict[str, object]]] = {
     },
 }
 
-CALLGRIND_VARIANTS = ("bare", "noop-same", "hbeval-read", "hbeval-live", "openinference")
+CALLGRIND_VARIANTS = (
+    "bare", "noop-same", "hbeval-read", "hbeval-live", "openinference", "edm-admission",
+)  # fmt: skip
 
 
 def _benchmarks() -> dict[str, Callable[..., list[Row]]]:
@@ -120,18 +123,29 @@ def _benchmarks() -> dict[str, Callable[..., list[Row]]]:
     }
 
 
+ADMISSION_EPISODES = 1_000
+"""Episodes of the one ``admit_many`` call counted under callgrind (``bench_edm.py
+--marked-admission``)."""
+
+
 def instructions(variant: str, rounds: int = 10) -> float | None:
-    """Millions of instructions per run of one LangGraph variant under callgrind (None when
-    valgrind is missing or the run failed)."""
+    """Millions of instructions per run of one LangGraph variant under callgrind, or, for the
+    variant ``edm-admission``, per ``ADMISSION_EPISODES`` episodes admitted (None when valgrind
+    is missing or the run failed)."""
     if shutil.which("valgrind") is None:
         return None
+    if variant == "edm-admission":
+        script = ["bench_edm.py", "--marked-admission", str(ADMISSION_EPISODES)]
+        rounds = 1
+    else:
+        script = ["bench_langgraph_overhead.py", "--marked", variant, "--rounds", str(rounds),
+                  "--warmup", "2"]  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cg.out"
         cmd = [
             "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}.%p",
             "--zero-before=getppid", "--dump-before=getpgrp",
-            sys.executable, str(HERE / "bench_langgraph_overhead.py"),
-            "--marked", variant, "--rounds", str(rounds), "--warmup", "2",
+            sys.executable, str(HERE / script[0]), *script[1:],
         ]  # fmt: skip
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
@@ -173,6 +187,15 @@ def callgrind_rows() -> list[Row]:
             Row("OpenInference / hbeval added over bare, instructions", "hbeval-read", inside,
                 r, r * 0.99, r * 1.01, "x", 20.0, better="ge")
         )  # fmt: skip
+    admission = got.get("edm-admission")
+    if admission is not None:
+        per = admission * 1e6 / ADMISSION_EPISODES / 1e3
+        rows.append(
+            Row("EDM admission, instructions per episode", "(absolute)",
+                f"callgrind instructions of one admit_many of {ADMISSION_EPISODES:,} episodes "
+                "(figures from each trace, rule, embedding, SQLite), divided by the episodes",
+                per, per * 0.995, per * 1.005, "k", None)
+        )  # fmt: skip
     return rows
 
 
@@ -202,7 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     group = ap.add_mutually_exclusive_group()
     for mode in ("smoke", "quick", "full"):
         group.add_argument(f"--{mode}", action="store_const", const=mode, dest="mode")
-    ap.add_argument("--callgrind", action="store_true", help="LangGraph instruction counts")
+    ap.add_argument(
+        "--callgrind", action="store_true", help="instruction counts (LangGraph, EDM admission)"
+    )
     ap.add_argument("--only", help="comma-separated: langgraph,score,ingest,runner,edm")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     args = ap.parse_args(argv)

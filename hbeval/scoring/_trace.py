@@ -229,6 +229,11 @@ def _role(cls: type[Any]) -> int:
     return role
 
 
+def register_role(cls: type[Any], like: type[EventBase]) -> None:
+    """Give ``cls`` (a struct twin standing in for ``like``, ``_dict_trace``) ``like``'s role."""
+    _ROLE_OF[cls] = _ROLE_OF[like] if like in _ROLE_OF else _role(like)
+
+
 def _message_texts(ev: ModelStart) -> list[str]:
     return [m.content for m in ev.messages if m.content]
 
@@ -308,7 +313,7 @@ def analyse_trace(trace: Iterable[Any]) -> TraceFacts:
                 if rec.link == LINK_NONE:
                     # No start event, or its reply came after it: link now, as the deriver does.
                     _link(rec, linker)
-            if isinstance(ev, ToolError) or ev.status == "error":
+            if ev.kind == "tool_error" or ev.status == "error":  # a model or its twin
                 rec.errored = True
         elif role == 5:
             fault_positions.append((i, ev))

@@ -71,6 +71,7 @@ from ._composite import (
     constraint_score,
     judge_score,
 )
+from ._dict_trace import struct_trace
 from ._judge import (
     Judge,
     JudgeResult,
@@ -439,9 +440,11 @@ def trace_figures(
 
     ``passed`` is the verifier's result (S6 of IRS); None leaves IRS undefined
     (``not_measured``) when a fault was delivered. The rule inputs (forbidden, irreversible and
-    escalation tools, the final text) are the task's, as ``score_trial`` reads them.
+    escalation tools, the final text) are the task's, as ``score_trial`` reads them. Event
+    dicts are read through msgspec struct twins where they read exactly like the models
+    (``_dict_trace.struct_trace``), else validated into the models.
     """
-    facts = analyse_trace(events)
+    facts = analyse_trace(struct_trace(events) or events)
     evidence = assess_evidence(facts)
     live, undefined, _steps = _live_metrics(facts)
     metrics: dict[str, float | None] = {m: live.get(m) for m in (PEI, FRR, TI)}

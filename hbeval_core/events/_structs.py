@@ -38,6 +38,7 @@ __all__ = [
     "CHUNK_BYTES",
     "Refused",
     "fast_structs",
+    "full_struct_types",
     "struct_chunks",
     "struct_decoder",
     "struct_types",
@@ -61,8 +62,13 @@ nothing reads it from a struct, and ``msgspec.to_builtins`` leaves it out, so th
 from such a struct takes its own default."""
 
 
-def _struct(model: type[BaseModel], done: dict[Any, Any], tag: str | None) -> Any:
-    """A msgspec Struct with ``model``'s fields, bounds, defaults and config; nested ones too."""
+def _struct(
+    model: type[BaseModel], done: dict[Any, Any], tag: str | None, full: bool = False
+) -> Any:
+    """A msgspec Struct with ``model``'s fields, bounds, defaults and config; nested ones too.
+
+    ``full``: every defaulted collection is made as the model makes it (none left ``UNSET``),
+    so the struct reads like the model wherever it is read (``full_struct_types``)."""
     import msgspec
     from annotated_types import Ge
 
@@ -74,7 +80,7 @@ def _struct(model: type[BaseModel], done: dict[Any, Any], tag: str | None) -> An
             continue  # the union's tag
         if info.alias or info.validation_alias or info.discriminator:
             raise TypeError(f"{model.__name__}.{name}: aliases are not mirrored")
-        ann = _struct_type(info.annotation, done)
+        ann = _struct_type(info.annotation, done, full)
         bounds: dict[str, Any] = {}
         for meta in info.metadata:
             if not isinstance(meta, Ge):
@@ -84,7 +90,7 @@ def _struct(model: type[BaseModel], done: dict[Any, Any], tag: str | None) -> An
             ann = _bounded(ann, msgspec.Meta(**bounds))
         if info.is_required():
             fields.append((name, ann))
-        elif info.default_factory is not None and name not in _READ_COLLECTIONS:
+        elif info.default_factory is not None and name not in _READ_COLLECTIONS and not full:
             fields.append((name, ann, msgspec.UNSET))  # absent: see _READ_COLLECTIONS
         elif info.default_factory is not None:
             factory = cast(Callable[[], Any], info.default_factory)  # the models take no data
@@ -119,13 +125,13 @@ def _bounded(ann: Any, meta: Any) -> Any:
     return Annotated[ann, meta]
 
 
-def _struct_type(ann: Any, done: dict[Any, Any]) -> Any:
+def _struct_type(ann: Any, done: dict[Any, Any], full: bool = False) -> Any:
     if isinstance(ann, type) and issubclass(ann, BaseModel):
-        return _struct(ann, done, None)
+        return _struct(ann, done, None, full)
     origin, args = get_origin(ann), get_args(ann)
     if origin is None or origin is Literal:
         return ann
-    mirrored = tuple(_struct_type(a, done) for a in args)
+    mirrored = tuple(_struct_type(a, done, full) for a in args)
     if origin is Union or origin is types.UnionType:
         return Union[mirrored]  # noqa: UP007 - built from a tuple
     if origin is list:
@@ -150,6 +156,26 @@ def struct_types() -> dict[str, Any] | None:
         kind = model.model_fields["kind"].default
         if isinstance(model, type) and issubclass(model, EventBase) and kind in FAST_KINDS:
             structs[kind] = _struct(model, done, kind)
+    return structs
+
+
+@lru_cache(maxsize=1)
+def full_struct_types() -> dict[str, Any] | None:
+    """Struct twins by kind with every defaulted collection made (``_struct``'s ``full``): what
+    ``msgspec.convert`` turns an event dict into when the struct stands in for the model
+    (``hbeval.scoring._dict_trace``). None without msgspec."""
+    try:
+        import msgspec  # noqa: F401
+    except ImportError:
+        return None
+    from . import Event
+
+    done: dict[Any, Any] = {}
+    structs: dict[str, Any] = {}
+    for model in get_args(get_args(Event)[0]):
+        kind = model.model_fields["kind"].default
+        if isinstance(model, type) and issubclass(model, EventBase) and kind in FAST_KINDS:
+            structs[kind] = _struct(model, done, kind, full=True)
     return structs
 
 
