@@ -30,6 +30,7 @@ from ..scoring._trial_model import ERROR_CHARS
 from ..scoring._uncertainty import rate_interval
 from ..scoring._view import listed, section
 from ._consistency import add_consistency_rows
+from ._model_faults import add_model_faults_row, model_faults_lines
 from ._side_effects import add_side_effects_row, side_effects_lines
 from .scores import (
     EFFICIENCY_FIGURES,
@@ -225,6 +226,7 @@ def verdict_lines(report: Report, *, warnings: bool = True) -> list[str]:
         lines.append(f"  fix: {decision.fix}")
     lines.extend(error_lines(report))
     lines.extend(side_effects_lines(report))
+    lines.extend(model_faults_lines(report))
     missing = [
         sc
         for sc in listed(report, "scenarios") or ()
@@ -351,6 +353,7 @@ def summary_table(report: Report) -> Table:
     table.add_row("security gate", sec.status.replace("_", " "), "", sec.reason)
     table.add_row("faults delivered", *_delivery_cells(report))
     add_side_effects_row(table, report)
+    add_model_faults_row(table, report)
     for name in EFFICIENCY_FIGURES:
         table.add_row(
             name.replace("_", " "),

@@ -130,6 +130,7 @@ from ._sections import (
     _traceability,
     _trial_entry,
 )
+from ._model_faults import run_model_faults
 from ._side_effects import frr_recovered, run_side_effects
 from ._signals import settle_abstentions, silent_corruptions
 from ._warnings import warnings_field
@@ -481,6 +482,7 @@ def _build(
         isolation=_isolation_block(ordered),
         trials=entries,
         **_side_effects_field(scored),
+        **({"model_faults": mf} if (mf := run_model_faults(scored)) else {}),
     )
     return _decided(draft, floors, head)
 

@@ -71,6 +71,21 @@ class FaultEntry(_Block):
     call_id: str | None = Field(description="Tool call the fault was applied to.")
     effect: str = Field(description="How the fault reached the agent (vocab.FAULT_EFFECTS).")
     forbidden_tool: str | None = Field(description="Tool a prompt injection tries to trigger.")
+    handling: (
+        Literal[
+            "deliberate",
+            "retry_ignored_retry_after",
+            "retry_unbounded",
+            "continued",
+            "gave_up",
+            "unknown",
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="A model fault: how the client handled it (retry honouring Retry-After, "
+        "fallback, hammering, a changed conversation, giving up); absent for tool faults.",
+    )
 
 
 class SignalsModel(_Block):
