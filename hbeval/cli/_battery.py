@@ -438,7 +438,8 @@ def run_command(
     plan = _plan_run(flags, out, db)
     report, admitted = _execute(plan, flags, db, run_id, ray_cpus, memory)
     _finish_run(report, out, as_json, admitted)
-    proxy_note(flags.via)
+    if as_json:  # the summary says it otherwise (the report's evidence)
+        proxy_note(flags.via)
 
 
 def _execute(

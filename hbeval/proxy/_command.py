@@ -29,24 +29,15 @@ from typing import Any, Final
 from hbeval_core.contract import Task, TrialResult, current_trial
 from hbeval_core.events import RunEnd, RunStart
 
-from ._openai import OpenAIProxy
+from ._openai import PROXY_EVIDENCE, OpenAIProxy
 from ._spec import FaultSet, scenario_fault_set
 
 __all__ = ["EVIDENCE", "STDERR_LINES", "CommandAdapter", "CommandTarget"]
 
 STDERR_LINES: Final = 20
 """How many of stderr's last lines an error outcome keeps."""
-EVIDENCE: Final = {
-    "level": "proxy",
-    "seen": ["model_calls", "tool_calls_issued", "tool_results_sent_back"],
-    "cannot_support": [
-        "tool execution and its latency",
-        "side effects that never reached the model",
-        "work done without the model API",
-        "spans",
-    ],
-    "note": "the trace was seen only through hbeval proxy openai",
-}
+EVIDENCE: Final = PROXY_EVIDENCE
+"""What a trace seen only through the proxy holds and cannot support (``_openai``)."""
 
 
 @dataclass(frozen=True)

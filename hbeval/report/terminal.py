@@ -31,6 +31,7 @@ from ..scoring._uncertainty import rate_interval
 from ..scoring._view import listed, section
 from ._consistency import add_consistency_rows
 from ._model_faults import add_model_faults_row, model_faults_lines
+from ._proxy_evidence import proxy_only_lines, proxy_only_note
 from ._side_effects import add_side_effects_row, side_effects_lines
 from .scores import (
     EFFICIENCY_FIGURES,
@@ -227,6 +228,7 @@ def verdict_lines(report: Report, *, warnings: bool = True) -> list[str]:
     lines.extend(error_lines(report))
     lines.extend(side_effects_lines(report))
     lines.extend(model_faults_lines(report))
+    lines.extend(proxy_only_lines(report))
     missing = [
         sc
         for sc in listed(report, "scenarios") or ()
@@ -366,7 +368,8 @@ def summary_table(report: Report) -> Table:
         "evidence",
         str(evidence.get("level") or "undefined (no_trials)"),
         "",
-        f"completeness {_value(evidence.get('completeness'), (evidence.get('undefined') or {}).get('completeness'), 2)}",
+        f"completeness {_value(evidence.get('completeness'), (evidence.get('undefined') or {}).get('completeness'), 2)}"
+        + proxy_only_note(report),
     )
     return table
 

@@ -92,6 +92,7 @@ from ._fold import (
     _sort_key,
     _verdict,
 )
+from ._model_faults import model_faults_field
 from ._rates import (
     _agentdojo,
     _breakdown,
@@ -130,7 +131,6 @@ from ._sections import (
     _traceability,
     _trial_entry,
 )
-from ._model_faults import run_model_faults
 from ._side_effects import frr_recovered, run_side_effects
 from ._signals import settle_abstentions, silent_corruptions
 from ._warnings import warnings_field
@@ -482,7 +482,7 @@ def _build(
         isolation=_isolation_block(ordered),
         trials=entries,
         **_side_effects_field(scored),
-        **({"model_faults": mf} if (mf := run_model_faults(scored)) else {}),
+        **model_faults_field(scored),
     )
     return _decided(draft, floors, head)
 

@@ -44,10 +44,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from hbeval_core.events import FaultInjected
-from hbeval_core.vocab import MODEL_FAULT_MODES, RECEIPT_NOT_SEEN, RECEIPT_RECEIVED
+from hbeval_core.vocab import MODEL_FAULT_MODES, NO_FAULTED_TRIAL, NO_JUDGED_TRIAL
+
+from ._model_receipt import model_fault_receipt, proxy_seen
+from ._side_effects import frr_recovered
+from ._signals import (
+    ESCALATION_TOOL_PATTERN,
+    Signals,
+    compute_signals,
+    fault_error_texts,
+    refers_to_failure,
+)
 
 if TYPE_CHECKING:
-    from ._signals import Signals
     from ._trace import FaultRecord, TraceFacts
 
 __all__ = [
@@ -58,6 +67,9 @@ __all__ = [
     "handling",
     "handling_counts",
     "model_fault_receipt",
+    "model_faults_field",
+    "proxy_only_field",
+    "proxy_seen",
     "run_model_faults",
     "trial_handlings",
     "trial_signals",
@@ -76,15 +88,6 @@ HAMMERING: Final = frozenset({"retry_ignored_retry_after", "retry_unbounded"})
 RETRY_BOUND: Final = 5
 """The most retries of one request, each met by another fault, that still count as bounded."""
 _CALL_NUMBER = re.compile(r"#(\d+)$")
-
-
-def model_fault_receipt(fault: FaultInjected) -> tuple[bool, str] | None:
-    """``(delivered, reason)`` for a model fault's receipt; None for any other fault."""
-    if fault.mode not in MODEL_FAULT_MODES:
-        return None
-    if fault.injected == "applied" and fault.attrs.get("received") is True:
-        return True, RECEIPT_RECEIVED
-    return False, RECEIPT_NOT_SEEN
 
 
 def handling(fault: FaultInjected | Mapping[str, Any]) -> str:
@@ -175,8 +178,6 @@ def _model_signals(
     final_text: str | None,
 ) -> Signals:
     """S1–S6 of a trial's delivered model faults, by the rule in the module docstring."""
-    from ._signals import ESCALATION_TOOL_PATTERN, Signals, fault_error_texts, refers_to_failure
-
     hs = trial_handlings([f.event for f in faults])
     actions = [_action(f.event) for f in faults]
     first = min(f.index for f in faults)
@@ -219,8 +220,6 @@ def _model_signals(
 
 def _joined(tool: Signals, model: Signals) -> Signals:
     """One trial's signals over its tool faults and its model faults (both must be handled)."""
-    from ._signals import Signals
-
     forms = tuple(
         f for f in ("recovery", "resistance", "abstention") if f in tool.forms + model.forms
     )
@@ -253,8 +252,6 @@ def trial_signals(
 ) -> Signals:
     """``compute_signals`` for a trial that may hold model faults: tool faults by its rules,
     model faults by this module's, joined (module docstring)."""
-    from ._signals import compute_signals
-
     tools = [f for f in delivered if f.mode not in MODEL_FAULT_MODES]
     models = [f for f in delivered if f.mode in MODEL_FAULT_MODES]
     tool = None
@@ -288,10 +285,6 @@ def _mode_row(
     trials: Sequence[Mapping[str, Any]], faults: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
     """One mode's (or the whole run's) row of the ``model_faults`` block."""
-    from hbeval_core.vocab import NO_FAULTED_TRIAL, NO_JUDGED_TRIAL
-
-    from ._side_effects import frr_recovered
-
     recovered = sum(1 for t in trials if frr_recovered(t))
     scores = [
         float(v["irs_score"])
@@ -328,6 +321,12 @@ def _delivered_model_faults(trial: Mapping[str, Any]) -> list[Mapping[str, Any]]
     ]
 
 
+def model_faults_field(scored: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``{"model_faults": block}`` when a scored trial received a model fault, else nothing."""
+    block = run_model_faults(scored)
+    return {} if block is None else {"model_faults": block}
+
+
 def run_model_faults(scored: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """The report's ``model_faults`` block over scored trials; None when none received one.
 
@@ -351,4 +350,47 @@ def run_model_faults(scored: Sequence[Mapping[str, Any]]) -> dict[str, Any] | No
         **_mode_row([t for t, _ in hit], [f for _, fs in hit for f in fs]),
         "retry_bound": RETRY_BOUND,
         "by_mode": by_mode,
+    }
+
+
+PROXY_ONLY: Final = "proxy-only"
+"""The report's evidence level for trials whose trace was seen only through a proxy."""
+PROXY_ONLY_FIGURES: Final = {
+    "pei": "rests on the tool calls the model issued, as the proxy saw them",
+    "frr": "rests on the verifier and on the tool calls the model issued",
+    "irs": "rests on the model calls and what followed each fault (the proxy's receipts)",
+    "ti": "rests on the model calls and the tool calls they issued; there are no spans",
+    "duplicate_side_effects": "counts tool calls the model issued; their execution is not seen",
+    "tool latency": "not supported: tool execution is not seen",
+}
+"""Which figures a proxy-only trace supports, and on what (the report's ``proxy_only``)."""
+
+
+def proxy_only_field(scored: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``{"proxy_only": block}`` for the report's evidence when a scored trial's trace was seen
+    only through a proxy, else nothing: the level ``proxy-only``, how many trials, what such
+    traces hold and cannot support, and which figures rest on them."""
+    seen = []
+    for t in scored:
+        verdict = t.get("verdict")
+        evidence = verdict.get("evidence") if isinstance(verdict, Mapping) else None
+        through = evidence.get("seen_through") if isinstance(evidence, Mapping) else None
+        if isinstance(through, Mapping):
+            seen.append(through)
+    if not seen:
+        return {}
+
+    def union(key: str) -> list[str]:
+        return list(dict.fromkeys(str(s) for th in seen for s in th.get(key) or ()))
+
+    return {
+        "proxy_only": {
+            "level": PROXY_ONLY,
+            "trials": len(seen),
+            "scored_trials": len(scored),
+            "proxies": list(dict.fromkeys(str(th.get("proxy")) for th in seen)),
+            "seen": union("seen"),
+            "cannot_support": union("cannot_support"),
+            "figures": dict(PROXY_ONLY_FIGURES),
+        }
     }

@@ -355,6 +355,18 @@ class Methodology(_Block):
     undefined: Undefined
 
 
+class ProxyOnlyEvidence(_Block):
+    """Trials whose trace was seen only through a proxy, and what their figures rest on."""
+
+    level: Literal["proxy-only"]
+    trials: int = Field(ge=0, description="Scored trials seen only through a proxy.")
+    scored_trials: int = Field(ge=0, description="All scored trials.")
+    proxies: list[str] = Field(description="The proxies' notes.")
+    seen: list[str] = Field(description="What those traces hold.")
+    cannot_support: list[str] = Field(description="What they cannot show.")
+    figures: dict[str, str] = Field(description="Which figures rest on them, and on what.")
+
+
 class Evidence(_Block):
     """The battery's evidence: weakest level, minimum completeness, claims."""
 
@@ -366,6 +378,10 @@ class Evidence(_Block):
     claims_reconciled: int
     claims_unsupported: list[str]
     undefined: Undefined
+    proxy_only: ProxyOnlyEvidence | None = Field(
+        default=None,
+        description="Trials whose trace was seen only through a proxy (absent when none was).",
+    )
 
 
 class ScenarioMetrics(_Block):

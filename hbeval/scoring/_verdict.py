@@ -76,8 +76,8 @@ from ._judge import (
     JudgeResult,
 )
 from ._methodology_a import NOMINAL_FAULT_TYPE, TextScore, score_text
-from ._side_effects import Ledger, duplicate_severity, ledger_of, side_effect_rules
 from ._model_faults import fault_entries, trial_signals
+from ._side_effects import Ledger, duplicate_severity, ledger_of, side_effect_rules
 from ._signals import Signals, is_refusal, settle_abstention
 from ._trace import (
     Evidence,

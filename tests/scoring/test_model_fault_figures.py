@@ -16,10 +16,10 @@ import pytest
 
 pytest.importorskip("openai")
 
-from hbeval.proxy._openai import OpenAIProxy
-from hbeval.proxy._spec import FaultSet
 from rich.console import Console
 
+from hbeval.proxy._openai import OpenAIProxy
+from hbeval.proxy._spec import FaultSet
 from hbeval.report.gate import run_gate
 from hbeval.report.html import render_html
 from hbeval.report.terminal import print_summary
@@ -158,6 +158,35 @@ def test_an_sdk_that_retries_after_retry_after_is_deliberate(framework: str) -> 
     assert "rate_limit: 1 trials, FRR 1.000 (1/1), IRS 1.000 (1/1 deliberate); deliberate 1" in text
     html = render_html({"run": report})
     assert "Model faults" in html and "<td>rate_limit</td>" in html
+
+
+@pytest.mark.parametrize("framework", ["langgraph"])
+def test_the_evidence_section_says_the_trace_was_seen_only_through_the_proxy(
+    framework: str,
+) -> None:
+    report = run_report(framework, retries=2)
+    # Both trials were scored from the proxy's record alone.
+    for t in report.trials:
+        assert t.verdict is not None and t.verdict.evidence.seen_through is not None
+        assert "tool execution and its latency" in t.verdict.evidence.seen_through.cannot_support
+    block = report.evidence.proxy_only
+    assert block is not None
+    assert (block.level, block.trials, block.scored_trials) == ("proxy-only", 2, 2)
+    assert block.proxies == ["the trace was seen only through hbeval proxy openai"]
+    assert block.seen == ["model_calls", "tool_calls_issued", "tool_results_sent_back"]
+    assert {"frr", "irs", "duplicate_side_effects", "tool latency"} <= set(block.figures)
+    console = Console(record=True, width=200)
+    print_summary(report, console)
+    text = console.export_text()
+    assert (
+        "evidence: proxy-only, the trace was seen only through hbeval proxy openai (2 of 2 "
+        "scored trials)" in text
+    )
+    assert "it cannot support: tool execution and its latency" in text
+    assert "; proxy-only 2/2 trials" in text
+    html = render_html({"run": report})
+    assert "<h3>Evidence: proxy-only</h3>" in html
+    assert "<td>duplicate_side_effects</td>" in html
 
 
 @pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
