@@ -488,9 +488,11 @@ class OpenAIProxy:
                 attrs = {**receipt.attrs, "delivered_by": "next_request", "tool_ran": True}
                 record.keep(receipt.model_copy(update={"attrs": attrs}))
             if error is not None:
-                record.emit(ToolError, call_id=tcid, tool=tool, error=error)
+                record.emit(ToolError, at=ex.arrived, call_id=tcid, tool=tool, error=error)
             else:
-                record.emit(ToolEnd, call_id=tcid, tool=tool, result=seen, status="ok")
+                record.emit(
+                    ToolEnd, at=ex.arrived, call_id=tcid, tool=tool, result=seen, status="ok"
+                )
         messages = [
             {
                 "role": str(m.get("role") or ""),
@@ -502,6 +504,7 @@ class OpenAIProxy:
         ]
         record.emit(
             ModelStart,
+            at=ex.arrived,
             call_id=ex.call_id,
             model=ex.model or None,
             messages=messages,
@@ -510,6 +513,7 @@ class OpenAIProxy:
         if ex.fault is not None:
             planted = record.emit(
                 FaultInjected,
+                at=ex.arrived,
                 call_id=ex.call_id,
                 tool=None,
                 mode=ex.fault.mode,
@@ -547,6 +551,7 @@ class OpenAIProxy:
             }
         record.emit(
             ModelEnd,
+            at=ex.answered or None,
             call_id=ex.call_id,
             text=c.text if c is not None else None,
             tool_calls=tool_calls,
@@ -556,4 +561,10 @@ class OpenAIProxy:
             attrs={"status": ex.status, **({"raw_arguments": raw} if raw else {})},
         )
         for call in tool_calls:
-            record.emit(ToolStart, call_id=call["id"], tool=call["name"], args=call["args"])
+            record.emit(
+                ToolStart,
+                at=ex.answered or None,
+                call_id=call["id"],
+                tool=call["name"],
+                args=call["args"],
+            )
