@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from ._common import EXIT_BAD_INPUT
+from ._proxy_options import BatteryOption, RecordOption, ScenarioOption
 
 __all__ = ["mcp_proxy_cmd"]
 
@@ -33,20 +34,9 @@ def mcp_proxy_cmd(
             "poisoned_description or definition_change; e.g. timeout:lookup_order@0.",
         ),
     ] = None,
-    battery: Annotated[
-        str | None,
-        typer.Option("--battery", metavar="FILE", help="Plant one scenario of a battery file."),
-    ] = None,
-    scenario: Annotated[
-        str | None,
-        typer.Option("--scenario", help="The battery file's scenario (when it has several)."),
-    ] = None,
-    record: Annotated[
-        str | None,
-        typer.Option(
-            "--record", metavar="STORE", help="Store the session (hb-events, receipts) here."
-        ),
-    ] = None,
+    battery: BatteryOption = None,
+    scenario: ScenarioOption = None,
+    record: RecordOption = None,
     http: Annotated[
         int | None,
         typer.Option("--http", metavar="PORT", help="Serve streamable HTTP on 127.0.0.1:PORT/mcp."),
