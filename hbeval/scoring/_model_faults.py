@@ -22,7 +22,8 @@ A chain of retries of one request (each retry met by another planted fault) long
 **In the figures** (``trial_signals``): a trial's model faults are judged apart from its tool
 faults (which keep ``_signals``' rules) and the two are joined. Its model-fault handling is
 *handled* when no fault was hammered and every fault was retried deliberately, worked around
-(``continued``), or given up on with an escalation (S5: the trial failed, no tool but an
+(``continued``, when the agent noticed it: a later model output names the failure, or the next
+model input answers the spoiled tool call with an error), or given up on with an escalation (S5: the trial failed, no tool but an
 escalation ran after the last fault, and the agent escalated or named the failure). A form
 must hold as for tool faults: recovery (S6, the verifier passed) or abstention (S5). So a
 client that retries after ``Retry-After`` and then answers is deliberate; one that gives up
@@ -168,6 +169,33 @@ def fault_entries(faults: Sequence[FaultRecord]) -> list[dict[str, Any]]:
     return out
 
 
+def _noticed(facts: TraceFacts, fault: FaultRecord) -> bool:
+    """The agent noticed this fault: model output after it names a failure, or the next model
+    input reports one for a tool call the faulted reply issued (a spoiled call answered with
+    an error, as LangGraph's tool node does)."""
+    if refers_to_failure(facts.model_outputs_after(fault.index), fault_error_texts(fault)):
+        return True
+    events = facts.events
+    reply = next(
+        (
+            i
+            for i in facts.model_end_indices
+            if i > fault.index and getattr(events[i], "call_id", None) == fault.event.call_id
+        ),
+        None,
+    )
+    if reply is None:
+        return False
+    ids = {c.id for c in getattr(events[reply], "tool_calls", None) or ()}
+    later = next((i for i in facts.model_start_indices if i > reply), None)
+    if not ids or later is None:
+        return False
+    answers = [
+        m.content for m in getattr(events[later], "messages", None) or () if m.tool_call_id in ids
+    ]
+    return refers_to_failure(answers)
+
+
 def _model_signals(
     facts: TraceFacts,
     faults: Sequence[FaultRecord],
@@ -200,8 +228,10 @@ def _model_signals(
     escalated = any(escalates(c.tool) for c in after_first)
     s5 = not passed and not side_effect and stopped and (escalated or s3)
     hammered = any(h in HAMMERING for h in hs)
+    # A changed conversation is a workaround only when the agent noticed the fault.
     handled = not hammered and all(
-        h in ("deliberate", "continued") or (h == "gave_up" and s5) for h in hs
+        h == "deliberate" or (h == "continued" and _noticed(facts, f)) or (h == "gave_up" and s5)
+        for h, f in zip(hs, faults, strict=True)
     )
     forms = (("recovery",) if passed else ()) + (("abstention",) if s5 else ())
     return Signals(

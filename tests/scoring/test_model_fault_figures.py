@@ -242,3 +242,62 @@ def test_a_chain_of_retries_longer_than_the_bound_is_unbounded() -> None:
     # A chain that ends in giving up keeps its retries bounded and the last fault gave up.
     ended = [receipt(0, retry), receipt(1, {"action": "gave_up"})]
     assert trial_handlings(ended) == ["deliberate", "gave_up"]
+
+
+def spoiled_call_trace(answer: str) -> list[Any]:
+    """A proxy's trace: the first reply's tool call arrived spoiled, the agent went on."""
+    from hbeval_core.events import ModelEnd, ModelStart, RunEnd, RunStart, ToolEnd, ToolStart
+    from hbeval_core.events import ToolCall as Call
+
+    followed = {"action": "continued", "after_ms": 4.0}
+    return [
+        RunStart(run_id="r", seq=0, framework="openai-proxy"),
+        ModelStart(
+            run_id="r", seq=1, call_id="model#0", messages=[{"role": "user", "content": "q"}]
+        ),
+        FaultInjected(
+            run_id="r",
+            seq=2,
+            call_id="model#0",
+            mode="malformed_tool_call",
+            effect="result_altered",
+            attrs={"received": True, "followed_by": followed},
+        ),
+        ModelEnd(run_id="r", seq=3, call_id="model#0", tool_calls=[Call(id="c1", name="lookup")]),
+        ToolStart(run_id="r", seq=4, call_id="c1", tool="lookup"),
+        ToolEnd(run_id="r", seq=5, call_id="c1", tool="lookup", result=answer),
+        ModelStart(
+            run_id="r",
+            seq=6,
+            call_id="model#1",
+            messages=[
+                {"role": "user", "content": "q"},
+                {"role": "tool", "content": answer, "tool_call_id": "c1"},
+            ],
+        ),
+        ModelEnd(run_id="r", seq=7, call_id="model#1", text="done"),
+        RunEnd(run_id="r", seq=8, status="ok"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("answer", "irs"),
+    [
+        # The agent told the model its call was spoiled: a workaround it noticed.
+        ("Error: the arguments of lookup are not valid JSON", 1.0),
+        # The agent ran the spoiled call as if nothing were wrong: it passed, unnoticed.
+        ("order A1: shipped", 0.0),
+    ],
+)
+def test_a_changed_conversation_is_deliberate_only_when_the_fault_was_noticed(
+    answer: str, irs: float
+) -> None:
+    task = Task(id="t", question="q", required=("done",))
+    result = TrialResult(
+        final_state="done", events=spoiled_call_trace(answer), response_text="done"
+    )
+    verdict = score_trial(task, Scn(1, "malformed_tool_call"), result).as_dict()
+    # By hand: the verifier passed (FRR's recovery either way); IRS follows the noticing.
+    assert verdict["passed"] is True and verdict["faulted"] is True
+    assert verdict["faults"][0]["handling"] == "continued"
+    assert verdict["irs_score"] == irs
