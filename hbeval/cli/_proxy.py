@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from typing import Annotated
 
 import typer
@@ -10,6 +11,10 @@ from ._common import EXIT_BAD_INPUT
 from ._proxy_options import BatteryOption, RecordOption, ScenarioOption
 
 __all__ = ["mcp_proxy_cmd"]
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _fail(message: str) -> typer.Exit:
@@ -65,6 +70,9 @@ def mcp_proxy_cmd(
     if faults.model is not None:
         raise _fail("model fault modes are planted on model calls: use `hbeval proxy openai`")
     proxy = McpProxy(command, faults, forbidden_tool=forbidden_tool)
+    # A client that closed the session terminates a server slow to exit (the mcp SDK does
+    # after 2 s): SIGTERM ends the proxy as Ctrl-C does, so the session is still recorded.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         if http is None:
             anyio.run(proxy.serve_stdio)

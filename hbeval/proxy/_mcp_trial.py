@@ -10,6 +10,8 @@ plan, gives the agent this command line, and reads the events back after the pro
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -53,12 +55,22 @@ def main(argv: list[str]) -> int:
     plan = plan_from_dict(spec.get("plan"))
     faults = FaultSet(plan, (), ["trial plan"])
     proxy = McpProxy(argv[3:], faults, forbidden_tool=spec.get("forbidden_tool"))
+
+    def write() -> None:
+        events = list(proxy.record.events)  # no lock: a signal may land while it is held
+        Path(argv[1]).write_text("".join(e.model_dump_json() + "\n" for e in events), "utf-8")
+
+    def on_term(signum: int, frame: object) -> None:
+        # A client that closed the session terminates a server slow to exit (the mcp SDK
+        # does after 2 s): the session is written first.
+        write()
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, on_term)
     try:
         anyio.run(proxy.serve_stdio)
     finally:
-        with open(argv[1], "w", encoding="utf-8") as out:
-            for event in proxy.record.events:
-                out.write(event.model_dump_json() + "\n")
+        write()
     return 0
 
 
