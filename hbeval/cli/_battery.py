@@ -445,7 +445,8 @@ def run_command(
     plan = replace(plan, until_decided=checked_waves(until_decided, confidence, executor))
     report, admitted = _execute(plan, flags, db, run_id, ray_cpus, memory)
     _finish_run(report, out, as_json, admitted)
-    proxy_note(flags.via)
+    if as_json:  # the summary says it otherwise (the report's evidence)
+        proxy_note(flags.via)
 
 
 def _execute(

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import signal
 from typing import Annotated
 
 import typer
 
 from ._common import EXIT_BAD_INPUT
+from ._proxy_options import BatteryOption, RecordOption, ScenarioOption
 
 __all__ = ["mcp_proxy_cmd"]
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _fail(message: str) -> typer.Exit:
@@ -33,20 +39,9 @@ def mcp_proxy_cmd(
             "poisoned_description or definition_change; e.g. timeout:lookup_order@0.",
         ),
     ] = None,
-    battery: Annotated[
-        str | None,
-        typer.Option("--battery", metavar="FILE", help="Plant one scenario of a battery file."),
-    ] = None,
-    scenario: Annotated[
-        str | None,
-        typer.Option("--scenario", help="The battery file's scenario (when it has several)."),
-    ] = None,
-    record: Annotated[
-        str | None,
-        typer.Option(
-            "--record", metavar="STORE", help="Store the session (hb-events, receipts) here."
-        ),
-    ] = None,
+    battery: BatteryOption = None,
+    scenario: ScenarioOption = None,
+    record: RecordOption = None,
     http: Annotated[
         int | None,
         typer.Option("--http", metavar="PORT", help="Serve streamable HTTP on 127.0.0.1:PORT/mcp."),
@@ -75,6 +70,9 @@ def mcp_proxy_cmd(
     if faults.model is not None:
         raise _fail("model fault modes are planted on model calls: use `hbeval proxy openai`")
     proxy = McpProxy(command, faults, forbidden_tool=forbidden_tool)
+    # A client that closed the session terminates a server slow to exit (the mcp SDK does
+    # after 2 s): SIGTERM ends the proxy as Ctrl-C does, so the session is still recorded.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         if http is None:
             anyio.run(proxy.serve_stdio)

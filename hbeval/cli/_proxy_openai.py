@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ._common import EXIT_BAD_INPUT, plain_app
+from ._proxy_options import BatteryOption, RecordOption, ScenarioOption
 
 __all__ = ["UPSTREAM_KEY_ENV", "proxy_app"]
 
@@ -54,18 +55,9 @@ def openai_cmd(
             "result as the model sees it (prompt_injection:lookup_order@0).",
         ),
     ] = None,
-    battery: Annotated[
-        str | None,
-        typer.Option("--battery", metavar="FILE", help="Plant one scenario of a battery file."),
-    ] = None,
-    scenario: Annotated[
-        str | None,
-        typer.Option("--scenario", help="The battery file's scenario (when it has several)."),
-    ] = None,
-    record: Annotated[
-        str | None,
-        typer.Option("--record", metavar="STORE", help="Store the sessions (hb-events, receipts)."),
-    ] = None,
+    battery: BatteryOption = None,
+    scenario: ScenarioOption = None,
+    record: RecordOption = None,
     session_idle: Annotated[
         float | None,
         typer.Option(

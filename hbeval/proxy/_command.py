@@ -18,35 +18,64 @@ and the report carries it.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
 import subprocess
+import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from hbeval_core.contract import Task, TrialResult, current_trial
-from hbeval_core.events import RunEnd, RunStart
+from hbeval_core.events import RunEnd, RunStart, ToolEnd, ToolError, ToolStart, parse_event
+from hbeval_core.faults.plans import FaultPlan
 
-from ._openai import OpenAIProxy
+from ._openai import PROXY_EVIDENCE, OpenAIProxy
 from ._spec import FaultSet, scenario_fault_set
 
-__all__ = ["EVIDENCE", "STDERR_LINES", "CommandAdapter", "CommandTarget"]
+__all__ = [
+    "EVIDENCE",
+    "MCP_ENV",
+    "MCP_EVIDENCE",
+    "MCP_ONLY_EVIDENCE",
+    "STDERR_LINES",
+    "CommandAdapter",
+    "CommandTarget",
+]
 
 STDERR_LINES: Final = 20
 """How many of stderr's last lines an error outcome keeps."""
-EVIDENCE: Final = {
+EVIDENCE: Final = PROXY_EVIDENCE
+"""What a trace seen only through the proxy holds and cannot support (``_openai``)."""
+MCP_EVIDENCE: Final = {
     "level": "proxy",
-    "seen": ["model_calls", "tool_calls_issued", "tool_results_sent_back"],
+    "seen": ["model_calls", "tool_calls_issued", "mcp_tool_calls_and_results"],
     "cannot_support": [
-        "tool execution and its latency",
-        "side effects that never reached the model",
+        "tools run outside the MCP server",
+        "side effects that never reached the model or the MCP server",
         "work done without the model API",
         "spans",
     ],
-    "note": "the trace was seen only through hbeval proxy openai",
+    "note": "the trace was seen only through hbeval proxy openai and hbeval mcp-proxy",
 }
+"""The same with ``--via-proxy mcp=CMD``: the MCP server's calls are seen where they run."""
+MCP_ONLY_EVIDENCE: Final = {
+    "level": "proxy",
+    "seen": ["mcp_tool_calls_and_results"],
+    "cannot_support": [
+        "model calls, so whether a fault reached the model (delivery)",
+        "tools run outside the MCP server",
+        "spans",
+    ],
+    "note": "the trace was seen only through hbeval mcp-proxy",
+}
+"""``--via-proxy mcp=CMD`` without ``openai``: only the MCP server's calls are seen."""
+MCP_ENV: Final = ("HBEVAL_MCP_COMMAND", "HBEVAL_MCP_ARGV")
+"""Where the process finds the MCP server to start: a command line, and the same as JSON."""
 
 
 @dataclass(frozen=True)
@@ -54,10 +83,13 @@ class CommandTarget:
     """A process to run per trial: its command line and where its model calls go."""
 
     command: str
-    upstream: str
+    upstream: str | None
+    """The model API the OpenAI proxy forwards to; None: the model calls are not proxied."""
     question_as_arg: bool = False
     upstream_key: str | None = None
     timeout: float | None = 600.0
+    mcp_server: str | None = None
+    """The agent's MCP server (a command line), fronted per trial by ``hbeval mcp-proxy``."""
 
     def argv(self, question: str) -> list[str]:
         args = shlex.split(self.command)
@@ -95,7 +127,9 @@ class CommandAdapter:
         return None
 
     def run_trial(self, target: Any, task: Task, scenario: Any, plan: Any) -> TrialResult:
-        """Run the process once under the trial's plan, through its own proxy."""
+        """Run the process once under the trial's plan, through its own proxies."""
+        # Long because: one trial's lifecycle in order: the proxies up, the process run, the
+        # proxies down, the traces joined, each step a few lines.
         if not isinstance(target, CommandTarget):
             raise TypeError(f"CommandAdapter runs a CommandTarget, not {type(target).__name__}")
         ctx = current_trial()
@@ -105,15 +139,47 @@ class CommandAdapter:
         source = f"scenario {getattr(scenario, 'index', '?')}"
         faults = scenario_fault_set(plan, source) if plan is not None else FaultSet()
         forbidden = task.forbidden_tools[0] if task.forbidden_tools else None
-        proxy = OpenAIProxy(
-            target.upstream,
-            trial_keys={key: (trial, faults)},
-            upstream_key=target.upstream_key,
-            forbidden_tool=forbidden,
-            run_id=run_id,
-            session_attrs={"evidence": EVIDENCE, "command": target.command},
-        ).start()
-        env = {**os.environ, "OPENAI_BASE_URL": proxy.base_url, "OPENAI_API_KEY": key}
+        evidence = _evidence(target)
+        env = dict(os.environ)
+        proxy = None
+        if target.upstream is not None:
+            # With an MCP server, its proxy plants the tool faults where the tools run.
+            model_faults = FaultSet(None, (), faults.source, faults.model)
+            proxy = OpenAIProxy(
+                target.upstream,
+                trial_keys={key: (trial, model_faults if target.mcp_server else faults)},
+                upstream_key=target.upstream_key,
+                forbidden_tool=forbidden,
+                run_id=run_id,
+                session_attrs={"evidence": evidence, "command": target.command},
+            ).start()
+            env.update(OPENAI_BASE_URL=proxy.base_url, OPENAI_API_KEY=key)
+        with tempfile.TemporaryDirectory(prefix="hbeval-mcp-") as tmp:
+            mcp_events = Path(tmp) / "events.jsonl"
+            if target.mcp_server is not None:
+                env.update(_mcp_env(target.mcp_server, Path(tmp), faults, forbidden, mcp_events))
+            try:
+                status, error, error_type, answer = self._run(target, task, env)
+            finally:
+                if proxy is not None:
+                    proxy.close()
+            mcp = _read_events(mcp_events) if target.mcp_server is not None else []
+        events: list[Any] = list(proxy.records[0].events) if proxy and proxy.records else []
+        events = _joined(events, mcp, run_id, evidence, target.command)
+        return TrialResult(
+            final_state=answer,
+            events=events,
+            status=status,
+            error=error,
+            error_type=error_type,
+            response_text=answer,
+            metadata={"evidence": evidence, "command": target.command},
+        )
+
+    def _run(
+        self, target: CommandTarget, task: Task, env: dict[str, str]
+    ) -> tuple[str, str | None, str | None, str | None]:
+        """``(status, error, error_type, answer)`` of one run of the process."""
         try:
             done = subprocess.run(
                 target.argv(task.question),
@@ -124,30 +190,80 @@ class CommandAdapter:
                 timeout=target.timeout,
                 check=False,
             )
-            status, error, error_type = "ok", None, None
-            if done.returncode != 0:
-                status, error_type = "error", "ProcessExit"
-                error = f"exit status {done.returncode}: {_tail(done.stderr)}".strip()
-            answer: str | None = done.stdout.strip()
         except subprocess.TimeoutExpired:
-            status, error, error_type, answer = "timeout", "the process ran out of time", None, None
+            return "timeout", "the process ran out of time", None, None
         except OSError as exc:
-            status, error_type, answer = "error", "OSError", None
-            error = f"cannot start {target.command!r}: {exc.strerror or exc}"
-        finally:
-            proxy.close()
-        events = proxy.records[0].events if proxy.records else []
-        if not events:  # the process never called the model: the trial still has its bounds
-            events = [
-                RunStart(run_id=run_id, seq=0, framework="openai-proxy"),
-                RunEnd(run_id=run_id, seq=1, status="ok", attrs={"model_calls": 0}),
-            ]
-        return TrialResult(
-            final_state=answer,
-            events=list(events),
-            status=status,
-            error=error,
-            error_type=error_type,
-            response_text=answer,
-            metadata={"evidence": EVIDENCE, "command": target.command},
+            return (
+                "error",
+                f"cannot start {target.command!r}: {exc.strerror or exc}",
+                "OSError",
+                None,
+            )
+        if done.returncode != 0:
+            error = f"exit status {done.returncode}: {_tail(done.stderr)}".strip()
+            return "error", error, "ProcessExit", done.stdout.strip()
+        return "ok", None, None, done.stdout.strip()
+
+
+def _evidence(target: CommandTarget) -> dict[str, Any]:
+    if target.mcp_server is None:
+        return dict(EVIDENCE)
+    return dict(MCP_EVIDENCE if target.upstream is not None else MCP_ONLY_EVIDENCE)
+
+
+def _mcp_env(
+    server: str, tmp: Path, faults: FaultSet, forbidden: str | None, events: Path
+) -> dict[str, str]:
+    """The process's ``HBEVAL_MCP_COMMAND`` / ``HBEVAL_MCP_ARGV``: this trial's MCP proxy."""
+    from ._mcp_trial import plan_to_file
+
+    if faults.plan is not None and not isinstance(faults.plan, FaultPlan):
+        raise ValueError(
+            f"--via-proxy mcp: a {type(faults.plan).__name__} cannot be planted by the MCP "
+            "proxy; use a battery of single faults"
         )
+    plan_file = tmp / "plan.json"
+    plan_to_file(plan_file, faults.plan, forbidden)
+    argv = [
+        sys.executable, "-m", "hbeval.proxy._mcp_trial", str(plan_file), str(events), "--",
+        *shlex.split(server),
+    ]  # fmt: skip
+    return {MCP_ENV[0]: shlex.join(argv), MCP_ENV[1]: json.dumps(argv)}
+
+
+def _read_events(path: Path) -> list[Any]:
+    """The MCP proxy's events (none when it never started: the process never used it)."""
+    if not path.exists():
+        return []
+    return [parse_event(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def _joined(
+    model: list[Any], mcp: list[Any], run_id: str, evidence: dict[str, Any], command: str
+) -> list[Any]:
+    """One trace of the trial: the OpenAI proxy's and the MCP proxy's events by time.
+
+    The MCP proxy saw its tools run, so the OpenAI proxy's view of those tools (the call the
+    model issued, the result sent back) is left out; one ``run_start`` and one ``run_end``.
+    """
+    served = {str(t) for e in mcp if isinstance(e, RunEnd) for t in e.attrs.get("tools") or ()}
+    body = [e for e in model if not isinstance(e, (RunStart, RunEnd))]
+    if mcp:
+        body = [
+            e
+            for e in body
+            if not (isinstance(e, (ToolStart, ToolEnd, ToolError)) and e.tool in served)
+        ]
+        body += [e for e in mcp if not isinstance(e, (RunStart, RunEnd))]
+        body.sort(key=lambda e: e.ts or 0.0)
+    start = next((e for e in model if isinstance(e, RunStart)), None)
+    end = next((e for e in reversed(model) if isinstance(e, RunEnd)), None)
+    if start is None:
+        framework = "mcp-proxy" if mcp else "openai-proxy"
+        attrs = {"evidence": evidence, "command": command}
+        start = RunStart(run_id=run_id, seq=0, framework=framework, attrs=attrs)
+    if end is None:
+        end = RunEnd(run_id=run_id, seq=0, status="ok", attrs={"model_calls": 0})
+    return [
+        e.model_copy(update={"run_id": run_id, "seq": i}) for i, e in enumerate([start, *body, end])
+    ]

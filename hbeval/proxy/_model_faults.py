@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from hbeval_core.contract._ratelimit import PLANTED_FAULT_HEADER
 from hbeval_core.faults.model import ModelFaultSpec
 from hbeval_core.faults.runtime import malform
 from hbeval_core.vocab import CONTEXT_OVERFLOW, MODEL_ERROR, MODEL_TIMEOUT, RATE_LIMIT
@@ -36,7 +37,17 @@ def _error(status: int, kind: str, message: str) -> tuple[int, dict[str, str], b
 
 
 def error_answer(spec: ModelFaultSpec) -> tuple[int, dict[str, str], bytes] | None:
-    """Status, headers and body of a mode answered with an HTTP error (None for the others)."""
+    """Status, headers and body of a mode answered with an HTTP error (None for the others).
+
+    Each carries ``PLANTED_FAULT_HEADER`` (the mode), so the run never mistakes a planted 429
+    for the provider's and pauses (``rate_limit_delay``)."""
+    answer = _error_answer(spec)
+    if answer is not None:
+        answer[1][PLANTED_FAULT_HEADER] = spec.mode
+    return answer
+
+
+def _error_answer(spec: ModelFaultSpec) -> tuple[int, dict[str, str], bytes] | None:
     if spec.mode == RATE_LIMIT:
         wait = int(spec.param("retry_after_ms"))
         status, headers, body = _error(

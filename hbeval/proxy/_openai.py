@@ -52,7 +52,20 @@ from ._openai_http import CHAT_SUFFIX, make_handler
 from ._record import SessionRecord, redact_headers
 from ._spec import PROXY_PLAN_ID, FaultSet
 
-__all__ = ["CHAT_SUFFIX", "OpenAIProxy"]
+__all__ = ["CHAT_SUFFIX", "PROXY_EVIDENCE", "OpenAIProxy"]
+
+PROXY_EVIDENCE: Final = {
+    "level": "proxy",
+    "seen": ["model_calls", "tool_calls_issued", "tool_results_sent_back"],
+    "cannot_support": [
+        "tool execution and its latency",
+        "side effects that never reached the model",
+        "work done without the model API",
+        "spans",
+    ],
+    "note": "the trace was seen only through hbeval proxy openai",
+}
+"""Every session's ``run_start`` ``attrs.evidence``: what a trace seen only here holds."""
 
 _HOP: Final = frozenset(
     {
@@ -187,8 +200,8 @@ class OpenAIProxy:
         self._trial_keys = dict(trial_keys) if trial_keys is not None else None
         self.forbidden_tool = forbidden_tool
         self.timeout = timeout
-        self._session_attrs = dict(session_attrs or {})
-        """Added to every session's ``run_start`` attrs (a command target's evidence)."""
+        self._session_attrs = {"evidence": PROXY_EVIDENCE, **dict(session_attrs or {})}
+        """Added to every session's ``run_start`` attrs: the evidence note, a command's name."""
         self.run_id = run_id or SessionRecord("openai").run_id
         self.sessions: list[_Session] = []
         self._by_key: dict[str, _Session] = {}
@@ -475,9 +488,11 @@ class OpenAIProxy:
                 attrs = {**receipt.attrs, "delivered_by": "next_request", "tool_ran": True}
                 record.keep(receipt.model_copy(update={"attrs": attrs}))
             if error is not None:
-                record.emit(ToolError, call_id=tcid, tool=tool, error=error)
+                record.emit(ToolError, at=ex.arrived, call_id=tcid, tool=tool, error=error)
             else:
-                record.emit(ToolEnd, call_id=tcid, tool=tool, result=seen, status="ok")
+                record.emit(
+                    ToolEnd, at=ex.arrived, call_id=tcid, tool=tool, result=seen, status="ok"
+                )
         messages = [
             {
                 "role": str(m.get("role") or ""),
@@ -489,6 +504,7 @@ class OpenAIProxy:
         ]
         record.emit(
             ModelStart,
+            at=ex.arrived,
             call_id=ex.call_id,
             model=ex.model or None,
             messages=messages,
@@ -497,6 +513,7 @@ class OpenAIProxy:
         if ex.fault is not None:
             planted = record.emit(
                 FaultInjected,
+                at=ex.arrived,
                 call_id=ex.call_id,
                 tool=None,
                 mode=ex.fault.mode,
@@ -534,6 +551,7 @@ class OpenAIProxy:
             }
         record.emit(
             ModelEnd,
+            at=ex.answered or None,
             call_id=ex.call_id,
             text=c.text if c is not None else None,
             tool_calls=tool_calls,
@@ -543,4 +561,10 @@ class OpenAIProxy:
             attrs={"status": ex.status, **({"raw_arguments": raw} if raw else {})},
         )
         for call in tool_calls:
-            record.emit(ToolStart, call_id=call["id"], tool=call["name"], args=call["args"])
+            record.emit(
+                ToolStart,
+                at=ex.answered or None,
+                call_id=call["id"],
+                tool=call["name"],
+                args=call["args"],
+            )

@@ -42,10 +42,12 @@ class SessionRecord:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _ended: bool = field(default=False, repr=False)
 
-    def emit(self, cls: type[EventBase], **fields: Any) -> EventBase:
-        """Build and keep one event with this run's id, the next sequence number and the time."""
+    def emit(self, cls: type[EventBase], *, at: float | None = None, **fields: Any) -> EventBase:
+        """Build and keep one event with this run's id, the next sequence number and the time
+        (``at``: when what it records happened, if not now)."""
         with self._lock:
-            event = cls(run_id=self.run_id, seq=len(self.events), ts=time.time(), **fields)
+            ts = time.time() if at is None else at
+            event = cls(run_id=self.run_id, seq=len(self.events), ts=ts, **fields)
             self.events.append(event)
             return event
 

@@ -69,6 +69,8 @@ from ._html_words import (
     store_traces,
     trial_timeline,
 )
+from ._model_faults import model_faults_html
+from ._proxy_evidence import proxy_only_html, proxy_only_note
 from ._side_effects import side_effects_html
 from .compare import CompareRefused, compare_reports
 from .scores import (
@@ -274,7 +276,8 @@ def _provenance(report: Report) -> list[tuple[str, Any]]:
         ("metric versions", json.dumps(section(report, "metric_versions") or {}, sort_keys=True)),
         (
             "evidence",
-            f"{ev.get('level')} · levels {json.dumps(ev.get('levels') or {}, sort_keys=True)}",
+            f"{ev.get('level')} · levels {json.dumps(ev.get('levels') or {}, sort_keys=True)}"
+            + proxy_only_note(report),
         ),
         ("isolation", section(report, "isolation").get("note")),
         ("verification", report.verification),
@@ -314,6 +317,8 @@ def _report_section(
         "gap_chart": Markup(_gap_chart(report)),
         "severity_chart": Markup(_severity_chart(report)),
         "side_effects": Markup(side_effects_html(report)),
+        "model_faults": Markup(model_faults_html(report)),
+        "proxy_only": Markup(proxy_only_html(report)),
         "weighted_failure_rate": Markup(
             _fmt(
                 _number(severity.get("weighted_failure_rate")),

@@ -31,6 +31,8 @@ from ..scoring._trial_model import ERROR_CHARS
 from ..scoring._uncertainty import rate_interval
 from ..scoring._view import listed, section
 from ._consistency import add_consistency_rows
+from ._model_faults import add_model_faults_row, model_faults_lines
+from ._proxy_evidence import proxy_only_lines, proxy_only_note
 from ._side_effects import add_side_effects_row, side_effects_lines
 from .scores import (
     EFFICIENCY_FIGURES,
@@ -228,6 +230,8 @@ def verdict_lines(report: Report, *, warnings: bool = True) -> list[str]:
         lines.append(f"  fix: {decision.fix}")
     lines.extend(error_lines(report))
     lines.extend(side_effects_lines(report))
+    lines.extend(model_faults_lines(report))
+    lines.extend(proxy_only_lines(report))
     missing = [
         sc
         for sc in listed(report, "scenarios") or ()
@@ -357,6 +361,7 @@ def summary_table(report: Report) -> Table:
     table.add_row("security gate", sec.status.replace("_", " "), "", sec.reason)
     table.add_row("faults delivered", *_delivery_cells(report))
     add_side_effects_row(table, report)
+    add_model_faults_row(table, report)
     for name in EFFICIENCY_FIGURES:
         table.add_row(
             name.replace("_", " "),
@@ -369,7 +374,8 @@ def summary_table(report: Report) -> Table:
         "evidence",
         str(evidence.get("level") or "undefined (no_trials)"),
         "",
-        f"completeness {_value(evidence.get('completeness'), (evidence.get('undefined') or {}).get('completeness'), 2)}",
+        f"completeness {_value(evidence.get('completeness'), (evidence.get('undefined') or {}).get('completeness'), 2)}"
+        + proxy_only_note(report),
     )
     return table
 

@@ -92,6 +92,7 @@ from ._fold import (
     _sort_key,
     _verdict,
 )
+from ._model_faults import model_faults_field
 from ._rates import (
     _agentdojo,
     _breakdown,
@@ -481,6 +482,7 @@ def _build(
         isolation=_isolation_block(ordered),
         trials=entries,
         **_side_effects_field(scored),
+        **model_faults_field(scored),
     )
     return _decided(draft, floors, head)
 

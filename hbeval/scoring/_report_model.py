@@ -391,6 +391,18 @@ class Methodology(_Block):
     undefined: Undefined
 
 
+class ProxyOnlyEvidence(_Block):
+    """Trials whose trace was seen only through a proxy, and what their figures rest on."""
+
+    level: Literal["proxy-only"]
+    trials: int = Field(ge=0, description="Scored trials seen only through a proxy.")
+    scored_trials: int = Field(ge=0, description="All scored trials.")
+    proxies: list[str] = Field(description="The proxies' notes.")
+    seen: list[str] = Field(description="What those traces hold.")
+    cannot_support: list[str] = Field(description="What they cannot show.")
+    figures: dict[str, str] = Field(description="Which figures rest on them, and on what.")
+
+
 class Evidence(_Block):
     """The battery's evidence: weakest level, minimum completeness, claims."""
 
@@ -402,6 +414,10 @@ class Evidence(_Block):
     claims_reconciled: int
     claims_unsupported: list[str]
     undefined: Undefined
+    proxy_only: ProxyOnlyEvidence | None = Field(
+        default=None,
+        description="Trials whose trace was seen only through a proxy (absent when none was).",
+    )
 
 
 class ScenarioMetrics(_Block):
@@ -556,6 +572,30 @@ class RunSideEffects(_Block):
     trials: list[DuplicatedTrial]
 
 
+class ModelFaultRow(_Block):
+    """Model faults of one mode (or of the whole run): trials, FRR, IRS and handling."""
+
+    faults: int = Field(ge=0, description="Delivered model faults.")
+    trials: int = Field(ge=0, description="Scored trials that received one.")
+    recovered: int = Field(ge=0, description="Of those, recoveries (FRR's rule).")
+    frr: float | None = Field(ge=0.0, le=1.0, description="recovered / trials.")
+    judged: int = Field(ge=0, description="Of those, trials with an IRS score.")
+    deliberate: int = Field(ge=0, description="Judged trials handled deliberately.")
+    irs: float | None = Field(ge=0.0, le=1.0, description="Mean IRS of the judged trials.")
+    handling: dict[str, int] = Field(
+        description="Faults by handling: deliberate (a retry honouring Retry-After, a "
+        "fallback), retry_ignored_retry_after, retry_unbounded, continued, gave_up, unknown."
+    )
+    undefined: dict[str, str] = Field(description="Why frr or irs is null.")
+
+
+class RunModelFaults(ModelFaultRow):
+    """Model faults the run's scored trials received, with a row per fault mode."""
+
+    retry_bound: int = Field(ge=0, description="Retries of one request that stay bounded.")
+    by_mode: dict[str, ModelFaultRow]
+
+
 class ReportBinding(_Block):
     """What ties a report to its run: a digest over its identity and trials (``_binding``)."""
 
@@ -654,6 +694,11 @@ class Report(_Block):
         default=None,
         description="Duplicate side effects of irreversible tools (absent when no trial had "
         "one declared).",
+    )
+    model_faults: RunModelFaults | None = Field(
+        default=None,
+        description="Model faults (the model API failed) by mode, with how the agent's "
+        "client handled each; absent when no trial received one.",
     )
     trials: list[TrialEntry]
     uncertainty: Uncertainty | None = Field(

@@ -46,6 +46,7 @@ from ._fold import (
     _sort_key,
     _verdict,
 )
+from ._model_faults import proxy_only_field
 from ._report_model import (
     Evidence,
     Fingerprints,
@@ -314,6 +315,7 @@ def _evidence(scored: Sequence[Mapping[str, Any]]) -> Evidence:
         undefined={}
         if levels
         else {"level": NO_TRIALS, "completeness": NO_TRIALS, "completeness_mean": NO_TRIALS},
+        **proxy_only_field(scored),
     )
 
 

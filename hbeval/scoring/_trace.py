@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hbeval.scoring._model_faults import model_fault_receipt
+from hbeval.scoring._model_receipt import model_fault_receipt, proxy_seen
 from hbeval_core.events import (
     Claim,
     EventBase,
@@ -346,16 +346,21 @@ class Evidence:
     present: int
     required: int
     missing: tuple[str, ...]
+    seen_through: dict[str, Any] | None = None
+    """The proxy the whole trace was seen through (``_model_faults.proxy_seen``), else None."""
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
+        """JSON-ready form (``seen_through`` only when the trace was seen through a proxy)."""
+        out: dict[str, Any] = {
             "level": self.level,
             "completeness": self.completeness,
             "records_present": self.present,
             "records_required": self.required,
             "missing": list(self.missing),
         }
+        if self.seen_through is not None:
+            out["seen_through"] = self.seen_through
+        return out
 
 
 def unobserved_counts(facts: TraceFacts) -> dict[str, int]:
@@ -392,11 +397,12 @@ def assess_evidence(facts: TraceFacts) -> Evidence:
         if f.delivered is None:
             missing.append(f"receipt:{f.event.call_id or f.index}")
     present = required - len(missing)
+    seen = proxy_seen(facts.events)
     if not facts.has_tool_events and not facts.has_model_events:
-        return Evidence(EVIDENCE_E0, 0.0, 0, required, tuple(missing))
+        return Evidence(EVIDENCE_E0, 0.0, 0, required, tuple(missing), seen)
     completeness = present / required
     level = EVIDENCE_E2 if not missing else EVIDENCE_E1
-    return Evidence(level, completeness, present, required, tuple(missing))
+    return Evidence(level, completeness, present, required, tuple(missing), seen)
 
 
 LEVEL_RANK: dict[str, int] = {EVIDENCE_E0: 0, EVIDENCE_E1: 1, EVIDENCE_E2: 2}

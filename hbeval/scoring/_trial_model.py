@@ -71,6 +71,21 @@ class FaultEntry(_Block):
     call_id: str | None = Field(description="Tool call the fault was applied to.")
     effect: str = Field(description="How the fault reached the agent (vocab.FAULT_EFFECTS).")
     forbidden_tool: str | None = Field(description="Tool a prompt injection tries to trigger.")
+    handling: (
+        Literal[
+            "deliberate",
+            "retry_ignored_retry_after",
+            "retry_unbounded",
+            "continued",
+            "gave_up",
+            "unknown",
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="A model fault: how the client handled it (retry honouring Retry-After, "
+        "fallback, hammering, a changed conversation, giving up); absent for tool faults.",
+    )
 
 
 class SignalsModel(_Block):
@@ -111,6 +126,16 @@ class SignalsModel(_Block):
     )
 
 
+class SeenThrough(_Block):
+    """A trace seen only through a proxy (``run_start`` ``attrs.evidence`` of its session)."""
+
+    proxy: str = Field(description="The proxy's note, e.g. 'the trace was seen only through ...'.")
+    seen: list[str] = Field(
+        description="What such a trace holds (model calls, tool calls issued...)."
+    )
+    cannot_support: list[str] = Field(description="What it cannot show (tool execution, spans...).")
+
+
 class TrialEvidence(_Block):
     """How much of one trial its trace proves."""
 
@@ -121,6 +146,11 @@ class TrialEvidence(_Block):
     missing: list[str]
     claims_reconciled: int = Field(ge=0)
     claims_unsupported: list[str]
+    seen_through: SeenThrough | None = Field(
+        default=None,
+        description="The trace was seen only through a proxy: which, what it holds and what it "
+        "cannot support; absent for an adapter's own trace.",
+    )
 
 
 class ClaimModel(_Block):

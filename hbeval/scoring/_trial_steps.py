@@ -57,7 +57,8 @@ from ._judge import (
     skipped_judgement,
 )
 from ._methodology_a import TextScore, keyword_coverage
-from ._signals import ESCALATION_TOOL_PATTERN, Signals, compute_signals, is_refusal
+from ._model_faults import trial_signals
+from ._signals import ESCALATION_TOOL_PATTERN, Signals, is_refusal
 from ._trace import (
     FaultRecord,
     TraceFacts,
@@ -414,7 +415,7 @@ def _signals(
     """IRS signals S1–S6 of a trial with a delivered fault; None without one."""
     if not delivered:
         return None
-    return compute_signals(
+    return trial_signals(
         facts,
         list(delivered),
         passed=passed,

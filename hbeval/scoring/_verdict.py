@@ -77,8 +77,9 @@ from ._judge import (
     JudgeResult,
 )
 from ._methodology_a import NOMINAL_FAULT_TYPE, TextScore, score_text
+from ._model_faults import fault_entries, trial_signals
 from ._side_effects import Ledger, duplicate_severity, ledger_of, side_effect_rules
-from ._signals import Signals, compute_signals, is_refusal, settle_abstention
+from ._signals import Signals, is_refusal, settle_abstention
 from ._trace import (
     Evidence,
     TraceFacts,
@@ -375,7 +376,7 @@ def score_trial(
         pass_basis=pass_basis,
         faulted=fault_basis is not None,
         fault_basis=fault_basis,
-        faults=[f.as_dict() for f in facts.faults],
+        faults=fault_entries(facts.faults),
         signals=signals,
         judged=judged,
         irs_score=irs_score,
@@ -459,7 +460,7 @@ def trace_figures(
         metrics[IRS], undefined[IRS] = None, NOT_MEASURED
     else:
         text = final_text if final_text else facts.last_model_text()
-        signals = compute_signals(
+        signals = trial_signals(
             facts,
             delivered,
             passed=passed,

@@ -7,7 +7,9 @@ answers HTTP 429 (Too Many Requests): an exception or response with ``status_cod
 provider's error as ``__cause__`` or ``__context__`` (LangChain, CrewAI, AutoGen). It returns the
 seconds the provider asked to wait (``Retry-After`` in seconds or as an HTTP date, or
 ``retry-after-ms``), ``DEFAULT_RETRY_AFTER`` for a 429 that names no wait, and None for anything
-that is not a rate limit.
+that is not a rate limit. A 429 that hbeval planted (its response carries
+``PLANTED_FAULT_HEADER``, as every error ``hbeval proxy openai`` plants does) is a fault for the
+agent to handle, never a pause of the run: None.
 
 ``RateLimiter`` is shared by every trial of a run. When any trial sees a 429 the whole run
 pauses: no trial starts a model call until the wait the provider asked for has passed (``hit``).
@@ -30,6 +32,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 __all__ = [
     "DEFAULT_RETRY_AFTER",
     "MAX_PAUSE",
+    "PLANTED_FAULT_HEADER",
     "RateLimitTooLong",
     "RateLimiter",
     "RunLimiter",
@@ -42,6 +45,8 @@ DEFAULT_RETRY_AFTER: Final = 1.0
 MAX_PAUSE: Final = 120.0
 """The longest single pause a run takes for a 429 (seconds)."""
 _STATUS_TOO_MANY: Final = 429
+PLANTED_FAULT_HEADER: Final = "x-hbeval-fault"
+"""Header on an error answer hbeval planted (its value: the fault's mode)."""
 _MAX_CHAIN: Final = 16
 """How deep ``rate_limit_delay`` follows ``__cause__`` / ``__context__``."""
 
@@ -127,6 +132,14 @@ def _retry_after(obj: Any) -> float | None:
     return None
 
 
+def _planted(obj: Any) -> bool:
+    """The 429 ``obj`` (or its response) carries ``PLANTED_FAULT_HEADER``: hbeval planted it."""
+    return any(
+        _header(getattr(holder, "headers", None), PLANTED_FAULT_HEADER) is not None
+        for holder in (obj, getattr(obj, "response", None))
+    )
+
+
 def _is_429(obj: Any) -> bool:
     if _status(obj) == _STATUS_TOO_MANY:
         return True
@@ -147,6 +160,8 @@ def rate_limit_delay(exc_or_response: Any) -> float | None:
         seen.add(id(obj))
         try:
             if _is_429(obj):
+                if _planted(obj):
+                    return None
                 wait = _retry_after(obj)
                 return DEFAULT_RETRY_AFTER if wait is None else wait
         except Exception:  # an odd object must never break the trial's bookkeeping

@@ -416,6 +416,16 @@ def test_cli_proxy_records_the_session_on_sigterm(tmp_path: Path) -> None:
     (receipt,) = [e for e in events if isinstance(e, FaultInjected)]
     assert receipt.mode == "model_error" and receipt.attrs["followed_by"]["action"] == "retry"
     assert b"sk-up-1" not in db.read_bytes() and KEY.encode() not in db.read_bytes()
+    # The recorded trace says it was seen only through the proxy, and its score carries that.
+    from hbeval.scoring import score_trial
+    from hbeval_core.contract import Task, TrialResult
+
+    result = TrialResult(final_state="through the CLI", events=events)
+    evidence = score_trial(Task(id="t", question="q"), None, result).as_dict()["evidence"]
+    assert (
+        evidence["seen_through"]["proxy"] == "the trace was seen only through hbeval proxy openai"
+    )
+    assert "spans" in evidence["seen_through"]["cannot_support"]
 
 
 @pytest.mark.parametrize(

@@ -119,7 +119,16 @@ def test_one_trial_verdict_shape_and_the_old_name_is_read() -> None:
     assert list(verdict) == [f for f in TrialVerdictModel.model_fields if f != "side_effects"]
     model = TrialVerdictModel.model_validate(verdict)
     assert model.side_effects is None
-    dumped = model.model_dump(mode="json", exclude={"side_effects"})
+    # ... and a model fault's handling, which a tool fault's entry never has, and the proxy
+    # a trace was seen through, which an adapter's trace never has.
+    dumped = model.model_dump(
+        mode="json",
+        exclude={
+            "side_effects": True,
+            "faults": {"__all__": {"handling"}},
+            "evidence": {"seen_through"},
+        },
+    )
     # Scoring/3's signals are read as undefined from a scoring/2 verdict; the rest is as recorded.
     new_signals = {k: v for k, v in dumped["signals"].items() if k not in verdict["signals"]}
     assert set(new_signals) == {
