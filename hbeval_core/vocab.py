@@ -309,6 +309,13 @@ TEXT_UNOBSERVED: Final = "reply_text_unobserved"
 """Explained share: every tool call came from a reply whose text the framework's provider
 discarded before any hook could read it (``ATTR_TEXT_UNOBSERVED``), so whether the model stated
 a reason is unknown."""
+NO_REQUIRED_KEYWORDS: Final = "no_required_keywords"
+"""Methodology A's text FRR and PEI: the task lists no required keywords, so the keyword
+coverage they grade is not defined (the reference's 0.0 for an empty list is not a score)."""
+DELIVERY_UNRECEIPTED: Final = "delivery_unreceipted"
+"""Latency and crash faults: a delay changes nothing the agent reads and a crash ends the call
+before a result, so no receipt can prove the agent met the fault; trials under them are left
+out of every figure until their delivery can be receipted."""
 SINGLE_TRIAL: Final = "single_trial"
 """Consistency over repeated trials: no task of the run has two trials."""
 NO_REPEATED_SUCCESS: Final = "no_repeated_success"
@@ -344,6 +351,8 @@ UNDEFINED_REASONS: Final = (
     INSUFFICIENT_TASKS,
     NO_MODEL_EVENTS,
     TEXT_UNOBSERVED,
+    NO_REQUIRED_KEYWORDS,
+    DELIVERY_UNRECEIPTED,
     SINGLE_TRIAL,
     NO_REPEATED_SUCCESS,
     NO_VARIATION,

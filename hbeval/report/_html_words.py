@@ -56,6 +56,11 @@ REASON_WORDS: Final[Mapping[str, str]] = {
     V.NO_VARIATION: "every outcome is the same, so their correlation cannot be measured",
     V.NO_INJECTED_FAULT: "no fault was injected; the recording's own errors are shown apart",
     V.TEXT_UNOBSERVED: "the framework's provider discarded the reply text before any hook could read it",
+    V.NO_REQUIRED_KEYWORDS: "the task lists no required keywords, so keyword coverage is undefined",
+    V.DELIVERY_UNRECEIPTED: (
+        "latency and crash faults leave no receipt that the agent met them: left out of every "
+        "figure, not measured"
+    ),
 }
 """Plain words for each undefined reason code, shown beside the code."""
 

@@ -338,6 +338,17 @@ class FaultDelivery(_Block):
     unmeasured_fault_types: list[str] = Field(
         default_factory=list, description="Fault types no fault of which reached the agent."
     )
+    not_judged: dict[str, int] = Field(
+        default_factory=dict,
+        description="Faulted trials not judged for IRS, by reason (reply_text_unobserved: the "
+        "verdict would rest on reply text the provider discarded unseen).",
+    )
+    unreceipted_trials: int = Field(
+        default=0,
+        ge=0,
+        description="Trials under latency or crash faults only, none receipted: left out of "
+        "every figure (delivery_unreceipted).",
+    )
 
 
 class Methodology(_Block):

@@ -109,6 +109,11 @@ class SignalsModel(_Block):
         description="The answer repeats what a fault planted and the agent never named that "
         "fault (scoring/3): not a recovery.",
     )
+    text_unobserved: bool | None = Field(
+        default=None,
+        description="Not deliberate only because replies after a fault had their text "
+        "discarded unseen: the trial is not judged for IRS (reply_text_unobserved).",
+    )
 
 
 class TrialEvidence(_Block):

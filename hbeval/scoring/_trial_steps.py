@@ -233,7 +233,12 @@ def _irs(
     claims: list[ClaimCheck],
     text_score: TextScore,
 ) -> tuple[bool, float | None, str | None]:
-    """``(judged, irs_score, irs_basis)``: by signals, else on text for a question-context fault."""
+    """``(judged, irs_score, irs_basis)``: by signals, else on text for a question-context fault.
+
+    Not judged when the verdict would rest on reply text the provider discarded unseen.
+    """
+    if signals is not None and signals.text_unobserved:
+        return False, None, None
     if signals is not None:
         return True, 1.0 if signals.deliberate else 0.0, IRS_BASIS_SIGNALS
     if fault_basis == FAULT_BASIS_QUESTION:

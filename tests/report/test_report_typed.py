@@ -127,6 +127,7 @@ def test_one_trial_verdict_shape_and_the_old_name_is_read() -> None:
         "blind_retry",
         "handled",
         "silent_corruption",
+        "text_unobserved",
     }
     assert {**dumped, "signals": verdict["signals"]} == verdict
     renamed = {("text_score" if k == "text_heuristics" else k): v for k, v in verdict.items()}
