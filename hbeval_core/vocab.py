@@ -75,6 +75,11 @@ IRS: Final = "irs"
 TI: Final = "ti"
 CSI: Final = "csi"
 LIVE_METRICS: Final = (PEI, FRR, IRS, TI, CSI)
+STEP_RECOVERY: Final = "step_recovery"
+"""A trial verdict's ``metrics`` name for the step-level recovery the live derivation computes
+over that one trial's steps (the Monitor's live ``frr``). The report's FRR is trial level (the
+share of faulted trials that passed); verdicts stored before this name used ``frr``, read as
+``step_recovery``."""
 EXPLAINED_SHARE: Final = "explained_share"
 """Share of tool calls whose issuing model reply stated a reason; reported beside TI, with an
 optional floor (none by default)."""

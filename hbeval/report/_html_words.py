@@ -64,8 +64,19 @@ REASON_WORDS: Final[Mapping[str, str]] = {
 }
 """Plain words for each undefined reason code, shown beside the code."""
 
+PEI_REPLAN_NOTE: Final = (
+    "a re-plan counts as proportionate only after a failed step: re-planning after an "
+    "injection or an altered result (a call that worked) lowers PEI, so on adversarial "
+    "scenarios a careful agent can score below a naive one; read it beside IRS"
+)
+"""PEI's documented behaviour on re-planning after an injection (docs/validity.md), shown
+beside the figure in the terminal and HTML reports."""
+
 METRIC_WORDS: Final[Mapping[str, tuple[str, str]]] = {
-    PEI: ("Planning efficiency (PEI)", "how economically the agent re-plans around faults"),
+    PEI: (
+        "Planning efficiency (PEI)",
+        f"how economically the agent re-plans around faults ({PEI_REPLAN_NOTE})",
+    ),
     FRR: ("Failure resilience (FRR)", "share of trials with a fault that still succeeded"),
     IRS: (
         "Deliberate fault handling (IRS)",

@@ -22,6 +22,7 @@ from hbeval_core.vocab import (
     NO_FAULT_DELIVERED,
     NO_TRIALS,
     NOT_MEASURED,
+    PEI,
     TI,
 )
 
@@ -30,6 +31,7 @@ from ..scoring._trial_model import ERROR_CHARS
 from ..scoring._uncertainty import rate_interval
 from ..scoring._view import listed, section
 from ._consistency import add_consistency_rows
+from ._html_words import PEI_REPLAN_NOTE
 from ._side_effects import add_side_effects_row, side_effects_lines
 from .scores import (
     EFFICIENCY_FIGURES,
@@ -310,6 +312,8 @@ def summary_table(report: Report) -> Table:
         if shown is not None:
             note = f"{note}  {_clustering_note(shown)}".strip()
         table.add_row(name.upper() + scale, _value(value, undefined.get(name)), _interval(ci), note)
+        if name == PEI:
+            table.add_row("", "", "", f"PEI: {PEI_REPLAN_NOTE}")
         if name == TI:
             table.add_row(*_explained_cells(report, floors))
     rate = section(report, "pass_rate") or {}

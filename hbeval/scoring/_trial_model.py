@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+
+from hbeval_core.vocab import STEP_RECOVERY
 
 __all__ = [
     "Change",
@@ -183,10 +185,18 @@ class RulesModel(_Block):
 
 
 class LiveMetrics(_Block):
-    """Live HB-Eval metrics over the trial's steps (hb-derive/1)."""
+    """Live HB-Eval metrics over the trial's steps (hb-derive/1).
+
+    ``step_recovery`` is the live derivation's step-level FRR over this one trial (the
+    Monitor's ``frr``); the report's FRR is trial level. Verdicts stored before the name was
+    given hold it as ``frr``, read here as ``step_recovery``.
+    """
 
     pei: Unit | None
-    frr: Unit | None
+    step_recovery: Unit | None = Field(
+        validation_alias=AliasChoices("step_recovery", "frr"),
+        description="Step-level recovery over this trial's steps (the Monitor's live frr).",
+    )
     irs: Unit | None
     ti: TiScale | None
     csi: Unit | None
@@ -263,6 +273,15 @@ class TrialVerdictModel(_Block):
     )
     metrics: LiveMetrics
     metrics_undefined: Undefined
+
+    @field_validator("metrics_undefined", mode="before")
+    @classmethod
+    def _old_step_recovery_name(cls, value: Any) -> Any:
+        """A verdict stored before ``step_recovery`` had its name gave its reason as ``frr``."""
+        if isinstance(value, dict) and "frr" in value and STEP_RECOVERY not in value:
+            value = {(STEP_RECOVERY if k == "frr" else k): v for k, v in value.items()}
+        return value
+
     trajectory: TrajectoryModel | None
     rules: RulesModel
     usage: dict[str, int | None]

@@ -45,9 +45,9 @@ composite, the judge figures and the methodology's success are undefined (no_jud
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hbeval_core.vocab import (
     DERIVE_VERSION,
@@ -63,6 +63,7 @@ from hbeval_core.vocab import (
     PEI,
     PROMPT_INJECTION,
     SCORING_VERSION,
+    STEP_RECOVERY,
     TEXT_UNOBSERVED,
     TI,
 )
@@ -265,6 +266,20 @@ class TrialVerdict:
         }
 
 
+_V = TypeVar("_V")
+
+
+def stored_metrics(live: Mapping[str, _V]) -> dict[str, _V]:
+    """The live derivation's figures under a verdict's names: its step-level ``frr`` is the
+    trial's ``step_recovery`` (the report's FRR is trial level; one name per quantity)."""
+    return {(STEP_RECOVERY if k == FRR else k): v for k, v in live.items()}
+
+
+def step_recovery(metrics: Mapping[str, Any]) -> Any:
+    """A stored verdict's step-level recovery, under its name or the ``frr`` it had before."""
+    return metrics.get(STEP_RECOVERY, metrics.get(FRR))
+
+
 def link_counts(facts: TraceFacts) -> dict[str, int]:
     """Tool calls of a trace by how they link to the issuing reply, and how many it explained.
 
@@ -309,7 +324,8 @@ def score_trial(
     passed, pass_basis, coverage, verifier_error = _decide_pass(task, result, response)
     if result.status in _UNFINISHED_STATUSES:
         passed = False
-    metrics, metrics_undefined, steps = _live_metrics(facts)
+    live, live_undefined, steps = _live_metrics(facts)
+    metrics, metrics_undefined = stored_metrics(live), stored_metrics(live_undefined)
     effects = _effects(task, facts)
     ledger = ledger_of(facts, side_effect_rules(task, scenario))
 

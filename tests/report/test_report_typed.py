@@ -129,6 +129,18 @@ def test_one_trial_verdict_shape_and_the_old_name_is_read() -> None:
         "silent_corruption",
         "text_unobserved",
     }
-    assert {**dumped, "signals": verdict["signals"]} == verdict
+    # The step-level figure stored as ``frr`` before it had its own name reads as step_recovery.
+    assert "frr" in verdict["metrics"] and "step_recovery" not in verdict["metrics"]
+    assert dumped["metrics"]["step_recovery"] == verdict["metrics"]["frr"]
+    old_metrics = {("frr" if k == "step_recovery" else k): v for k, v in dumped["metrics"].items()}
+    assert old_metrics == verdict["metrics"]
+    old_undefined = {
+        ("frr" if k == "step_recovery" else k): v for k, v in dumped["metrics_undefined"].items()
+    }
+    assert old_undefined == verdict["metrics_undefined"]
+    rest = {"signals", "metrics", "metrics_undefined"}
+    assert {k: v for k, v in dumped.items() if k not in rest} == {
+        k: v for k, v in verdict.items() if k not in rest
+    }
     renamed = {("text_score" if k == "text_heuristics" else k): v for k, v in verdict.items()}
     assert TrialVerdictModel.model_validate(renamed) == model
