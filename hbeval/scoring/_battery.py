@@ -115,6 +115,7 @@ from ._report_model import (
     RunInfo,
     SeverityBlock,
     SilentCorruption,
+    TextSignalsBlock,
     Versions,
     format_error,
 )
@@ -132,7 +133,7 @@ from ._sections import (
     _trial_entry,
 )
 from ._side_effects import frr_recovered, run_side_effects
-from ._signals import settle_abstentions, silent_corruptions
+from ._signals import TEXT_SIGNALS_VERSION, settle_abstentions, silent_corruptions
 from ._warnings import warnings_field
 
 REQUIRED_METRICS = (PEI, FRR, IRS, TI)
@@ -337,6 +338,17 @@ def _fault_delivery_block(
     )
 
 
+def _text_signals_block(scored: Sequence[Mapping[str, Any]]) -> TextSignalsBlock:
+    """Which text signals the scored trials' verdicts say decided (old verdicts: none said)."""
+    uses = [u for t in scored if isinstance(u := _verdict(t).get("text_signals"), Mapping)]
+    return TextSignalsBlock(
+        decided_by=sorted({str(u.get("identity")) for u in uses}),
+        default_version=TEXT_SIGNALS_VERSION,
+        judge_asked=sum(int(u.get("judge_asked") or 0) for u in uses),
+        judge_fell_back=sum(int(u.get("judge_fell_back") or 0) for u in uses),
+    )
+
+
 def _not_judged(faulted: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     """Faulted trials not judged for IRS, by the reason their verdict gives (sorted)."""
     counts: Counter[str] = Counter()
@@ -501,6 +513,7 @@ def _build(
         efficiency=_efficiency(scored, manifest if isinstance(manifest, Mapping) else None),
         fault_delivery=_fault_delivery_block(scored, head, len(every_scored) - len(scored)),
         silent_corruption=_silent_block(scored, head),
+        text_signals=_text_signals_block(scored),
         traceability=_traceability(scored),
         uncertainty=_uncertainty(scored, head.faulted, nominal, head.undefined, confidence),
         methodology=_methodology_block(run, ordered, scored),

@@ -424,6 +424,20 @@ class TailTrial(_Block):
     severity_reasons: list[str]
 
 
+class TextSignalsBlock(_Block):
+    """Which text signals answered "does this output acknowledge the failure / refuse"."""
+
+    decided_by: list[str] = Field(
+        description="Identities over the scored trials: hbeval-text/1 (the default patterns) "
+        "or judge:<identity>."
+    )
+    default_version: str = Field(description="Version of the default text-signal set.")
+    judge_asked: int = Field(ge=0, description="Questions put to a judge.")
+    judge_fell_back: int = Field(
+        ge=0, description="Of those, decided by the default set: the answer was unreadable."
+    )
+
+
 class SilentCorruption(_Block):
     """Faulted trials whose answer repeats what a fault planted, unflagged (hbeval-scoring/3).
 
@@ -610,6 +624,11 @@ class Report(_Block):
         default=None,
         description="Answers that repeat a planted value without flagging it (absent before "
         "hbeval-scoring/3).",
+    )
+    text_signals: TextSignalsBlock | None = Field(
+        default=None,
+        description="Which text signals decided the text questions (absent in reports "
+        "written before it was recorded).",
     )
     traceability: Traceability | None = Field(
         default=None,

@@ -271,7 +271,7 @@ def is_refusal(text: str | None) -> bool:
     return bool(text) and REFUSAL_PATTERN.search(text or "") is not None
 
 
-def _strip(text: str, planted: Sequence[str]) -> str:
+def strip_planted(text: str, planted: Sequence[str]) -> str:
     """``text`` without what a fault planted (an echo of planted text names nothing)."""
     for p in planted:
         if p and len(p) >= 3:
@@ -294,7 +294,7 @@ def names_fault(
     errors = [e.lower() for e in error_texts if e]
     anchor_low = [a.lower() for a in anchors if a]
     for raw in texts:
-        text = _strip(raw, planted)
+        text = strip_planted(raw, planted)
         low = text.lower()
         if any(_mentions(low, e) for e in errors):
             return True

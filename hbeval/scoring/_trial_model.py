@@ -228,6 +228,17 @@ class SideEffectsModel(_Block):
     duplicates: list[DuplicateEntry]
 
 
+class TextSignalsModel(_Block):
+    """Which text signals decided a trial's text questions."""
+
+    identity: str = Field(description="hbeval-text/1 (the default patterns) or judge:<identity>.")
+    version: str | None = Field(description="Version of the default set (a judge's fallback).")
+    judge_asked: int = Field(ge=0, description="Questions put to a judge.")
+    judge_fell_back: int = Field(
+        ge=0, description="Of those, decided by the default patterns: the answer was unreadable."
+    )
+
+
 class TrialVerdictModel(_Block):
     """Everything scoring concluded about one trial: the one shape of a trial verdict.
 
@@ -294,6 +305,12 @@ class TrialVerdictModel(_Block):
     side_effects: SideEffectsModel | None = Field(
         default=None,
         description="The side-effect ledger (hbeval-scoring/3); absent without irreversible tools.",
+    )
+    text_signals: TextSignalsModel | None = Field(
+        default=None,
+        description="Which text signals answered the trial's text questions (acknowledges the "
+        "failure, refuses): the default set's version, or a judge (absent before scoring/3 "
+        "recorded it).",
     )
 
 

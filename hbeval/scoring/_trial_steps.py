@@ -415,8 +415,10 @@ def _signals(
     passed: bool,
     response_text: str | None,
     refused: bool | None,
+    namer: Any = None,
 ) -> Signals | None:
-    """IRS signals S1–S6 of a trial with a delivered fault; None without one."""
+    """IRS signals S1–S6 of a trial with a delivered fault; None without one. ``namer``
+    decides S3 (the text signals' ``names_fault``; the default patterns when None)."""
     if not delivered:
         return None
     return compute_signals(
@@ -428,6 +430,7 @@ def _signals(
         escalation_tools=effects.escalation_names,
         final_text=response_text,
         refused=refused,
+        namer=namer,
     )
 
 

@@ -58,6 +58,7 @@ from hbeval_core.vocab import (
     LINK_MATCH,
     LINK_NONE,
     METHODOLOGY_B,
+    METHODOLOGY_C,
     NO_FAULT_OBSERVED,
     NOT_MEASURED,
     PEI,
@@ -82,6 +83,7 @@ from ._judge import (
 from ._methodology_a import NOMINAL_FAULT_TYPE, TextScore, score_text
 from ._side_effects import Ledger, duplicate_severity, ledger_of, side_effect_rules
 from ._signals import Signals, compute_signals, is_refusal, settle_abstention
+from ._text_signals import TextSignalsUse, text_signals_for, use_of
 from ._trace import (
     Evidence,
     TraceFacts,
@@ -159,6 +161,8 @@ class TrialVerdict:
     """How the trace's tool calls link to the replies that issued them (``link_counts``)."""
     side_effects: Ledger | None = None
     """The side-effect ledger (``_side_effects``); None without irreversible tools."""
+    text_signals: TextSignalsUse | None = None
+    """Which text signals answered the trial's text questions (``_text_signals``)."""
 
     @property
     def deliberate(self) -> bool | None:
@@ -263,6 +267,7 @@ class TrialVerdict:
             "undefined": dict(self.undefined),
             "links": dict(self.links),
             "side_effects": None if self.side_effects is None else self.side_effects.as_dict(),
+            "text_signals": None if self.text_signals is None else self.text_signals.as_dict(),
         }
 
 
@@ -333,8 +338,11 @@ def score_trial(
     fault_basis = _fault_basis(delivered, methodology, facts, is_nominal, scenario)
     # The agent's final words: its response, else its last reply (abstention and S5 read them).
     final_text = result.response_text if result.response_text else facts.last_model_text()
-    refused = is_refusal(final_text) if delivered else None
-    signals = _signals(facts, delivered, effects, passed, result.response_text, refused)
+    # Who answers the text questions: the default patterns, or a judge that says it can.
+    texts = text_signals_for(judge if methodology == METHODOLOGY_C else None)
+    signals = _signals(
+        facts, delivered, effects, passed, result.response_text, None, texts.names_fault
+    )
     claims = _claims(
         facts,
         result,
@@ -356,7 +364,7 @@ def score_trial(
     abstained = (
         signals.s5
         if signals is not None
-        else (not passed and _abstained(facts, effects, final_text, refused))
+        else (not passed and _abstained(facts, effects, final_text, texts.refuses(final_text)))
     )
     severity, reasons = _severity(
         effects,
@@ -427,6 +435,7 @@ def score_trial(
         verifier_error=verifier_error,
         undefined=undefined,
         side_effects=ledger,
+        text_signals=use_of(texts),
     )
 
 

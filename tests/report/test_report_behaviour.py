@@ -89,6 +89,7 @@ def _comparable(report: dict[str, Any]) -> str:
     the fixture was recorded; they are left out here and checked on their own below.
     """
     drop = (
+        "text_signals",
         "scores",
         "manifest_hash",
         "side_effects",
@@ -111,7 +112,7 @@ def _comparable(report: dict[str, Any]) -> str:
             trial.pop(key, None)
         trial.pop("run_id", None)  # each trial names its run since reports are bound to it
         if isinstance(trial.get("verdict"), dict):
-            for key in ("side_effects", *_VERDICT_SCORED):
+            for key in ("side_effects", "text_signals", *_VERDICT_SCORED):
                 trial["verdict"].pop(key, None)
             _as_named_before(trial["verdict"])
     # Added blocks of scoring/3, checked in ``test_scoring3_unobserved_and_text_means``.
@@ -203,6 +204,7 @@ def test_demo_reports_equal_the_recorded_ones_but_for_the_scores_section(
         # Compared as JSON text: the same keys, in the same order, with the same numbers.
         assert _comparable(report) == _comparable(_as_current_derivation(before[name])), name
         new_blocks = (
+            "text_signals",
             "scores",
             "side_effects",
             "silent_corruption",
@@ -331,6 +333,8 @@ def test_scoring3_unobserved_and_text_means(after: dict[str, Any]) -> None:
         assert means["ti"] == before[name]["methodology"]["text_heuristics_mean"]["ti"]
         assert report["fault_delivery"]["not_judged"] == {}
         assert report["fault_delivery"]["unreceipted_trials"] == 0
+        # No judge: the default text signals decided every text question.
+        assert report["text_signals"]["decided_by"] == ["hbeval-text/1"]
         for t in report["trials"]:
             assert (
                 "frr" not in t["verdict"]["metrics"] and "step_recovery" in t["verdict"]["metrics"]

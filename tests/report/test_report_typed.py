@@ -116,10 +116,11 @@ def test_a_verdict_that_does_not_fit_the_model_is_refused_naming_the_field() -> 
 def test_one_trial_verdict_shape_and_the_old_name_is_read() -> None:
     verdict = _before()["reports"]["careful"]["trials"][0]["verdict"]
     # A verdict recorded before the side-effect ledger has every field but that one.
-    assert list(verdict) == [f for f in TrialVerdictModel.model_fields if f != "side_effects"]
+    later = ("side_effects", "text_signals")
+    assert list(verdict) == [f for f in TrialVerdictModel.model_fields if f not in later]
     model = TrialVerdictModel.model_validate(verdict)
-    assert model.side_effects is None
-    dumped = model.model_dump(mode="json", exclude={"side_effects"})
+    assert model.side_effects is None and model.text_signals is None
+    dumped = model.model_dump(mode="json", exclude=set(later))
     # Scoring/3's signals are read as undefined from a scoring/2 verdict; the rest is as recorded.
     new_signals = {k: v for k, v in dumped["signals"].items() if k not in verdict["signals"]}
     assert set(new_signals) == {
