@@ -193,7 +193,6 @@ def _headline(
     measurement: str | None,
     confidence: float,
     csi_given: CsiGiven | None = None,
-    *,
     by_type: dict[str, Any] | None = None,
 ) -> _Headline:
     """PEI and TI (means), FRR (faulted trials passed), IRS (judged mean), CSI, the pass rate.
@@ -466,15 +465,9 @@ def _build(
     every_scored = [t for t in ordered if t.get("outcome") in SCORED_OUTCOMES]
     scored = [t for t in every_scored if not unreceipted(t)]
     fingerprints = _fingerprints(run)
-    head = _headline(
-        run,
-        scored,
-        list(history or ()),
-        fingerprints.measurement,
-        confidence,
-        csi_given,
-        by_type=fault_type_delivery(every_scored),
-    )
+    by_type = fault_type_delivery(every_scored)
+    past = list(history or ())
+    head = _headline(run, scored, past, fingerprints.measurement, confidence, csi_given, by_type)
     k_max = _k_max(run, scored)
     pass_at_k, pass_hat_k = _pass_k_section(scored, k_max)
     nominal = [t for t in scored if t.get("is_nominal") is True]
