@@ -70,7 +70,13 @@ PEI_REPLAN_NOTE: Final = (
     "scenarios a careful agent can score below a naive one; read it beside IRS"
 )
 """PEI's documented behaviour on re-planning after an injection (docs/validity.md), shown
-beside the figure in the terminal and HTML reports."""
+beside the figure in the HTML report."""
+
+PEI_REPLAN_SHORT: Final = (
+    "re-planning after an injection or altered result (a call that worked) lowers PEI; "
+    "read it beside IRS"
+)
+"""The same, as the terminal summary's note beside PEI."""
 
 METRIC_WORDS: Final[Mapping[str, tuple[str, str]]] = {
     PEI: (

@@ -31,7 +31,7 @@ from ..scoring._trial_model import ERROR_CHARS
 from ..scoring._uncertainty import rate_interval
 from ..scoring._view import listed, section
 from ._consistency import add_consistency_rows
-from ._html_words import PEI_REPLAN_NOTE
+from ._html_words import PEI_REPLAN_SHORT
 from ._side_effects import add_side_effects_row, side_effects_lines
 from .scores import (
     EFFICIENCY_FIGURES,
@@ -313,7 +313,7 @@ def summary_table(report: Report) -> Table:
             note = f"{note}  {_clustering_note(shown)}".strip()
         table.add_row(name.upper() + scale, _value(value, undefined.get(name)), _interval(ci), note)
         if name == PEI:
-            table.add_row("", "", "", f"PEI: {PEI_REPLAN_NOTE}")
+            table.add_row("", "", "", PEI_REPLAN_SHORT)
         if name == TI:
             table.add_row(*_explained_cells(report, floors))
     rate = section(report, "pass_rate") or {}
