@@ -597,7 +597,9 @@ def settle_abstentions(trials: Sequence[Mapping[str, Any]]) -> list[Mapping[str,
         settled = settle_abstention(sig, str(t.get("task_id")) in nominal_pass)
         new_verdict = dict(verdict)
         new_verdict["signals"] = settled
-        new_verdict["deliberate"] = settled["deliberate"]
+        # Not judged for unobserved text: deliberateness stays undefined (module docstring).
+        if not settled.get("text_unobserved"):
+            new_verdict["deliberate"] = settled["deliberate"]
         if new_verdict.get("irs_basis") == "signals":
             new_verdict["irs_score"] = 1.0 if settled["deliberate"] else 0.0
         new_trial = dict(t)
