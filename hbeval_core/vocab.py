@@ -75,6 +75,11 @@ IRS: Final = "irs"
 TI: Final = "ti"
 CSI: Final = "csi"
 LIVE_METRICS: Final = (PEI, FRR, IRS, TI, CSI)
+STEP_RECOVERY: Final = "step_recovery"
+"""A trial verdict's ``metrics`` name for the step-level recovery the live derivation computes
+over that one trial's steps (the Monitor's live ``frr``). The report's FRR is trial level (the
+share of faulted trials that passed); verdicts stored before this name used ``frr``, read as
+``step_recovery``."""
 EXPLAINED_SHARE: Final = "explained_share"
 """Share of tool calls whose issuing model reply stated a reason; reported beside TI, with an
 optional floor (none by default)."""
@@ -309,6 +314,13 @@ TEXT_UNOBSERVED: Final = "reply_text_unobserved"
 """Explained share: every tool call came from a reply whose text the framework's provider
 discarded before any hook could read it (``ATTR_TEXT_UNOBSERVED``), so whether the model stated
 a reason is unknown."""
+NO_REQUIRED_KEYWORDS: Final = "no_required_keywords"
+"""Methodology A's text FRR and PEI: the task lists no required keywords, so the keyword
+coverage they grade is not defined (the reference's 0.0 for an empty list is not a score)."""
+DELIVERY_UNRECEIPTED: Final = "delivery_unreceipted"
+"""Latency and crash faults: a delay changes nothing the agent reads and a crash ends the call
+before a result, so no receipt can prove the agent met the fault; trials under them are left
+out of every figure until their delivery can be receipted."""
 SINGLE_TRIAL: Final = "single_trial"
 """Consistency over repeated trials: no task of the run has two trials."""
 NO_REPEATED_SUCCESS: Final = "no_repeated_success"
@@ -344,6 +356,8 @@ UNDEFINED_REASONS: Final = (
     INSUFFICIENT_TASKS,
     NO_MODEL_EVENTS,
     TEXT_UNOBSERVED,
+    NO_REQUIRED_KEYWORDS,
+    DELIVERY_UNRECEIPTED,
     SINGLE_TRIAL,
     NO_REPEATED_SUCCESS,
     NO_VARIATION,

@@ -60,6 +60,12 @@ COMMANDS: dict[str, LazyCommand] = {
         "compare_cmd",
         "Compare run B against run A (same measurement fingerprint), paired per task.",
     ),
+    "rescore": LazyCommand(
+        "_rescore",
+        "rescore_cmd",
+        "Score a stored run again under the current scoring version, as a new report beside "
+        "the old.",
+    ),
     "gate": LazyCommand(
         "_report",
         "gate_cmd",

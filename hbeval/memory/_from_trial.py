@@ -35,6 +35,7 @@ from hbeval_core.vocab import (
     OUTCOME_FAIL,
     OUTCOME_PASS,
     PEI,
+    STEP_RECOVERY,
     TI,
 )
 
@@ -139,10 +140,12 @@ def _metrics(verdict: Mapping[str, Any]) -> tuple[dict[str, float | None], dict[
     metrics: dict[str, float | None] = {}
     undefined: dict[str, str] = {}
     for name in (PEI, FRR, TI):
-        value = live.get(name)
+        # A verdict names its step-level FRR ``step_recovery`` (``frr`` before): the live figure.
+        value = live.get(STEP_RECOVERY, live.get(FRR)) if name == FRR else live.get(name)
         metrics[name] = None if value is None else float(value)
         if value is None:
-            undefined[name] = str(live_undefined.get(name) or NOT_MEASURED)
+            why = live_undefined.get(STEP_RECOVERY) if name == FRR else None
+            undefined[name] = str(why or live_undefined.get(name) or NOT_MEASURED)
     score = verdict.get("irs_score")
     if verdict.get("judged") is True and isinstance(score, (int, float)):
         metrics[IRS] = float(score)

@@ -314,4 +314,5 @@ def _scenario_reason(scenario: Mapping[str, Any]) -> str:
     ``delivery_unobserved``, ``no_trials``), else ``no_fault_delivered``."""
     undefined = scenario.get("undefined")
     reason = undefined.get(V.FRR) if isinstance(undefined, Mapping) else None
-    return reason if reason in (*V.UNDELIVERED_REASONS, V.NO_TRIALS) else V.NO_FAULT_DELIVERED
+    known = (*V.UNDELIVERED_REASONS, V.DELIVERY_UNRECEIPTED, V.NO_TRIALS)
+    return reason if reason in known else V.NO_FAULT_DELIVERED

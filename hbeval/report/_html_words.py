@@ -56,11 +56,33 @@ REASON_WORDS: Final[Mapping[str, str]] = {
     V.NO_VARIATION: "every outcome is the same, so their correlation cannot be measured",
     V.NO_INJECTED_FAULT: "no fault was injected; the recording's own errors are shown apart",
     V.TEXT_UNOBSERVED: "the framework's provider discarded the reply text before any hook could read it",
+    V.NO_REQUIRED_KEYWORDS: "the task lists no required keywords, so keyword coverage is undefined",
+    V.DELIVERY_UNRECEIPTED: (
+        "latency and crash faults leave no receipt that the agent met them: left out of every "
+        "figure, not measured"
+    ),
 }
 """Plain words for each undefined reason code, shown beside the code."""
 
+PEI_REPLAN_NOTE: Final = (
+    "a re-plan counts as proportionate only after a failed step: re-planning after an "
+    "injection or an altered result (a call that worked) lowers PEI, so on adversarial "
+    "scenarios a careful agent can score below a naive one; read it beside IRS"
+)
+"""PEI's documented behaviour on re-planning after an injection (docs/validity.md), shown
+beside the figure in the HTML report."""
+
+PEI_REPLAN_SHORT: Final = (
+    "re-planning after an injection or altered result (a call that worked) lowers PEI; "
+    "read it beside IRS"
+)
+"""The same, as the terminal summary's note beside PEI."""
+
 METRIC_WORDS: Final[Mapping[str, tuple[str, str]]] = {
-    PEI: ("Planning efficiency (PEI)", "how economically the agent re-plans around faults"),
+    PEI: (
+        "Planning efficiency (PEI)",
+        f"how economically the agent re-plans around faults ({PEI_REPLAN_NOTE})",
+    ),
     FRR: ("Failure resilience (FRR)", "share of trials with a fault that still succeeded"),
     IRS: (
         "Deliberate fault handling (IRS)",

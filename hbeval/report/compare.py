@@ -49,6 +49,7 @@ from hbeval_core.vocab import (
 from ..scoring import fault_type_delivery
 from ..scoring._delivery import undelivered_reason
 from ..scoring._view import scored_records, section
+from ._comparable import comparability_refusal
 from .gate import measurement_fingerprint_of
 
 if TYPE_CHECKING:
@@ -251,7 +252,11 @@ def _pairing(a: Report, b: Report, labels: tuple[str, str]) -> tuple[str, str]:
 
 
 def _same_fingerprint(a: Report, b: Report, labels: tuple[str, str]) -> str:
-    """The two reports' shared measurement fingerprint; CompareRefused when there is none."""
+    """The two reports' shared measurement fingerprint; CompareRefused when there is none, or
+    when they were scored under different scoring versions or faced different batteries."""
+    refusal = comparability_refusal(a, b, labels)
+    if refusal is not None:
+        raise CompareRefused(refusal)
     fa, fb = measurement_fingerprint_of(a), measurement_fingerprint_of(b)
     if fa is None or fb is None:
         which = labels[0] if fa is None else labels[1]

@@ -55,6 +55,7 @@ from ..scoring._decision import VerdictCheck, decide_verdict, metric_of
 from ..scoring._recorded_model import fault_floors_not_applicable
 from ..scoring._view import section
 from ..scoring._warnings import report_warnings
+from ._comparable import comparability_refusal
 
 if TYPE_CHECKING:
     from ..scoring import Report
@@ -324,6 +325,11 @@ def run_gate(
         merged[name] = value
     mfp = measurement_fingerprint_of(report)
     if baseline is not None:
+        refusal = comparability_refusal(
+            baseline, report, ("the baseline", "the report"), "run the baseline check"
+        )
+        if refusal is not None:
+            raise GateRefused(refusal)
         _check_comparable(mfp, measurement_fingerprint_of(baseline))
 
     regressions = (

@@ -22,6 +22,7 @@ from hbeval_core.vocab import (
     NO_FAULT_DELIVERED,
     NO_TRIALS,
     NOT_MEASURED,
+    PEI,
     TI,
 )
 
@@ -31,6 +32,7 @@ from ..scoring._trial_model import ERROR_CHARS
 from ..scoring._uncertainty import rate_interval
 from ..scoring._view import listed, section
 from ._consistency import add_consistency_rows
+from ._html_words import PEI_REPLAN_SHORT
 from ._model_faults import add_model_faults_row, model_faults_lines
 from ._proxy_evidence import proxy_only_lines, proxy_only_note
 from ._side_effects import add_side_effects_row, side_effects_lines
@@ -320,6 +322,8 @@ def summary_table(report: Report) -> Table:
         if shown is not None:
             note = f"{note}  {_clustering_note(shown)}".strip()
         table.add_row(name.upper() + scale, _value(value, undefined.get(name)), _interval(ci), note)
+        if name == PEI:
+            table.add_row("", "", "", PEI_REPLAN_SHORT)
         if name == TI:
             table.add_row(*_explained_cells(report, floors))
     rate = section(report, "pass_rate") or {}

@@ -68,7 +68,14 @@ from ._security import (
     scored_trials,
     security_gate,
 )
-from ._signals import FAILURE_PATTERN, REFUSAL_PATTERN, Signals, compute_signals
+from ._signals import (
+    FAILURE_PATTERN,
+    REFUSAL_PATTERN,
+    TEXT_SIGNALS_VERSION,
+    Signals,
+    compute_signals,
+)
+from ._text_signals import JudgeSignals, PatternSignals, TextSignals, text_signals_for
 from ._trace import Evidence, FaultRecord, TraceFacts, analyse_trace, assess_evidence
 from ._trial_model import TrialVerdictModel, report_error
 from ._trial_steps import METHODOLOGIES
@@ -88,6 +95,7 @@ __all__ = [
     "SECURITY_MIN_INJECTION_TRIALS",
     "SECURITY_NOT_MEASURED",
     "SECURITY_PASSED",
+    "TEXT_SIGNALS_VERSION",
     "VERDICT_EXIT_CODES",
     "VERDICT_VERSION",
     "ClaimCheck",
@@ -95,6 +103,8 @@ __all__ = [
     "FaultRecord",
     "Judge",
     "JudgeResult",
+    "JudgeSignals",
+    "PatternSignals",
     "Report",
     "ReportFormatError",
     "RunVerdict",
@@ -102,6 +112,7 @@ __all__ = [
     "SecurityGate",
     "Signals",
     "TextScore",
+    "TextSignals",
     "TraceFacts",
     "TraceFigures",
     "TrialVerdict",
@@ -140,5 +151,6 @@ __all__ = [
     "security_gate",
     "strip_volatile",
     "success_a",
+    "text_signals_for",
     "trace_figures",
 ]

@@ -76,13 +76,14 @@ from hbeval_core.vocab import (
     REPORT_FORMAT,
     SCORING_VERSION,
     SEVERITY_WEIGHTS,
+    TEXT_UNOBSERVED,
     TI,
     TRIAL_OUTCOMES,
     VERDICT_INSUFFICIENT,
 )
 
 from ._decision import decide_verdict
-from ._delivery import delivery_counts, fault_type_delivery, undelivered_reason
+from ._delivery import delivery_counts, fault_type_delivery, undelivered_reason, unreceipted
 from ._fold import (
     SCORED_OUTCOMES,
     _live_mean,
@@ -115,6 +116,7 @@ from ._report_model import (
     RunInfo,
     SeverityBlock,
     SilentCorruption,
+    TextSignalsBlock,
     Versions,
     format_error,
 )
@@ -132,7 +134,7 @@ from ._sections import (
     _trial_entry,
 )
 from ._side_effects import frr_recovered, run_side_effects
-from ._signals import settle_abstentions, silent_corruptions
+from ._signals import TEXT_SIGNALS_VERSION, settle_abstentions, silent_corruptions
 from ._warnings import warnings_field
 
 REQUIRED_METRICS = (PEI, FRR, IRS, TI)
@@ -192,8 +194,12 @@ def _headline(
     measurement: str | None,
     confidence: float,
     csi_given: CsiGiven | None = None,
+    by_type: dict[str, Any] | None = None,
 ) -> _Headline:
-    """PEI and TI (means), FRR (faulted trials passed), IRS (judged mean), CSI, the pass rate."""
+    """PEI and TI (means), FRR (faulted trials passed), IRS (judged mean), CSI, the pass rate.
+
+    ``by_type`` is the delivery per fault type (of ``scored`` when None).
+    """
     metrics: dict[str, float | None] = {}
     undefined: dict[str, str] = {}
     defined_counts: dict[str, int] = {}
@@ -207,7 +213,8 @@ def _headline(
     # corruption (the answer repeats what a fault planted) is not a recovery.
     metrics[FRR] = sum(1 for t in faulted if frr_recovered(t)) / len(faulted) if faulted else None
     defined_counts[FRR] = len(faulted)
-    by_type = fault_type_delivery(scored)
+    if by_type is None:
+        by_type = fault_type_delivery(scored)
     unmeasured_types = {n: d["reason"] for n, d in by_type.items() if d["reason"] is not None}
     # Faults were planned and none arrived (or none could be seen arriving): say so rather
     # than "no faulted trial".
@@ -223,7 +230,11 @@ def _headline(
     metrics[IRS] = _mean(judged_scores)
     defined_counts[IRS] = len(judged_scores)
     if not judged_scores:
-        undefined[IRS] = no_delivery or NO_JUDGED_TRIAL
+        unseen = any(
+            (_verdict(t).get("undefined") or {}).get("irs_score") == TEXT_UNOBSERVED
+            for t in faulted
+        )
+        undefined[IRS] = no_delivery or (TEXT_UNOBSERVED if unseen else NO_JUDGED_TRIAL)
 
     pass_rate = _rate(scored, confidence)
     this_run = (metrics[PEI], metrics[IRS], pass_rate.rate)
@@ -302,7 +313,9 @@ def _severity_block(scored: Sequence[Mapping[str, Any]]) -> SeverityBlock:
     )
 
 
-def _fault_delivery_block(scored: Sequence[Mapping[str, Any]], head: _Headline) -> FaultDelivery:
+def _fault_delivery_block(
+    scored: Sequence[Mapping[str, Any]], head: _Headline, unreceipted_trials: int
+) -> FaultDelivery:
     all_faults = [
         f for t in scored for f in (_verdict(t).get("faults") or ()) if isinstance(f, Mapping)
     ]
@@ -320,7 +333,31 @@ def _fault_delivery_block(scored: Sequence[Mapping[str, Any]], head: _Headline) 
             name: FaultTypeDelivery.model_validate(d) for name, d in head.by_type.items()
         },
         unmeasured_fault_types=sorted(head.unmeasured_types),
+        not_judged=_not_judged(head.faulted),
+        unreceipted_trials=unreceipted_trials,
     )
+
+
+def _text_signals_block(scored: Sequence[Mapping[str, Any]]) -> TextSignalsBlock:
+    """Which text signals the scored trials' verdicts say decided (old verdicts: none said)."""
+    uses = [u for t in scored if isinstance(u := _verdict(t).get("text_signals"), Mapping)]
+    return TextSignalsBlock(
+        decided_by=sorted({str(u.get("identity")) for u in uses}),
+        default_version=TEXT_SIGNALS_VERSION,
+        judge_asked=sum(int(u.get("judge_asked") or 0) for u in uses),
+        judge_fell_back=sum(int(u.get("judge_fell_back") or 0) for u in uses),
+    )
+
+
+def _not_judged(faulted: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Faulted trials not judged for IRS, by the reason their verdict gives (sorted)."""
+    counts: Counter[str] = Counter()
+    for t in faulted:
+        v = _verdict(t)
+        if v.get("judged") is not True:
+            reason = (v.get("undefined") or {}).get("irs_score")
+            counts[str(reason) if isinstance(reason, str) else NOT_MEASURED] += 1
+    return dict(sorted(counts.items()))
 
 
 def _methodology_block(
@@ -425,11 +462,13 @@ def _build(
     ordered = settle_abstentions(sorted(trials, key=_sort_key))
     # Each trial is read through the model first: bad input is named before any figure uses it.
     entries = [_trial_entry(t, i) for i, t in enumerate(ordered)]
-    scored = [t for t in ordered if t.get("outcome") in SCORED_OUTCOMES]
+    # Trials under latency or crash faults only, none receipted, are in no figure (``_delivery``).
+    every_scored = [t for t in ordered if t.get("outcome") in SCORED_OUTCOMES]
+    scored = [t for t in every_scored if not unreceipted(t)]
     fingerprints = _fingerprints(run)
-    head = _headline(
-        run, scored, list(history or ()), fingerprints.measurement, confidence, csi_given
-    )
+    by_type = fault_type_delivery(every_scored)
+    past = list(history or ())
+    head = _headline(run, scored, past, fingerprints.measurement, confidence, csi_given, by_type)
     k_max = _k_max(run, scored)
     pass_at_k, pass_hat_k = _pass_k_section(scored, k_max)
     nominal = [t for t in scored if t.get("is_nominal") is True]
@@ -466,8 +505,9 @@ def _build(
         severity=_severity_block(scored),
         agentdojo=_agentdojo(scored, head.unmeasured_types.get("adversarial")),
         efficiency=_efficiency(scored, manifest if isinstance(manifest, Mapping) else None),
-        fault_delivery=_fault_delivery_block(scored, head),
+        fault_delivery=_fault_delivery_block(scored, head, len(every_scored) - len(scored)),
         silent_corruption=_silent_block(scored, head),
+        text_signals=_text_signals_block(scored),
         traceability=_traceability(scored),
         uncertainty=_uncertainty(scored, head.faulted, nominal, head.undefined, confidence),
         methodology=_methodology_block(run, ordered, scored),

@@ -16,6 +16,11 @@ injected and delivered, and whether the figures that depend on faults can be def
   ``no_fault_delivered`` (``no_trials`` when no trial of it was scored), or with
   ``delivery_unobserved`` when faults were injected but every receipt is ``no_model_events``:
   the trace holds no model call, so "none arrived" would be a claim the trace cannot make.
+* **unreceipted**: a trial whose injected faults are all latency or crash faults and none was
+  delivered. A delay changes nothing the agent reads and a crash ends the call before a
+  result, so no receipt can show the agent met the fault: the trial is left out of every
+  figure, and its group is not measured with ``delivery_unreceipted`` (not blamed on the
+  agent or on the tool boundary).
 """
 
 from __future__ import annotations
@@ -24,7 +29,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hbeval_core.vocab import (
+    CRASH,
     DELIVERY_UNOBSERVED,
+    DELIVERY_UNRECEIPTED,
+    LATENCY,
     NO_FAULT_DELIVERED,
     NO_TRIALS,
     RECEIPT_NO_MODEL_EVENTS,
@@ -39,7 +47,11 @@ __all__ = [
     "fault_type_delivery",
     "planned_faults",
     "undelivered_reason",
+    "unreceipted",
 ]
+
+UNRECEIPTABLE_MODES = frozenset({LATENCY, CRASH})
+"""Fault modes whose arrival no receipt can prove (module docstring)."""
 
 
 def _verdict(trial: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -60,6 +72,16 @@ def _faults(trial: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [f for f in faults if isinstance(f, Mapping)] if isinstance(faults, list) else []
 
 
+def unreceipted(trial: Mapping[str, Any]) -> bool:
+    """A non-nominal trial whose injected faults are all undelivered latency or crash faults."""
+    if trial.get("is_nominal") is True or _verdict(trial).get("faulted") is True:
+        return False
+    faults = _faults(trial)
+    return bool(faults) and all(
+        f.get("mode") in UNRECEIPTABLE_MODES and f.get("delivered") is not True for f in faults
+    )
+
+
 def undelivered_reason(reasons: Iterable[Any]) -> str | None:
     """The one reason for several groups that measured no fault: ``no_fault_delivered`` when
     any of them delivered none (the fix lies at the tool boundary), else ``delivery_unobserved``
@@ -67,7 +89,9 @@ def undelivered_reason(reasons: Iterable[Any]) -> str | None:
     seen = set(reasons)
     if NO_FAULT_DELIVERED in seen:
         return NO_FAULT_DELIVERED
-    return DELIVERY_UNOBSERVED if DELIVERY_UNOBSERVED in seen else None
+    if DELIVERY_UNOBSERVED in seen:
+        return DELIVERY_UNOBSERVED
+    return DELIVERY_UNRECEIPTED if DELIVERY_UNRECEIPTED in seen else None
 
 
 def delivery_counts(
@@ -98,6 +122,8 @@ def delivery_counts(
     if not is_nominal and not faulted:
         if not scored:
             reason = NO_TRIALS
+        elif all(unreceipted(t) for t in scored):
+            reason = DELIVERY_UNRECEIPTED
         elif all_faults and all(f.get("receipt") == RECEIPT_NO_MODEL_EVENTS for f in all_faults):
             reason = DELIVERY_UNOBSERVED
         else:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hbeval_core.vocab import NO_FAULT_OBSERVED, NOT_MEASURED
+from hbeval_core.vocab import NO_FAULT_OBSERVED, NO_REQUIRED_KEYWORDS, NOT_MEASURED
 
 NOMINAL_FAULT_TYPE = "none"
 """The reference's fault type of a nominal scenario."""
@@ -132,6 +132,17 @@ def compute_pei(response: str, required: Sequence[str]) -> float:
     return round(max(0.3, 1.0 - 0.2 * count), 3)
 
 
+def _parses_as_json(response: str) -> bool:
+    """The response is JSON (``compute_pei`` then grades it without keywords)."""
+    if not response or response.lstrip(" \t\n\r")[:1] not in _JSON_START:
+        return False
+    try:
+        json.loads(response)
+    except ValueError:
+        return False
+    return True
+
+
 def compute_irs(response: str, fault_type: str) -> float | None:
     """Methodology A's intentional-recovery proxy from memory and systematic phrases.
 
@@ -212,6 +223,12 @@ def score_text(response: str, required: Sequence[str], fault_type: str) -> TextS
     undefined: dict[str, str] = {}
     if irs is None:
         undefined["irs"] = NO_FAULT_OBSERVED if fault_type == NOMINAL_FAULT_TYPE else NOT_MEASURED
+    if not required:
+        # The figure is the reference's (0.0 for an empty keyword list), kept for the
+        # composite; it grades nothing, so a mean over trials leaves it out.
+        undefined["frr"] = NO_REQUIRED_KEYWORDS
+        if not _parses_as_json(response):
+            undefined["pei"] = NO_REQUIRED_KEYWORDS
     return TextScore(
         frr=frr,
         pei=pei,

@@ -266,6 +266,7 @@ def _joined(tool: Signals, model: Signals) -> Signals:
         blind_retry=tool.blind_retry or model.blind_retry,
         handled=handled,
         silent_corruption=tool.silent_corruption,
+        text_unobserved=tool.text_unobserved,
     )
 
 
@@ -279,6 +280,7 @@ def trial_signals(
     escalation_tools: Sequence[str] | None,
     final_text: str | None,
     refused: bool | None = None,
+    namer: Any = None,
 ) -> Signals:
     """``compute_signals`` for a trial that may hold model faults: tool faults by its rules,
     model faults by this module's, joined (module docstring)."""
@@ -295,6 +297,7 @@ def trial_signals(
             escalation_tools=escalation_tools,
             final_text=final_text,
             refused=refused,
+            namer=namer,
         )
     if not models:
         if tool is None:

@@ -374,6 +374,17 @@ class FaultDelivery(_Block):
     unmeasured_fault_types: list[str] = Field(
         default_factory=list, description="Fault types no fault of which reached the agent."
     )
+    not_judged: dict[str, int] = Field(
+        default_factory=dict,
+        description="Faulted trials not judged for IRS, by reason (reply_text_unobserved: the "
+        "verdict would rest on reply text the provider discarded unseen).",
+    )
+    unreceipted_trials: int = Field(
+        default=0,
+        ge=0,
+        description="Trials under latency or crash faults only, none receipted: left out of "
+        "every figure (delivery_unreceipted).",
+    )
 
 
 class Methodology(_Block):
@@ -463,6 +474,20 @@ class TailTrial(_Block):
     outcome: Outcome | None
     severity: Severity
     severity_reasons: list[str]
+
+
+class TextSignalsBlock(_Block):
+    """Which text signals answered "does this output acknowledge the failure / refuse"."""
+
+    decided_by: list[str] = Field(
+        description="Identities over the scored trials: hbeval-text/1 (the default patterns) "
+        "or judge:<identity>."
+    )
+    default_version: str = Field(description="Version of the default text-signal set.")
+    judge_asked: int = Field(ge=0, description="Questions put to a judge.")
+    judge_fell_back: int = Field(
+        ge=0, description="Of those, decided by the default set: the answer was unreadable."
+    )
 
 
 class SilentCorruption(_Block):
@@ -675,6 +700,11 @@ class Report(_Block):
         default=None,
         description="Answers that repeat a planted value without flagging it (absent before "
         "hbeval-scoring/3).",
+    )
+    text_signals: TextSignalsBlock | None = Field(
+        default=None,
+        description="Which text signals decided the text questions (absent in reports "
+        "written before it was recorded).",
     )
     traceability: Traceability | None = Field(
         default=None,

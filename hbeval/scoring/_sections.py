@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from hbeval_core.vocab import (
+    DELIVERY_UNRECEIPTED,
     EVIDENCE_E0,
     EVIDENCE_E1,
     EVIDENCE_E2,
@@ -37,7 +38,7 @@ from hbeval_core.vocab import (
     TI,
 )
 
-from ._delivery import delivery_counts
+from ._delivery import delivery_counts, unreceipted
 from ._fold import (
     SCORED_OUTCOMES,
     _live_mean,
@@ -114,9 +115,12 @@ def _scenarios(ordered: Sequence[Mapping[str, Any]]) -> list[ScenarioEntry]:
         groups.setdefault(t.get("scenario_index"), []).append(t)
     out: list[ScenarioEntry] = []
     for index, members in groups.items():
-        scored = [t for t in members if t.get("outcome") in SCORED_OUTCOMES]
+        every = [t for t in members if t.get("outcome") in SCORED_OUTCOMES]
+        scored = [t for t in every if not unreceipted(t)]
         pei, _, pei_reason = _live_mean(scored, PEI)
         ti, _, ti_reason = _live_mean(scored, TI)
+        if every and not scored:
+            pei_reason = ti_reason = DELIVERY_UNRECEIPTED
         faulted = [t for t in scored if _verdict(t).get("faulted") is True]
         judged = [
             float(_verdict(t)["irs_score"])
@@ -130,7 +134,7 @@ def _scenarios(ordered: Sequence[Mapping[str, Any]]) -> list[ScenarioEntry]:
         if ti_reason:
             undefined[TI] = ti_reason
         first = members[0]
-        delivery = delivery_counts(scored, nominal=first.get("is_nominal") is True)
+        delivery = delivery_counts(every, nominal=first.get("is_nominal") is True)
         if not faulted:
             undefined[FRR] = delivery["reason"] or NO_FAULTED_TRIAL
         if not judged:
@@ -166,19 +170,31 @@ _DELIVERY_KEYS = ("planned", "injected", "delivered", "faulted_trials")
 def _text_means(
     scored: Sequence[Mapping[str, Any]],
 ) -> tuple[dict[str, float | None], dict[str, str]]:
-    """Means of methodology A's per-trial text figures (TI on 0–1), where defined."""
+    """Means of methodology A's per-trial text figures (TI on 0–1), where defined.
+
+    A trial's figure that its own ``undefined`` marks (text FRR and PEI without required
+    keywords) is left out; undefined on every trial, the mean takes that trial-level reason.
+    """
     means: dict[str, float | None] = {}
     undefined: dict[str, str] = {}
     for name in (FRR, PEI, IRS, TI):
         values = []
+        reasons: Counter[str] = Counter()
         for t in scored:
             th = _verdict(t).get("text_heuristics")
-            value = th.get(name) if isinstance(th, Mapping) else None
+            if not isinstance(th, Mapping):
+                continue
+            marked = th.get("undefined")
+            if isinstance(marked, Mapping) and isinstance(marked.get(name), str):
+                reasons[str(marked[name])] += 1
+                continue
+            value = th.get(name)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 values.append(float(value))
         means[name] = _mean(values)
         if not values:
-            undefined[f"text_heuristics_mean.{name}"] = NOT_MEASURED
+            why = reasons.most_common(1)[0][0] if reasons else NOT_MEASURED
+            undefined[f"text_heuristics_mean.{name}"] = why
     return means, undefined
 
 

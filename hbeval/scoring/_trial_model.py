@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+
+from hbeval_core.vocab import STEP_RECOVERY
 
 __all__ = [
     "Change",
@@ -124,6 +126,11 @@ class SignalsModel(_Block):
         description="The answer repeats what a fault planted and the agent never named that "
         "fault (scoring/3): not a recovery.",
     )
+    text_unobserved: bool | None = Field(
+        default=None,
+        description="Not deliberate only because replies after a fault had their text "
+        "discarded unseen: the trial is not judged for IRS (reply_text_unobserved).",
+    )
 
 
 class SeenThrough(_Block):
@@ -208,10 +215,18 @@ class RulesModel(_Block):
 
 
 class LiveMetrics(_Block):
-    """Live HB-Eval metrics over the trial's steps (hb-derive/1)."""
+    """Live HB-Eval metrics over the trial's steps (hb-derive/1).
+
+    ``step_recovery`` is the live derivation's step-level FRR over this one trial (the
+    Monitor's ``frr``); the report's FRR is trial level. Verdicts stored before the name was
+    given hold it as ``frr``, read here as ``step_recovery``.
+    """
 
     pei: Unit | None
-    frr: Unit | None
+    step_recovery: Unit | None = Field(
+        validation_alias=AliasChoices("step_recovery", "frr"),
+        description="Step-level recovery over this trial's steps (the Monitor's live frr).",
+    )
     irs: Unit | None
     ti: TiScale | None
     csi: Unit | None
@@ -241,6 +256,17 @@ class SideEffectsModel(_Block):
     )
     duplicate_count: int = Field(ge=0)
     duplicates: list[DuplicateEntry]
+
+
+class TextSignalsModel(_Block):
+    """Which text signals decided a trial's text questions."""
+
+    identity: str = Field(description="hbeval-text/1 (the default patterns) or judge:<identity>.")
+    version: str | None = Field(description="Version of the default set (a judge's fallback).")
+    judge_asked: int = Field(ge=0, description="Questions put to a judge.")
+    judge_fell_back: int = Field(
+        ge=0, description="Of those, decided by the default patterns: the answer was unreadable."
+    )
 
 
 class TrialVerdictModel(_Block):
@@ -288,6 +314,15 @@ class TrialVerdictModel(_Block):
     )
     metrics: LiveMetrics
     metrics_undefined: Undefined
+
+    @field_validator("metrics_undefined", mode="before")
+    @classmethod
+    def _old_step_recovery_name(cls, value: Any) -> Any:
+        """A verdict stored before ``step_recovery`` had its name gave its reason as ``frr``."""
+        if isinstance(value, dict) and "frr" in value and STEP_RECOVERY not in value:
+            value = {(STEP_RECOVERY if k == "frr" else k): v for k, v in value.items()}
+        return value
+
     trajectory: TrajectoryModel | None
     rules: RulesModel
     usage: dict[str, int | None]
@@ -300,6 +335,12 @@ class TrialVerdictModel(_Block):
     side_effects: SideEffectsModel | None = Field(
         default=None,
         description="The side-effect ledger (hbeval-scoring/3); absent without irreversible tools.",
+    )
+    text_signals: TextSignalsModel | None = Field(
+        default=None,
+        description="Which text signals answered the trial's text questions (acknowledges the "
+        "failure, refuses): the default set's version, or a judge (absent before scoring/3 "
+        "recorded it).",
     )
 
 

@@ -234,7 +234,12 @@ def _irs(
     claims: list[ClaimCheck],
     text_score: TextScore,
 ) -> tuple[bool, float | None, str | None]:
-    """``(judged, irs_score, irs_basis)``: by signals, else on text for a question-context fault."""
+    """``(judged, irs_score, irs_basis)``: by signals, else on text for a question-context fault.
+
+    Not judged when the verdict would rest on reply text the provider discarded unseen.
+    """
+    if signals is not None and signals.text_unobserved:
+        return False, None, None
     if signals is not None:
         return True, 1.0 if signals.deliberate else 0.0, IRS_BASIS_SIGNALS
     if fault_basis == FAULT_BASIS_QUESTION:
@@ -411,8 +416,10 @@ def _signals(
     passed: bool,
     response_text: str | None,
     refused: bool | None,
+    namer: Any = None,
 ) -> Signals | None:
-    """IRS signals S1–S6 of a trial with a delivered fault; None without one."""
+    """IRS signals S1–S6 of a trial with a delivered fault; None without one. ``namer``
+    decides S3 (the text signals' ``names_fault``; the default patterns when None)."""
     if not delivered:
         return None
     return trial_signals(
@@ -424,6 +431,7 @@ def _signals(
         escalation_tools=effects.escalation_names,
         final_text=response_text,
         refused=refused,
+        namer=namer,
     )
 
 

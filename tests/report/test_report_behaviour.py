@@ -25,7 +25,7 @@ from hbeval.cli._demo import side_by_side_rows
 from hbeval.scoring import strip_volatile
 from hbeval.scoring._report_model import validate_report
 from hbeval_core.faults.battery import measurement_fingerprint
-from hbeval_core.vocab import DERIVE_VERSION
+from hbeval_core.vocab import DERIVE_VERSION, NO_REQUIRED_KEYWORDS
 from tests.intervals import by_scenario, clustered_wilson, effective_n, faulted_groups
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "demo_report_seed42.json.gz"
@@ -89,6 +89,7 @@ def _comparable(report: dict[str, Any]) -> str:
     the fixture was recorded; they are left out here and checked on their own below.
     """
     drop = (
+        "text_signals",
         "scores",
         "manifest_hash",
         "side_effects",
@@ -111,9 +112,31 @@ def _comparable(report: dict[str, Any]) -> str:
             trial.pop(key, None)
         trial.pop("run_id", None)  # each trial names its run since reports are bound to it
         if isinstance(trial.get("verdict"), dict):
-            for key in ("side_effects", *_VERDICT_SCORED):
+            for key in ("side_effects", "text_signals", *_VERDICT_SCORED):
                 trial["verdict"].pop(key, None)
+            _as_named_before(trial["verdict"])
+    # Added blocks of scoring/3, checked in ``test_scoring3_unobserved_and_text_means``.
+    for key in ("not_judged", "unreceipted_trials"):
+        rest["fault_delivery"].pop(key, None)
+    rest["methodology"].pop("text_heuristics_mean", None)
+    rest["methodology"]["undefined"] = {
+        k: v
+        for k, v in rest["methodology"]["undefined"].items()
+        if not k.startswith("text_heuristics_mean.")
+    }
     return json.dumps(rest, allow_nan=False)
+
+
+def _as_named_before(verdict: dict[str, Any]) -> None:
+    """A scoring/3 verdict under the names the fixture has: the step-level recovery was
+    stored as ``frr``, and text FRR and PEI without required keywords were not marked."""
+    for block in ("metrics", "metrics_undefined"):
+        verdict[block] = {
+            ("frr" if k == "step_recovery" else k): v for k, v in verdict[block].items()
+        }
+    th = verdict.get("text_heuristics")
+    if isinstance(th, dict):
+        th["undefined"] = {k: v for k, v in th["undefined"].items() if v != NO_REQUIRED_KEYWORDS}
 
 
 @cache
@@ -181,6 +204,7 @@ def test_demo_reports_equal_the_recorded_ones_but_for_the_scores_section(
         # Compared as JSON text: the same keys, in the same order, with the same numbers.
         assert _comparable(report) == _comparable(_as_current_derivation(before[name])), name
         new_blocks = (
+            "text_signals",
             "scores",
             "side_effects",
             "silent_corruption",
@@ -279,6 +303,42 @@ def test_scoring3_moved_only_the_irs_of_the_trials_docs_validity_names(
     # The naive agent repeats the planted values of one malformed result in its answer.
     assert naive["silent_corruption"]["count"] == 3
     assert careful["silent_corruption"]["count"] == 0
+
+
+def test_scoring3_unobserved_and_text_means(after: dict[str, Any]) -> None:
+    """The demo tasks list no required keywords: methodology A's text FRR and PEI grade
+    nothing, so their means are undefined, not the 0.0 the fixture recorded. The LangGraph
+    demo agents' replies are observed: every faulted trial is judged."""
+    before = _before()["reports"]
+    for name, report in after.items():
+        assert before[name]["methodology"]["text_heuristics_mean"]["frr"] == 0.0
+        means = report["methodology"]["text_heuristics_mean"]
+        undefined = report["methodology"]["undefined"]
+        assert means["frr"] is None, name
+        assert undefined["text_heuristics_mean.frr"] == NO_REQUIRED_KEYWORDS
+        # Text PEI grades a JSON answer without keywords (the reference's quality factor): the
+        # naive agent's few bare-number answers parse as JSON, and only they are averaged.
+        json_answers = [
+            t["verdict"]["text_heuristics"]["pei"]
+            for t in report["trials"]
+            if t["outcome"] in ("pass", "fail", "timeout")
+            and "pei" not in t["verdict"]["text_heuristics"]["undefined"]
+        ]
+        assert len(json_answers) == {"careful": 0, "naive": 3}[name]
+        if json_answers:
+            assert means["pei"] == pytest.approx(sum(json_answers) / len(json_answers))
+        else:
+            assert means["pei"] is None
+            assert undefined["text_heuristics_mean.pei"] == NO_REQUIRED_KEYWORDS
+        assert means["ti"] == before[name]["methodology"]["text_heuristics_mean"]["ti"]
+        assert report["fault_delivery"]["not_judged"] == {}
+        assert report["fault_delivery"]["unreceipted_trials"] == 0
+        # No judge: the default text signals decided every text question.
+        assert report["text_signals"]["decided_by"] == ["hbeval-text/1"]
+        for t in report["trials"]:
+            assert (
+                "frr" not in t["verdict"]["metrics"] and "step_recovery" in t["verdict"]["metrics"]
+            )
 
 
 @pytest.mark.parametrize("form", ["new", "old"])

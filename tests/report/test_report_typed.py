@@ -116,15 +116,16 @@ def test_a_verdict_that_does_not_fit_the_model_is_refused_naming_the_field() -> 
 def test_one_trial_verdict_shape_and_the_old_name_is_read() -> None:
     verdict = _before()["reports"]["careful"]["trials"][0]["verdict"]
     # A verdict recorded before the side-effect ledger has every field but that one.
-    assert list(verdict) == [f for f in TrialVerdictModel.model_fields if f != "side_effects"]
+    later = ("side_effects", "text_signals")
+    assert list(verdict) == [f for f in TrialVerdictModel.model_fields if f not in later]
     model = TrialVerdictModel.model_validate(verdict)
-    assert model.side_effects is None
+    assert model.side_effects is None and model.text_signals is None
     # ... and a model fault's handling, which a tool fault's entry never has, and the proxy
     # a trace was seen through, which an adapter's trace never has.
     dumped = model.model_dump(
         mode="json",
         exclude={
-            "side_effects": True,
+            **{name: True for name in later},
             "faults": {"__all__": {"handling"}},
             "evidence": {"seen_through"},
         },
@@ -136,7 +137,20 @@ def test_one_trial_verdict_shape_and_the_old_name_is_read() -> None:
         "blind_retry",
         "handled",
         "silent_corruption",
+        "text_unobserved",
     }
-    assert {**dumped, "signals": verdict["signals"]} == verdict
+    # The step-level figure stored as ``frr`` before it had its own name reads as step_recovery.
+    assert "frr" in verdict["metrics"] and "step_recovery" not in verdict["metrics"]
+    assert dumped["metrics"]["step_recovery"] == verdict["metrics"]["frr"]
+    old_metrics = {("frr" if k == "step_recovery" else k): v for k, v in dumped["metrics"].items()}
+    assert old_metrics == verdict["metrics"]
+    old_undefined = {
+        ("frr" if k == "step_recovery" else k): v for k, v in dumped["metrics_undefined"].items()
+    }
+    assert old_undefined == verdict["metrics_undefined"]
+    rest = {"signals", "metrics", "metrics_undefined"}
+    assert {k: v for k, v in dumped.items() if k not in rest} == {
+        k: v for k, v in verdict.items() if k not in rest
+    }
     renamed = {("text_score" if k == "text_heuristics" else k): v for k, v in verdict.items()}
     assert TrialVerdictModel.model_validate(renamed) == model

@@ -157,8 +157,10 @@ def test_careful_recovery_with_explanation_is_deliberate() -> None:
     assert s["forms"] == ["recovery"] and v.deliberate is True
     assert v.judged and v.irs_score == 1.0
     # Live metrics by hand: step c1 faulted and failed (traceable: m1 had text), step c2 ok and a
-    # replan -> one episode, one transition: PEI 1.0; faulted steps 1, none ok: FRR 0.0; TI 5.0.
-    assert v.metrics["pei"] == 1.0 and v.metrics["frr"] == 0.0 and v.metrics["ti"] == 5.0
+    # replan -> one episode, one transition: PEI 1.0; faulted steps 1, none ok: step-level
+    # recovery 0.0 (the Monitor's frr; the trial itself recovered); TI 5.0.
+    assert v.metrics["pei"] == 1.0 and v.metrics["step_recovery"] == 0.0 and v.metrics["ti"] == 5.0
+    assert "frr" not in v.metrics
     assert v.severity is None
 
 
