@@ -172,6 +172,42 @@ def jsonl_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+def trial_number(value: Any, path: str, field: str) -> int:
+    """A recorded trial number (None counts as 0): an integer from 0 to 2**63 - 1, the
+    largest index a store keeps; anything else is refused naming ``field``."""
+    if value is None:
+        return 0
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ImportRefused(path, f"must be an integer >= 0, got {value!r}", field=field)
+    if value > 2**63 - 1:
+        raise ImportRefused(
+            path, f"must be at most 2**63 - 1 (a 64-bit integer), got {value}", field=field
+        )
+    return value
+
+
+def listed(value: Any, path: str, field: str, what: str) -> list[Any]:
+    """``value`` when it is a list (None counts as empty); anything else is refused naming
+    ``field``."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ImportRefused(
+            path, f"must be a list of {what}, got {type(value).__name__}", field=field
+        )
+    return value
+
+
+def id_text(value: Any, path: str, field: str) -> str | None:
+    """An identifier as recorded: text, or None when absent; anything else (a list, an
+    object, a number) is refused naming ``field``."""
+    if value is None or isinstance(value, str):
+        return value
+    raise ImportRefused(
+        path, f"must be a string identifier, got {type(value).__name__}", field=field
+    )
+
+
 def finite_reward(value: Any) -> float | None:
     """``value`` as a reward when it is a finite number (not a bool), else None.
 

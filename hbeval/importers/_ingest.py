@@ -573,6 +573,7 @@ def ingest(
     from ..scoring._recorded import separate_recorded_errors
     from ..scoring._withhold import withhold_pass_figures
     from ..store import RUN_COMPLETED, Redactor, RunRecord
+    from ..store.protocol import one_transaction
     from ._ids import redact_identifiers
 
     if not sources:
@@ -680,18 +681,18 @@ def ingest(
     report = with_csi_runs(report, csi_runs)
     report = bind_report(report)
 
-    store.start_run(
-        RunRecord(
-            run_id=run_id,
-            agent_id=agent_id,
-            battery=f"import:{fmt}",
-            measurement_fingerprint=mfp,
-            manifest_hash=manifest_hash,
-            config={"import": manifest},
-            created_at=started,
-        )
+    record = RunRecord(
+        run_id=run_id,
+        agent_id=agent_id,
+        battery=f"import:{fmt}",
+        measurement_fingerprint=mfp,
+        manifest_hash=manifest_hash,
+        config={"import": manifest},
+        created_at=started,
     )
-    _store_trials(store, run_id, keyed, trial_dicts, labelled, fmt, resumed=stored is not None)
-    _store_run_metrics(store, run_id, report)
-    store.finish_run(run_id, RUN_COMPLETED, report)
+    with one_transaction(store):  # a refused import (a full disk too) leaves nothing
+        store.start_run(record)
+        _store_trials(store, run_id, keyed, trial_dicts, labelled, fmt, resumed=stored is not None)
+        _store_run_metrics(store, run_id, report)
+        store.finish_run(run_id, RUN_COMPLETED, report)
     return summary(False, report)

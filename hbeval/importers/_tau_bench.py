@@ -22,8 +22,11 @@ from ._common import (
     Skipped,
     TraceBuilder,
     finite_reward,
+    id_text,
+    listed,
     parse_args,
     text_of,
+    trial_number,
 )
 
 FORMAT = "tau-bench"
@@ -70,9 +73,7 @@ def read(
                 f"reward must be a finite number, got {rec['reward']!r}",
                 field=f"{where}.reward",
             )
-        trial_index = rec.get("trial", 0)
-        if not isinstance(trial_index, int) or isinstance(trial_index, bool) or trial_index < 0:
-            raise ImportRefused(path, "trial must be an integer >= 0", field=f"{where}.trial")
+        trial_index = trial_number(rec.get("trial", 0), path, f"{where}.trial")
         task_id = str(rec["task_id"])
         traj = rec["traj"]
         if not isinstance(traj, list):
@@ -111,7 +112,8 @@ def _trial(
             b.message(str(role), text_of(msg.get("content")))
         elif role == "assistant":
             calls = []
-            for k, tc in enumerate(msg.get("tool_calls") or ()):
+            listing = listed(msg.get("tool_calls"), path, f"{field}.tool_calls", "tool calls")
+            for k, tc in enumerate(listing):
                 fn = tc.get("function") if isinstance(tc, Mapping) else None
                 if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
                     raise ImportRefused(
@@ -123,7 +125,8 @@ def _trial(
                     line=None,
                     field=f"{field}.tool_calls[{k}].function.arguments",
                 )
-                calls.append((tc.get("id"), fn["name"], args))
+                call_id = id_text(tc.get("id"), path, f"{field}.tool_calls[{k}].id")
+                calls.append((call_id, fn["name"], args))
             text = text_of(msg.get("content"))
             if text:
                 last_text = text
@@ -131,8 +134,8 @@ def _trial(
         elif role == "tool":
             content = text_of(msg.get("content"))
             b.tool_result(
-                call_id=msg.get("tool_call_id"),
-                name=msg.get("name"),
+                call_id=id_text(msg.get("tool_call_id"), path, f"{field}.tool_call_id"),
+                name=id_text(msg.get("name"), path, f"{field}.name"),
                 result=content,
                 is_error=content.startswith(ERROR_PREFIX),
                 error_basis=INFERRED,
