@@ -353,6 +353,27 @@ def _manifest(
     return manifest
 
 
+def unreadable(path: str, exc: BaseException) -> ImportRefused:
+    """A refusal naming ``path`` for a value a reader took in whose type it did not check: the
+    field of the event it reached when the event model names one."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):  # a pydantic ValidationError: the event and its field
+        first = errors()[0]
+        where = ".".join(str(x) for x in first.get("loc", ()))
+        title = getattr(exc, "title", "event")
+        return ImportRefused(
+            path,
+            f"a value of the wrong type: {first.get('msg')} (got "
+            f"{str(first.get('input'))[:60]!r}); check that field in the file",
+            field=f"{title}.{where}",
+        )
+    return ImportRefused(
+        path,
+        f"a part of the recording has a type the reader does not expect "
+        f"({type(exc).__name__}: {str(exc)[:200]})",
+    )
+
+
 def _read_trials(
     reader: Reader,
     sources: Sequence[SourceFile],
@@ -365,7 +386,12 @@ def _read_trials(
     """Every scorable trial of ``sources``, and whether they carry success labels (all or none)."""
     read: list[ImportedTrial] = []
     for src in sources:
-        read.extend(reader(src.path, src.data, run_id_of, skipped))
+        try:
+            read.extend(reader(src.path, src.data, run_id_of, skipped))
+        except ImportRefused:
+            raise
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError) as exc:
+            raise unreadable(src.path, exc) from None
     if combine is not None:
         read = combine(read, skipped)
     trials: list[ImportedTrial] = []

@@ -82,7 +82,7 @@ def read(
         if not isinstance(sim, Mapping):
             raise ImportRefused(path, "each simulation must be an object", field=where)
         task_id = sim.get("task_id")
-        if not isinstance(task_id, (str, int)) or isinstance(task_id, bool):
+        if not isinstance(task_id, (str, int)) or isinstance(task_id, bool) or task_id == "":
             raise ImportRefused(path, "missing or not a string", field=f"{where}.task_id")
         info = sim.get("reward_info")
         raw_reward = info.get("reward") if isinstance(info, Mapping) else None
@@ -160,7 +160,11 @@ def _trial(
             calls = []
             listing = listed(msg.get("tool_calls"), path, f"{field}.tool_calls", "tool calls")
             for k, tc in enumerate(listing):
-                if not isinstance(tc, Mapping) or not isinstance(tc.get("name"), str):
+                if (
+                    not isinstance(tc, Mapping)
+                    or not isinstance(tc.get("name"), str)
+                    or not tc["name"]
+                ):
                     raise ImportRefused(path, "missing", field=f"{field}.tool_calls[{k}].name")
                 args = parse_args(
                     tc.get("arguments"),

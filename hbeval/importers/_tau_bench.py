@@ -74,7 +74,12 @@ def read(
                 field=f"{where}.reward",
             )
         trial_index = trial_number(rec.get("trial", 0), path, f"{where}.trial")
-        task_id = str(rec["task_id"])
+        task_id = rec["task_id"]
+        if not isinstance(task_id, (str, int)) or isinstance(task_id, bool) or task_id == "":
+            raise ImportRefused(
+                path, "must be a non-empty string (or a number)", field=f"{where}.task_id"
+            )
+        task_id = str(task_id)
         traj = rec["traj"]
         if not isinstance(traj, list):
             raise ImportRefused(path, "traj must be a list of messages", field=f"{where}.traj")
@@ -115,7 +120,11 @@ def _trial(
             listing = listed(msg.get("tool_calls"), path, f"{field}.tool_calls", "tool calls")
             for k, tc in enumerate(listing):
                 fn = tc.get("function") if isinstance(tc, Mapping) else None
-                if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
+                if (
+                    not isinstance(fn, Mapping)
+                    or not isinstance(fn.get("name"), str)
+                    or not fn["name"]
+                ):
                     raise ImportRefused(
                         path, "missing", field=f"{field}.tool_calls[{k}].function.name"
                     )
