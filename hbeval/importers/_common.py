@@ -337,9 +337,10 @@ class TraceBuilder:
     def _add(self, event: EventBase) -> None:
         ts = event.ts
         if ts is not None and not 0 <= ts < LATEST_TS:
+            kind = getattr(event, "kind", "recorded")
             raise ValueError(
-                f"field 'time' of a {getattr(event, "kind", "recorded")} event: {ts!r} is not a time between 1970 and "
-                "the year 9999 (seconds or milliseconds since the epoch)"
+                f"field 'time' of a {kind} event: {ts!r} is not a time between 1970 and the "
+                "year 9999 (seconds or milliseconds since the epoch)"
             )
         self.events.append(event)
 
