@@ -340,3 +340,43 @@ def test_tau2_tool_calls_not_a_list_is_refused_naming_it(tmp_path: Path) -> None
     res = _check("tau2", _write(tmp_path, name, kind, doc), tmp_path / "hb.db")
     assert res.exit_code == 2, res.output
     assert ".tool_calls'" in res.output, res.output
+
+
+# ``export otlp`` of a stored run whose recorded times or token counts OTLP cannot carry (a
+# store written before imports refused them): the times count as unrecorded, the counts are
+# sent as text, and the request is built and encoded.
+@pytest.mark.parametrize(
+    ("ts", "tokens"),
+    [(-5.0, 2**70), (1e300, -(2**70)), (float("inf"), 10**30), (-1e-3, 2**64)],
+)
+def test_export_builds_spans_for_times_and_counts_out_of_range(
+    tmp_path: Path, ts: float, tokens: int
+) -> None:
+    from hbeval.export._otlp import ExportSummary, TrialSource, build_trace_request
+    from hbeval.export._send import _trials
+    from hbeval.store import open_store
+    from hbeval_core.events.model import Usage
+
+    name, kind, seed = SEEDS["tau-bench"]
+    db = tmp_path / "hb.db"
+    assert _check("tau-bench", _write(tmp_path, name, kind, seed), db).exit_code == 0
+    with open_store(str(db), read_only=True) as store:
+        (run,) = store.list_runs()
+        report = store.get_report(run.run_id)
+        assert report is not None
+        trial = _trials(report, "report")[0]
+        events = list(store.iter_events(run.run_id, trial["trial_key"]))
+    changed = []
+    for e in events:
+        update: dict[str, Any] = {"ts": ts}
+        if e.kind == "model_end":
+            update["usage"] = Usage.model_construct(input_tokens=tokens, output_tokens=tokens)
+        changed.append(e.model_copy(update=update))
+    summary = ExportSummary(run_id=run.run_id)
+    request = build_trace_request(report, [TrialSource(trial, changed)], summary)
+    assert request.SerializeToString()
+    spans = request.resource_spans[0].scope_spans[0].spans
+    assert summary.model_spans == 2 and summary.tool_spans == 1
+    assert all(0 < s.start_time_unix_nano <= s.end_time_unix_nano < 2**63 for s in spans)
+    sent = {a.key: a.value for s in spans for a in s.attributes if a.key.startswith("gen_ai.usage")}
+    assert sent["gen_ai.usage.input_tokens"].string_value == str(tokens)
