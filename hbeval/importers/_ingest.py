@@ -174,7 +174,15 @@ def read_labels(path: Path) -> tuple[dict[str, bool], str]:
     An outcome is true/false, 1/0 (a reward: 1.0 is a pass) or "pass"/"fail". Returns the map
     and the file's sha256.
     """
-    src = read_source(path)
+    from .._inputs import TooLarge, read_bounded
+
+    try:
+        raw = read_bounded(path, "--labels")
+    except TooLarge as exc:
+        raise ImportRefused(str(path), str(exc), field="--labels") from None
+    except OSError as exc:
+        raise ImportRefused(str(path), f"cannot read: {exc.strerror or exc}") from None
+    src = SourceFile(str(path), raw, hashlib.sha256(raw).hexdigest())
     try:
         data = json.loads(src.data)
     except ValueError as exc:

@@ -134,8 +134,10 @@ class Invariants:
     @classmethod
     def from_file(cls, path: str | Path) -> Invariants:
         """Read an invariants file (a JSON object)."""
+        from .._inputs import read_bounded
+
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            data = json.loads(read_bounded(path, "--invariants").decode("utf-8"))
         except (OSError, ValueError) as exc:
             raise ReplayError(f"cannot read invariants {str(path)!r}: {exc}") from None
         if not isinstance(data, Mapping):
