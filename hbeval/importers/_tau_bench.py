@@ -87,6 +87,24 @@ def read(
     return trials
 
 
+def _tool_calls(path: str, field: str, raw: Any) -> list[tuple[str | None, str, Any]]:
+    """An assistant message's ``tool_calls`` as (id, tool name, arguments), each checked."""
+    calls = []
+    for k, tc in enumerate(listed(raw, path, f"{field}.tool_calls", "tool calls")):
+        fn = tc.get("function") if isinstance(tc, Mapping) else None
+        if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str) or not fn["name"]:
+            raise ImportRefused(path, "missing", field=f"{field}.tool_calls[{k}].function.name")
+        args = parse_args(
+            fn.get("arguments"),
+            path=path,
+            line=None,
+            field=f"{field}.tool_calls[{k}].function.arguments",
+        )
+        call_id = id_text(tc.get("id"), path, f"{field}.tool_calls[{k}].id")
+        calls.append((call_id, fn["name"], args))
+    return calls
+
+
 def _trial(
     path: str,
     where: str,
@@ -116,26 +134,7 @@ def _trial(
         if role in ("system", "user"):
             b.message(str(role), text_of(msg.get("content")))
         elif role == "assistant":
-            calls = []
-            listing = listed(msg.get("tool_calls"), path, f"{field}.tool_calls", "tool calls")
-            for k, tc in enumerate(listing):
-                fn = tc.get("function") if isinstance(tc, Mapping) else None
-                if (
-                    not isinstance(fn, Mapping)
-                    or not isinstance(fn.get("name"), str)
-                    or not fn["name"]
-                ):
-                    raise ImportRefused(
-                        path, "missing", field=f"{field}.tool_calls[{k}].function.name"
-                    )
-                args = parse_args(
-                    fn.get("arguments"),
-                    path=path,
-                    line=None,
-                    field=f"{field}.tool_calls[{k}].function.arguments",
-                )
-                call_id = id_text(tc.get("id"), path, f"{field}.tool_calls[{k}].id")
-                calls.append((call_id, fn["name"], args))
+            calls = _tool_calls(path, field, msg.get("tool_calls"))
             text = text_of(msg.get("content"))
             if text:
                 last_text = text
