@@ -252,3 +252,46 @@ def test_store_copy_killed_midway_leaves_no_completed_run_with_trials_missing(
     res = hb(["store", "copy", str(src), str(dst)])
     assert res.exit_code == 0, res.output
     assert _runs(dst) == [("r", RUN_COMPLETED, 400)]
+
+
+def _fill(disk: Path) -> None:
+    """Fill the file system at ``disk`` until a write fails for lack of space."""
+    with (disk / "filler").open("wb") as fh:
+        try:
+            while True:
+                fh.write(b"\0" * 65536)
+                fh.flush()
+        except OSError:
+            pass
+
+
+def test_report_and_passport_outputs_on_a_full_disk_keep_the_previous_file(
+    tmp_path: Path, small_disk: Path
+) -> None:
+    src = _write(tmp_path / "tau.json", _records(3))
+    db = tmp_path / "hb.db"
+    assert hb(["import", "tau-bench", str(src), "--db", str(db), "--run-id", "r"]).exit_code == 0
+    key = tmp_path / "key.pem"
+    assert hb(["passport", "keygen", "--out", str(key)]).exit_code == 0
+    report, passport = small_disk / "report.json", small_disk / "passport.json"
+    assert hb(["report", "r", "--db", str(db), "--out", str(report)]).exit_code == 0
+    signed = hb(["passport", "sign", str(report), "--db", str(db), "--key", str(key),
+                 "--out", str(passport)])  # fmt: skip
+    assert signed.exit_code == 0, signed.output
+    before = {p: p.read_bytes() for p in (report, passport)}
+    (tmp_path / "copy.json").write_bytes(before[report])  # the input, off the full disk
+    _fill(small_disk)
+    again = hb(["report", "r", "--db", str(db), "--out", str(report)])
+    resigned = hb(["passport", "sign", str(tmp_path / "copy.json"), "--db", str(db),
+                   "--key", str(key), "--out", str(passport)])  # fmt: skip
+    assert again.exit_code == 2, again.output
+    assert "No space" in again.output or "full" in again.output, again.output
+    assert resigned.exit_code == 2, resigned.output
+    assert "No space" in resigned.output or "full" in resigned.output, resigned.output
+    for path, data in before.items():  # the previous good files, whole
+        assert path.read_bytes() == data
+    assert sorted(p.name for p in small_disk.iterdir()) == [
+        "filler",
+        "passport.json",
+        "report.json",
+    ]
