@@ -262,7 +262,7 @@ def test_no_structural_change_to_a_recording_ends_in_a_traceback(
     db = folder / "hb.db"
 
     @settings(
-        max_examples=int(os.environ.get("HBEVAL_FUZZ_EXAMPLES", "25")),
+        max_examples=int(os.environ.get("HBEVAL_FUZZ_EXAMPLES", "15")),
         deadline=None,
         database=None,
         suppress_health_check=list(HealthCheck),
