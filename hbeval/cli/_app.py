@@ -129,10 +129,14 @@ def describe_error(exc: BaseException) -> str:
     """One line for people about an error no command handled itself (exit 2, no traceback)."""
     import sqlite3
 
+    from ..store.sqlite import write_failure
+
     if isinstance(exc, RecursionError):
         text = "the input is nested too deeply to read (more levels than the JSON reader allows)"
     elif isinstance(exc, UnicodeDecodeError):
         text = f"the input is not UTF-8 text ({exc.reason} at byte {exc.start})"
+    elif isinstance(exc, sqlite3.Error) and write_failure("the store", exc) is not None:
+        text = str(write_failure("the store", exc))
     elif isinstance(exc, sqlite3.DatabaseError):
         text = f"the store cannot be read ({exc}); it is damaged or not an hbeval store"
     elif isinstance(exc, OSError) and exc.filename is not None:

@@ -125,6 +125,14 @@ def _print_report(run_id: str, report: dict[str, Any]) -> None:
         f"argument differences, {s['violations']} invariant violations "
         f"(budget {s['violation_budget']})"
     )
+    unmatched = s.get("tasks_unmatched") or []
+    if unmatched:
+        shown = ", ".join(repr(t) for t in unmatched[:5]) + (" ..." if len(unmatched) > 5 else "")
+        typer.echo(
+            f"  warning: {len(unmatched)} recorded task id(s) are not in the tasks given "
+            f"({shown}): their forbidden tools and verifiers could not be applied, so the "
+            "violations above do not cover them; pass --tasks with those ids"
+        )
     for case in report["cases"]:
         sel, vio = case["selection"], case["violations"]
         if not (sel["diverged"] or sel["argument_differences"] or vio["total"]):

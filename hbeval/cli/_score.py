@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from pathlib import Path
@@ -44,7 +45,11 @@ def score(
     if str(events) != "-" and not events.is_file():
         raise fail(f"EVENTS {str(events)!r}: no such file; pass a JSONL file of hb-events/1 events")
     try:
-        source = sys.stdin if str(events) == "-" else events
+        source: Any = events
+        if str(events) == "-":  # read whole, up to a limit: stdin may never end
+            from .._inputs import STDIN_LIMIT, read_stream_bounded
+
+            source = io.BytesIO(read_stream_bounded(sys.stdin.buffer, "stdin", STDIN_LIMIT))
         doc = score_trace(
             source, label=str(events), pei_version=pei_version, halt_policy=halt_policy, steps=steps
         )

@@ -78,8 +78,8 @@ def _value(v: Any) -> Any:
 
     if isinstance(v, bool):
         return AnyValue(bool_value=v)
-    if isinstance(v, int):
-        return AnyValue(int_value=v)
+    if isinstance(v, int):  # past 64 bits OTLP has no integer for it: sent as its digits
+        return AnyValue(int_value=v) if -(2**63) <= v < 2**63 else AnyValue(string_value=str(v))
     if isinstance(v, float):
         return AnyValue(double_value=v)
     if isinstance(v, (list, tuple)):
@@ -104,12 +104,23 @@ class _Clock:
     """Span times: an event's own ``ts`` when it has one, else a step after the last time."""
 
     def __init__(self, base: float) -> None:
-        self.last = int(base * 1e9)
+        self.last = _nanos(base) or 0
 
     def at(self, ts: float | None) -> int:
-        ns = int(ts * 1e9) if isinstance(ts, (int, float)) else self.last + 1000
+        """A time OTLP can carry (nanoseconds from 1970 in 64 bits): a recorded time before
+        1970 or past that range counts as no time (a step after the last one)."""
+        ns = _nanos(ts)
+        if ns is None:
+            ns = self.last + 1000
         self.last = max(self.last, ns)
         return ns
+
+
+def _nanos(ts: Any) -> int | None:
+    """``ts`` seconds as nanoseconds when it is a time OTLP can carry, else None."""
+    if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not 0 <= ts < 9.2e9:
+        return None  # NaN fails the comparison too
+    return int(ts * 1e9)
 
 
 def _verdict_attrs(trial: Mapping[str, Any]) -> dict[str, Any]:
@@ -468,7 +479,7 @@ def build_metrics_request(report: Report, summary: ExportSummary) -> Any:
     run = section(report, "run") if isinstance(section(report, "run"), Mapping) else {}
     assert isinstance(run, Mapping)
     ended = run.get("ended_at")
-    ns = int((float(ended) if isinstance(ended, (int, float)) else base) * 1e9)
+    ns = _nanos(ended) or _nanos(base) or time.time_ns()
     common = {
         "hbeval.run_id": run_id,
         "hbeval.agent_id": agent_id,

@@ -13,6 +13,11 @@ never scraped pays nothing. Series (all labelled by ``agent``; never by tool or 
   ``tool_error`` events that carry one).
 * ``hbeval_live_agents_dropped_total``: ``track`` calls refused because ``max_agents`` distinct
   agent ids were already exported (labels stay bounded).
+* ``hbeval_live_source_failures_total{agent}``: scrapes at which an agent's source raised. Its
+  samples are left out of those scrapes; every other agent is still served (HTTP 200).
+
+Label values are made safe for the text format: a lone surrogate in an agent id or a reason
+becomes U+FFFD.
 
 ``prometheus-client`` (extra ``[prometheus]``) is imported only when metrics are collected or
 served.
@@ -64,6 +69,12 @@ DEFAULT_LATENCY_BUCKETS: Final = (
 _MAX_AGENT_ID = 128
 _LATENCY_KINDS = frozenset({"tool_end", "tool_error"})
 _COUNTS = ("steps", "faulted_steps", "breaches", "halts")
+
+
+def _label(text: str) -> str:
+    """A label value Prometheus's text format can carry: each lone surrogate (which UTF-8
+    cannot encode) becomes U+FFFD."""
+    return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
 
 
 def _missing_client() -> ImportError:
@@ -122,6 +133,7 @@ class LiveMetrics:
         self.latency_buckets = tuple(bounds)
         self._agents: dict[str, _Agent] = {}
         self._dropped = 0
+        self._failures: dict[str, int] = {}
         self._lock = threading.Lock()
         self.server: Any = None
         """The HTTP server when started by :func:`serve_metrics`, else None."""
@@ -257,33 +269,65 @@ class LiveMetrics:
             "hbeval_live_agents_dropped",
             "track() calls refused because max_agents agent ids were already exported.",
         )
+        failures = CounterMetricFamily(
+            "hbeval_live_source_failures",
+            "Scrapes at which the agent's source raised; its samples were left out of them.",
+            labels=["agent"],
+        )
         with self._lock:
             for agent_id, agent in self._agents.items():
-                snap = agent.monitor.snapshot()
-                for metric in LIVE_GAUGE_METRICS:
-                    v = snap["metrics"].get(metric)
-                    if v is None:
-                        reason = snap["undefined"].get(metric, "not_measured")
-                        undefined.add_metric([agent_id, metric, reason], 1.0)
-                    else:
-                        value.add_metric([agent_id, metric], float(v))
-                counts = self._counts(snap)
-                for name, family in counters.items():
-                    family.add_metric([agent_id], float(counts[name] + agent.retired[name]))
-                self._read_latencies(agent)
-                cumulative, buckets = 0, []
-                for bound, n in zip(
-                    (*self.latency_buckets, float("inf")), agent.bucket_counts, strict=True
-                ):
-                    cumulative += n
-                    buckets.append(("+Inf" if bound == float("inf") else repr(bound), cumulative))
-                latency.add_metric([agent_id], buckets, agent.latency_sum)
+                label = _label(agent_id)
+                try:
+                    samples = self._samples(agent)
+                except Exception as exc:  # one broken source never takes the others down
+                    self._failures[agent_id] = self._failures.get(agent_id, 0) + 1
+                    if self._failures[agent_id] == 1:
+                        log.warning(
+                            "hbeval live metrics: the source of agent %r raised %s: %s; its "
+                            "samples are left out while it fails",
+                            label,
+                            type(exc).__name__,
+                            exc,
+                        )
+                else:
+                    for metric, v, reason in samples["gauges"]:
+                        if v is None:
+                            undefined.add_metric([label, metric, _label(reason)], 1.0)
+                        else:
+                            value.add_metric([label, metric], v)
+                    for name, family in counters.items():
+                        family.add_metric([label], samples["counts"][name])
+                    latency.add_metric([label], samples["buckets"], agent.latency_sum)
+                if agent_id in self._failures:
+                    failures.add_metric([label], float(self._failures[agent_id]))
             dropped.add_metric([], float(self._dropped))
         yield value
         yield undefined
         yield from counters.values()
         yield latency
         yield dropped
+        yield failures
+
+    def _samples(self, agent: _Agent) -> dict[str, Any]:
+        """One agent's samples, all read before any is added (a source that raises adds none)."""
+        snap = agent.monitor.snapshot()
+        gauges: list[tuple[str, float | None, str]] = []
+        for metric in LIVE_GAUGE_METRICS:
+            v = snap["metrics"].get(metric)
+            if v is None:
+                gauges.append((metric, None, str(snap["undefined"].get(metric, "not_measured"))))
+            else:
+                gauges.append((metric, float(v), ""))
+        counts = self._counts(snap)
+        totals = {name: float(counts[name] + agent.retired[name]) for name in _COUNTS}
+        self._read_latencies(agent)
+        cumulative, buckets = 0, []
+        for bound, n in zip(
+            (*self.latency_buckets, float("inf")), agent.bucket_counts, strict=True
+        ):
+            cumulative += n
+            buckets.append(("+Inf" if bound == float("inf") else repr(bound), cumulative))
+        return {"gauges": gauges, "counts": totals, "buckets": buckets}
 
     # ------------------------------------------------------------------ serving
     @property

@@ -172,6 +172,48 @@ def jsonl_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+LATEST_TS = 253402300800.0
+"""The first second of the year 10000: a recorded time must come before it (and after 1970)."""
+MAX_TOKENS = 2**53
+"""The largest token count an import keeps (the largest integer a float holds exactly)."""
+
+
+def trial_number(value: Any, path: str, field: str) -> int:
+    """A recorded trial number (None counts as 0): an integer from 0 to 2**63 - 1, the
+    largest index a store keeps; anything else is refused naming ``field``."""
+    if value is None:
+        return 0
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ImportRefused(path, f"must be an integer >= 0, got {value!r}", field=field)
+    if value > 2**63 - 1:
+        raise ImportRefused(
+            path, f"must be at most 2**63 - 1 (a 64-bit integer), got {value}", field=field
+        )
+    return value
+
+
+def listed(value: Any, path: str, field: str, what: str) -> list[Any]:
+    """``value`` when it is a list (None counts as empty); anything else is refused naming
+    ``field``."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ImportRefused(
+            path, f"must be a list of {what}, got {type(value).__name__}", field=field
+        )
+    return value
+
+
+def id_text(value: Any, path: str, field: str) -> str | None:
+    """An identifier as recorded: text, or None when absent; anything else (a list, an
+    object, a number) is refused naming ``field``."""
+    if value is None or isinstance(value, str):
+        return value
+    raise ImportRefused(
+        path, f"must be a string identifier, got {type(value).__name__}", field=field
+    )
+
+
 def finite_reward(value: Any) -> float | None:
     """``value`` as a reward when it is a finite number (not a bool), else None.
 
@@ -293,6 +335,13 @@ class TraceBuilder:
 
     # -------------------------------------------------------------- helpers
     def _add(self, event: EventBase) -> None:
+        ts = event.ts
+        if ts is not None and not 0 <= ts < LATEST_TS:
+            kind = getattr(event, "kind", "recorded")
+            raise ValueError(
+                f"field 'time' of a {kind} event: {ts!r} is not a time between 1970 and the "
+                "year 9999 (seconds or milliseconds since the epoch)"
+            )
         self.events.append(event)
 
     def _unique(self, call_id: str) -> str:
@@ -351,12 +400,23 @@ class TraceBuilder:
         ids: list[str] = []
         calls: list[ToolCall] = []
         for i, (raw_id, name, args) in enumerate(tool_calls):
+            if not isinstance(name, str) or not name:
+                raise ValueError(
+                    f"field 'name' of tool call {i + 1} of model call {call_id}: a tool call "
+                    f"needs a tool name, got {name!r}"
+                )
             source_id = raw_id or f"{call_id}-t{i + 1}"
             unique = self._unique(source_id)
             ids.append(unique)
             calls.append(ToolCall(id=unique, name=name, args=args))
             self._open.setdefault(source_id, []).append((unique, name, args))
         u = None
+        for count in usage or ():
+            if count is not None and not 0 <= count <= MAX_TOKENS:
+                raise ValueError(
+                    f"field 'usage' of model call {call_id}: a token count of {count} is not "
+                    "between 0 and 2**53"
+                )
         if usage is not None and (usage[0] is not None or usage[1] is not None):
             u = Usage(input_tokens=usage[0], output_tokens=usage[1])
         self._add(

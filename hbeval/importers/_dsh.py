@@ -260,10 +260,21 @@ def read(
         skipped.append(
             Skipped(path, what, "streaming or interface event, not an agent step", count)
         )
-    attrs: dict[str, Any] = {"session_id": header.get("id")}
+    attrs: dict[str, Any] = {"session_id": _header_id(path, header, "id")}
     if header.get("parentSession") is not None:
-        attrs["parent_session"] = header.get("parentSession")
-        attrs["depth"] = header.get("delegationDepth") or 1
+        attrs["parent_session"] = _header_id(path, header, "parentSession")
+        depth = header.get("delegationDepth")
+        if depth is not None and (
+            isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= 2**31
+        ):
+            raise ImportRefused(
+                path,
+                f"must be a whole number >= 0 (the sub-agent's nesting depth), got "
+                f"{str(depth)[:40]}",
+                line=1,
+                field="delegationDepth",
+            )
+        attrs["depth"] = depth or 1
     return [
         ImportedTrial(
             task_id=source_id,
@@ -279,6 +290,18 @@ def read(
     ]
 
 
+def _header_id(path: str, header: Mapping[str, Any], name: str) -> str | None:
+    """A session id from the header: text (a number is read as its text), or None."""
+    value = header.get(name)
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise ImportRefused(
+        path, f"must be a session id (text), got {type(value).__name__}", line=1, field=name
+    )
+
+
 def combine(trials: list[ImportedTrial], skipped: list[Skipped]) -> list[ImportedTrial]:
     """Nest each sub-agent session in its parent's run when the parent was imported too.
 
@@ -286,16 +309,51 @@ def combine(trials: list[ImportedTrial], skipped: list[Skipped]) -> list[Importe
     ``parentSession`` names (recorded ids may be placeholders that repeat across folders). The
     child's events join the parent's trace before its run end, inside a span (scope ``agent``,
     name ``subagent <id>``), their call and span ids prefixed with the child's session id so
-    they cannot collide with the parent's. Deeper sessions are nested first.
+    they cannot collide with the parent's. Deeper sessions are nested first. Sessions whose
+    parent links form a cycle (A -> B -> C -> A) have no top: each stays its own trial, and
+    the cycle is reported among the skipped items; only what was really nested is counted.
     """
     index = {(str(Path(t.source_file).parent), t.attrs.get("session_id")): t for t in trials}
-    nested: set[int] = set()
-    for child in sorted(trials, key=lambda t: -int(t.attrs.get("depth") or 0)):
-        parent_id = child.attrs.get("parent_session")
+
+    def parent_of(t: ImportedTrial) -> ImportedTrial | None:
+        parent_id = t.attrs.get("parent_session")
         if parent_id is None:
-            continue
-        parent = index.get((str(Path(child.source_file).parent), parent_id))
-        if parent is None or parent is child:
+            return None
+        parent = index.get((str(Path(t.source_file).parent), parent_id))
+        return None if parent is t else parent
+
+    in_cycle: set[int] = set()
+    for t in trials:
+        chain: list[ImportedTrial] = []
+        seen: set[int] = set()
+        node: ImportedTrial | None = t
+        while node is not None and id(node) not in seen and id(node) not in in_cycle:
+            seen.add(id(node))
+            chain.append(node)
+            node = parent_of(node)
+        if node is not None and id(node) in seen:  # the walk came back: a new cycle
+            loop = chain[chain.index(node) :]
+            in_cycle.update(id(n) for n in loop)
+            names = " -> ".join(str(n.attrs.get("session_id")) for n in [*loop, loop[0]])
+            skipped.append(
+                Skipped(
+                    str(Path(node.source_file).parent),
+                    f"parentSession cycle {names}",
+                    f"no session in it is the top; each of its {len(loop)} sessions is "
+                    "imported as its own trial, none nested",
+                )
+            )
+
+    def depth(t: ImportedTrial) -> int:
+        n, node = 0, parent_of(t)
+        while node is not None and id(node) not in in_cycle and n <= len(trials):
+            n, node = n + 1, parent_of(node)
+        return n + (node is not None)
+
+    nested: set[int] = set()
+    for child in sorted(trials, key=lambda t: -depth(t)):
+        parent = parent_of(child)
+        if parent is None or id(child) in in_cycle:
             continue
         _nest(parent, child)
         nested.add(id(child))

@@ -9,7 +9,7 @@ ids never to one (sessions stay apart, parents still find their children).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from ._common import ImportedTrial, Skipped
@@ -29,6 +29,15 @@ ID_FIELDS: Final = (
     "fault_id",
 )
 """The events' identifier fields that are redacted as identifiers."""
+ID_ATTRS: Final = (
+    "source_call_id",
+    "session_id",
+    "parent_session",
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+)
+"""Keys of an event's ``attrs`` whose text values are identifiers, redacted as the fields are."""
 
 
 def redact_identifiers(
@@ -49,14 +58,45 @@ def redact_identifiers(
         t.source_id = clean(t.source_id)
         events = []
         for event in t.events:
-            changes = {
-                name: clean(value)
-                for name in ID_FIELDS
-                if isinstance(value := getattr(event, name, None), str) and clean(value) != value
-            }
+            changes = _id_changes(event, clean)
             events.append(event.model_copy(update=changes) if changes else event)
         t.events = events
+        for key in ID_ATTRS:
+            if isinstance(value := t.attrs.get(key), str):
+                t.attrs[key] = clean(value)
     for i, s in enumerate(skipped):
         what, reason = clean(s.what), clean(s.reason)
         if (what, reason) != (s.what, s.reason):
             skipped[i] = Skipped(s.file, what, reason, s.count)
+
+
+def _id_changes(event: Any, clean: Callable[[str], str]) -> dict[str, Any]:
+    """The changed identifier fields of one event: its own id fields, the ids inside it (a
+    model reply's tool-call ids, the tool-call ids its messages answer) and id-valued attrs,
+    each redacted as an identifier so that what links them still matches."""
+    changes: dict[str, Any] = {
+        name: clean(value)
+        for name in ID_FIELDS
+        if isinstance(value := getattr(event, name, None), str) and clean(value) != value
+    }
+    calls = getattr(event, "tool_calls", None)
+    if isinstance(calls, list) and any(clean(c.id) != c.id for c in calls):
+        changes["tool_calls"] = [c.model_copy(update={"id": clean(c.id)}) for c in calls]
+    messages = getattr(event, "messages", None)
+    if isinstance(messages, list) and any(
+        m.tool_call_id is not None and clean(m.tool_call_id) != m.tool_call_id for m in messages
+    ):
+        changes["messages"] = [
+            m
+            if m.tool_call_id is None
+            else m.model_copy(update={"tool_call_id": clean(m.tool_call_id)})
+            for m in messages
+        ]
+    attrs = getattr(event, "attrs", None)
+    if isinstance(attrs, dict):
+        moved = {
+            k: clean(v) for k in ID_ATTRS if isinstance(v := attrs.get(k), str) and clean(v) != v
+        }
+        if moved:
+            changes["attrs"] = {**attrs, **moved}
+    return changes

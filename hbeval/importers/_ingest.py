@@ -176,7 +176,15 @@ def read_labels(path: Path) -> tuple[dict[str, bool], str]:
     An outcome is true/false, 1/0 (a reward: 1.0 is a pass) or "pass"/"fail". Returns the map
     and the file's sha256.
     """
-    src = read_source(path)
+    from .._inputs import TooLarge, read_bounded
+
+    try:
+        raw = read_bounded(path, "--labels")
+    except TooLarge as exc:
+        raise ImportRefused(str(path), str(exc), field="--labels") from None
+    except OSError as exc:
+        raise ImportRefused(str(path), f"cannot read: {exc.strerror or exc}") from None
+    src = SourceFile(str(path), raw, hashlib.sha256(raw).hexdigest())
     try:
         data = json.loads(src.data)
     except ValueError as exc:
@@ -368,6 +376,27 @@ def _manifest(
     return manifest
 
 
+def unreadable(path: str, exc: BaseException) -> ImportRefused:
+    """A refusal naming ``path`` for a value a reader took in whose type it did not check: the
+    field of the event it reached when the event model names one."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):  # a pydantic ValidationError: the event and its field
+        first = errors()[0]
+        where = ".".join(str(x) for x in first.get("loc", ()))
+        title = getattr(exc, "title", "event")
+        return ImportRefused(
+            path,
+            f"a value of the wrong type: {first.get('msg')} (got "
+            f"{str(first.get('input'))[:60]!r}); check that field in the file",
+            field=f"{title}.{where}",
+        )
+    return ImportRefused(
+        path,
+        f"a part of the recording has a type the reader does not expect "
+        f"({type(exc).__name__}: {str(exc)[:200]})",
+    )
+
+
 def _read_trials(
     reader: Reader,
     sources: Sequence[SourceFile],
@@ -380,7 +409,12 @@ def _read_trials(
     """Every scorable trial of ``sources``, and whether they carry success labels (all or none)."""
     read: list[ImportedTrial] = []
     for src in sources:
-        read.extend(reader(src.path, src.data, run_id_of, skipped))
+        try:
+            read.extend(reader(src.path, src.data, run_id_of, skipped))
+        except ImportRefused:
+            raise
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError) as exc:
+            raise unreadable(src.path, exc) from None
     if combine is not None:
         read = combine(read, skipped)
     trials: list[ImportedTrial] = []
@@ -588,6 +622,7 @@ def ingest(
     from ..scoring._recorded import separate_recorded_errors
     from ..scoring._withhold import withhold_pass_figures
     from ..store import RUN_COMPLETED, Redactor, RunRecord
+    from ..store.protocol import one_transaction
     from ._ids import redact_identifiers
 
     if not sources:
@@ -701,18 +736,18 @@ def ingest(
     report = with_csi_runs(report, csi_runs)
     report = bind_report(report)
 
-    store.start_run(
-        RunRecord(
-            run_id=run_id,
-            agent_id=agent_id,
-            battery=f"import:{fmt}",
-            measurement_fingerprint=mfp,
-            manifest_hash=manifest_hash,
-            config={"import": manifest},
-            created_at=started,
-        )
+    record = RunRecord(
+        run_id=run_id,
+        agent_id=agent_id,
+        battery=f"import:{fmt}",
+        measurement_fingerprint=mfp,
+        manifest_hash=manifest_hash,
+        config={"import": manifest},
+        created_at=started,
     )
-    _store_trials(store, run_id, keyed, trial_dicts, labelled, fmt, resumed=stored is not None)
-    _store_run_metrics(store, run_id, report)
-    store.finish_run(run_id, RUN_COMPLETED, report)
+    with one_transaction(store):  # a refused import (a full disk too) leaves nothing
+        store.start_run(record)
+        _store_trials(store, run_id, keyed, trial_dicts, labelled, fmt, resumed=stored is not None)
+        _store_run_metrics(store, run_id, report)
+        store.finish_run(run_id, RUN_COMPLETED, report)
     return summary(False, report)

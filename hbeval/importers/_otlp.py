@@ -38,8 +38,36 @@ def sniff(head: bytes, path: str) -> bool:
     return b'"resourceSpans"' in head[:4096] or b'"resource_spans"' in head[:4096]
 
 
-def any_value(value: Any) -> Any:
-    """An OTLP/JSON ``AnyValue`` as a plain Python value."""
+class _Shape(ValueError):
+    """A part of an OTLP document of the wrong JSON type: ``where`` is its path inside."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(message)
+        self.where = where
+        self.message = message
+
+
+def _listed(value: Any, where: str, what: str) -> list[Any]:
+    """``value`` as a JSON list (null counts as empty); any other type is a ``_Shape``."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _Shape(where, f"must be a list of {what}, got {type(value).__name__}")
+    return value
+
+
+def _object(value: Any, where: str) -> Mapping[str, Any]:
+    """``value`` as a JSON object (null counts as empty); any other type is a ``_Shape``."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise _Shape(where, f"must be an object, got {type(value).__name__}")
+    return value
+
+
+def any_value(value: Any, where: str = "value") -> Any:
+    """An OTLP/JSON ``AnyValue`` as a plain Python value; a part of the wrong type raises
+    ``ValueError`` naming its path (``where`` is the value's own)."""
     if not isinstance(value, Mapping):
         return value
     if "stringValue" in value:
@@ -47,24 +75,36 @@ def any_value(value: Any) -> Any:
     if "boolValue" in value:
         return bool(value["boolValue"])
     if "intValue" in value:
-        return int(value["intValue"])
+        return _number(int, value["intValue"], f"{where}.intValue")
     if "doubleValue" in value:
-        return float(value["doubleValue"])
+        return _number(float, value["doubleValue"], f"{where}.doubleValue")
     if "arrayValue" in value:
-        return [any_value(v) for v in (value["arrayValue"] or {}).get("values", [])]
+        arr = _object(value["arrayValue"], f"{where}.arrayValue")
+        items = _listed(arr.get("values"), f"{where}.arrayValue.values", "AnyValue objects")
+        return [any_value(v, f"{where}.arrayValue.values[{n}]") for n, v in enumerate(items)]
     if "kvlistValue" in value:
-        return attributes((value["kvlistValue"] or {}).get("values", []))
+        kv = _object(value["kvlistValue"], f"{where}.kvlistValue")
+        return attributes(kv.get("values"), f"{where}.kvlistValue.values")
     if "bytesValue" in value:
         return value["bytesValue"]
     return None
 
 
-def attributes(items: Any) -> dict[str, Any]:
-    """``[{key, value}]`` as a dict."""
+def _number(kind: Callable[[Any], Any], raw: Any, where: str) -> Any:
+    if isinstance(raw, (dict, list)) or isinstance(raw, bool):
+        raise _Shape(where, f"must be a number, got {type(raw).__name__}")
+    try:
+        return kind(raw)
+    except (TypeError, ValueError, OverflowError):
+        raise _Shape(where, f"must be a number, got {str(raw)[:40]!r}") from None
+
+
+def attributes(items: Any, where: str = "attributes") -> dict[str, Any]:
+    """``[{key, value}]`` as a dict; a list of the wrong shape raises ``ValueError`` naming it."""
     out: dict[str, Any] = {}
-    for item in items or []:
+    for n, item in enumerate(_listed(items, where, "{key, value} objects")):
         if isinstance(item, Mapping) and isinstance(item.get("key"), str):
-            out[item["key"]] = any_value(item.get("value"))
+            out[item["key"]] = any_value(item.get("value"), f"{where}[{n}].value")
     return out
 
 
@@ -87,10 +127,13 @@ def _id(value: str) -> str:
 
 
 def _nanos(value: Any) -> float | None:
+    """Nanoseconds since the epoch as seconds; None when absent, unreadable or out of range
+    (before 1970, or past the year 9999)."""
     try:
-        return int(value) / 1e9
-    except (TypeError, ValueError):
+        seconds = int(value) / 1e9
+    except (TypeError, ValueError, OverflowError):
         return None
+    return seconds if 0 <= seconds < 253402300800 else None
 
 
 def _documents(path: str, data: bytes) -> list[tuple[int | None, Any]]:
@@ -111,7 +154,7 @@ def _documents(path: str, data: bytes) -> list[tuple[int | None, Any]]:
 
 
 def spans_of(path: str, data: bytes) -> list[SpanData]:
-    """Every span of a file, refusing one that lacks an id."""
+    """Every span of a file, refusing one that lacks an id or has a part of the wrong type."""
     try:
         docs = _documents(path, data)
     except UnicodeDecodeError as exc:
@@ -125,37 +168,62 @@ def spans_of(path: str, data: bytes) -> list[SpanData]:
                 line=line,
                 field="resourceSpans",
             )
-        for i, rs in enumerate(doc["resourceSpans"] or []):
-            for j, ss in enumerate((rs or {}).get("scopeSpans") or []):
-                for k, sp in enumerate((ss or {}).get("spans") or []):
-                    where = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
-                    if not isinstance(sp, Mapping):
-                        raise ImportRefused(
-                            path, "a span must be an object", line=line, field=where
-                        )
-                    for name in ("traceId", "spanId"):
-                        if not isinstance(sp.get(name), str) or not sp[name]:
-                            raise ImportRefused(path, "missing", line=line, field=f"{where}.{name}")
-                    status = sp.get("status") or {}
-                    out.append(
-                        SpanData(
-                            trace_id=_id(sp["traceId"]),
-                            span_id=_id(sp["spanId"]),
-                            parent_id=_id(sp["parentSpanId"]) if sp.get("parentSpanId") else None,
-                            name=str(sp.get("name") or ""),
-                            start=_nanos(sp.get("startTimeUnixNano")),
-                            end=_nanos(sp.get("endTimeUnixNano")),
-                            attributes=attributes(sp.get("attributes")),
-                            events=[
-                                (str(e.get("name")), attributes(e.get("attributes")))
-                                for e in sp.get("events") or []
-                                if isinstance(e, Mapping)
-                            ],
-                            status_error=status.get("code") in _ERROR_CODES,
-                            status_message=status.get("message") or None,
-                        )
-                    )
+        try:
+            out.extend(_document_spans(path, line, doc))
+        except _Shape as exc:
+            raise ImportRefused(path, exc.message, line=line, field=exc.where) from None
     return out
+
+
+def _document_spans(path: str, line: int | None, doc: Mapping[str, Any]) -> list[SpanData]:
+    out: list[SpanData] = []
+    resources = _listed(doc["resourceSpans"], "resourceSpans", "ResourceSpans objects")
+    for i, rs in enumerate(resources):
+        scopes = _object(rs, f"resourceSpans[{i}]").get("scopeSpans")
+        for j, ss in enumerate(
+            _listed(scopes, f"resourceSpans[{i}].scopeSpans", "ScopeSpans objects")
+        ):
+            where_ss = f"resourceSpans[{i}].scopeSpans[{j}]"
+            spans = _listed(_object(ss, where_ss).get("spans"), f"{where_ss}.spans", "spans")
+            for k, sp in enumerate(spans):
+                where = f"{where_ss}.spans[{k}]"
+                if not isinstance(sp, Mapping):
+                    raise _Shape(where, "a span must be an object")
+                out.append(_span(sp, where))
+    return out
+
+
+def _span(sp: Mapping[str, Any], where: str) -> SpanData:
+    for name in ("traceId", "spanId"):
+        if not isinstance(sp.get(name), str) or not sp[name]:
+            raise _Shape(f"{where}.{name}", "missing")
+    parent = sp.get("parentSpanId")
+    if parent is not None and not isinstance(parent, str):
+        raise _Shape(f"{where}.parentSpanId", f"must be hex text, got {type(parent).__name__}")
+    status = _object(sp.get("status"), f"{where}.status")
+    message = status.get("message")
+    events = []
+    for n, e in enumerate(_listed(sp.get("events"), f"{where}.events", "span events")):
+        if isinstance(e, Mapping):
+            events.append(
+                (
+                    str(e.get("name")),
+                    attributes(e.get("attributes"), f"{where}.events[{n}].attributes"),
+                )
+            )
+    code = status.get("code")
+    return SpanData(
+        trace_id=_id(sp["traceId"]),
+        span_id=_id(sp["spanId"]),
+        parent_id=_id(parent) if parent else None,
+        name=str(sp.get("name") or ""),
+        start=_nanos(sp.get("startTimeUnixNano")),
+        end=_nanos(sp.get("endTimeUnixNano")),
+        attributes=attributes(sp.get("attributes"), f"{where}.attributes"),
+        events=events,
+        status_error=isinstance(code, (int, str)) and code in _ERROR_CODES,
+        status_message=None if message in (None, "") else str(message),
+    )
 
 
 GROUP_BY = ("trace", "session")

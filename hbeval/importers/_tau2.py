@@ -23,8 +23,11 @@ from ._common import (
     Skipped,
     TraceBuilder,
     finite_reward,
+    id_text,
+    listed,
     parse_args,
     text_of,
+    trial_number,
 )
 from ._pi import _ts
 
@@ -79,7 +82,7 @@ def read(
         if not isinstance(sim, Mapping):
             raise ImportRefused(path, "each simulation must be an object", field=where)
         task_id = sim.get("task_id")
-        if not isinstance(task_id, (str, int)) or isinstance(task_id, bool):
+        if not isinstance(task_id, (str, int)) or isinstance(task_id, bool) or task_id == "":
             raise ImportRefused(path, "missing or not a string", field=f"{where}.task_id")
         info = sim.get("reward_info")
         raw_reward = info.get("reward") if isinstance(info, Mapping) else None
@@ -91,11 +94,7 @@ def read(
                 f"{raw_reward!r}",
                 field=f"{where}.reward_info.reward",
             )
-        trial = sim.get("trial")
-        if trial is None:
-            trial = 0
-        if not isinstance(trial, int) or isinstance(trial, bool) or trial < 0:
-            raise ImportRefused(path, "must be an integer >= 0 or null", field=f"{where}.trial")
+        trial = trial_number(sim.get("trial"), path, f"{where}.trial")
         messages = sim.get("messages")
         if not isinstance(messages, list):
             raise ImportRefused(path, "must be a list of messages", field=f"{where}.messages")
@@ -153,14 +152,19 @@ def _trial(
             b.message("system", text_of(msg.get("content")))
         elif role == "user":
             b.message("user", text_of(msg.get("content")))
-            for tc in msg.get("tool_calls") or ():
+            for tc in listed(msg.get("tool_calls"), path, f"{field}.tool_calls", "tool calls"):
                 user_calls += 1
                 if isinstance(tc, Mapping) and isinstance(tc.get("id"), str) and tc["id"]:
                     user_call_ids.add(tc["id"])
         elif role == "assistant":
             calls = []
-            for k, tc in enumerate(msg.get("tool_calls") or ()):
-                if not isinstance(tc, Mapping) or not isinstance(tc.get("name"), str):
+            listing = listed(msg.get("tool_calls"), path, f"{field}.tool_calls", "tool calls")
+            for k, tc in enumerate(listing):
+                if (
+                    not isinstance(tc, Mapping)
+                    or not isinstance(tc.get("name"), str)
+                    or not tc["name"]
+                ):
                     raise ImportRefused(path, "missing", field=f"{field}.tool_calls[{k}].name")
                 args = parse_args(
                     tc.get("arguments"),
@@ -168,7 +172,8 @@ def _trial(
                     line=None,
                     field=f"{field}.tool_calls[{k}].arguments",
                 )
-                calls.append((tc.get("id") or None, tc["name"], args))
+                call_id = id_text(tc.get("id"), path, f"{field}.tool_calls[{k}].id")
+                calls.append((call_id or None, tc["name"], args))
             text = text_of(msg.get("content"))
             if text:
                 last_text = text

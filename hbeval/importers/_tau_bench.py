@@ -22,8 +22,11 @@ from ._common import (
     Skipped,
     TraceBuilder,
     finite_reward,
+    id_text,
+    listed,
     parse_args,
     text_of,
+    trial_number,
 )
 
 FORMAT = "tau-bench"
@@ -70,15 +73,36 @@ def read(
                 f"reward must be a finite number, got {rec['reward']!r}",
                 field=f"{where}.reward",
             )
-        trial_index = rec.get("trial", 0)
-        if not isinstance(trial_index, int) or isinstance(trial_index, bool) or trial_index < 0:
-            raise ImportRefused(path, "trial must be an integer >= 0", field=f"{where}.trial")
-        task_id = str(rec["task_id"])
+        trial_index = trial_number(rec.get("trial", 0), path, f"{where}.trial")
+        task_id = rec["task_id"]
+        if not isinstance(task_id, (str, int)) or isinstance(task_id, bool) or task_id == "":
+            raise ImportRefused(
+                path, "must be a non-empty string (or a number)", field=f"{where}.task_id"
+            )
+        task_id = str(task_id)
         traj = rec["traj"]
         if not isinstance(traj, list):
             raise ImportRefused(path, "traj must be a list of messages", field=f"{where}.traj")
         trials.append(_trial(path, where, task_id, trial_index, reward, traj, run_id_of, skipped))
     return trials
+
+
+def _tool_calls(path: str, field: str, raw: Any) -> list[tuple[str | None, str, Any]]:
+    """An assistant message's ``tool_calls`` as (id, tool name, arguments), each checked."""
+    calls = []
+    for k, tc in enumerate(listed(raw, path, f"{field}.tool_calls", "tool calls")):
+        fn = tc.get("function") if isinstance(tc, Mapping) else None
+        if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str) or not fn["name"]:
+            raise ImportRefused(path, "missing", field=f"{field}.tool_calls[{k}].function.name")
+        args = parse_args(
+            fn.get("arguments"),
+            path=path,
+            line=None,
+            field=f"{field}.tool_calls[{k}].function.arguments",
+        )
+        call_id = id_text(tc.get("id"), path, f"{field}.tool_calls[{k}].id")
+        calls.append((call_id, fn["name"], args))
+    return calls
 
 
 def _trial(
@@ -110,20 +134,7 @@ def _trial(
         if role in ("system", "user"):
             b.message(str(role), text_of(msg.get("content")))
         elif role == "assistant":
-            calls = []
-            for k, tc in enumerate(msg.get("tool_calls") or ()):
-                fn = tc.get("function") if isinstance(tc, Mapping) else None
-                if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
-                    raise ImportRefused(
-                        path, "missing", field=f"{field}.tool_calls[{k}].function.name"
-                    )
-                args = parse_args(
-                    fn.get("arguments"),
-                    path=path,
-                    line=None,
-                    field=f"{field}.tool_calls[{k}].function.arguments",
-                )
-                calls.append((tc.get("id"), fn["name"], args))
+            calls = _tool_calls(path, field, msg.get("tool_calls"))
             text = text_of(msg.get("content"))
             if text:
                 last_text = text
@@ -131,8 +142,8 @@ def _trial(
         elif role == "tool":
             content = text_of(msg.get("content"))
             b.tool_result(
-                call_id=msg.get("tool_call_id"),
-                name=msg.get("name"),
+                call_id=id_text(msg.get("tool_call_id"), path, f"{field}.tool_call_id"),
+                name=id_text(msg.get("name"), path, f"{field}.name"),
                 result=content,
                 is_error=content.startswith(ERROR_PREFIX),
                 error_basis=INFERRED,

@@ -44,10 +44,32 @@ def _missing_sdk() -> ImportError:
     )
 
 
-def build_server(db: str | Path | None = None, *, port: int = 8000) -> Any:
+MAX_HTTP_SESSIONS = 64
+"""Most streamable HTTP sessions open at once; a request that would open another gets 503."""
+HTTP_SESSION_IDLE_SECONDS = 600.0
+"""A streamable HTTP session with no request for this long is closed (its memory freed)."""
+
+
+def _session_limits(fastmcp: Any, max_sessions: int, idle_seconds: float) -> dict[str, Any]:
+    """The SDK's session cap and idle expiry, where this version of the SDK has them."""
+    import inspect
+
+    accepted = inspect.signature(fastmcp.__init__).parameters
+    limits = {"max_sessions": max_sessions, "session_idle_timeout": idle_seconds}
+    return {k: v for k, v in limits.items() if k in accepted}
+
+
+def build_server(
+    db: str | Path | None = None,
+    *,
+    port: int = 8000,
+    max_sessions: int = MAX_HTTP_SESSIONS,
+    session_idle_seconds: float = HTTP_SESSION_IDLE_SECONDS,
+) -> Any:
     """A ``FastMCP`` server answering from the store ``db`` (which must exist).
 
-    ``port`` is used only by the streamable HTTP transport, which binds 127.0.0.1. Raises
+    ``port`` is used only by the streamable HTTP transport, which binds 127.0.0.1, holds at
+    most ``max_sessions`` sessions and closes one idle for ``session_idle_seconds``. Raises
     :class:`ToolInputError` (``--db``) for a missing store and ImportError without the SDK.
     """
     # Long because: each tool is declared here as a small function whose signature is the
@@ -67,6 +89,7 @@ def build_server(db: str | Path | None = None, *, port: int = 8000) -> Any:
         host="127.0.0.1",
         port=port,
         log_level="WARNING",
+        **_session_limits(FastMCP, max_sessions, session_idle_seconds),
     )
     # Clients are told hbeval's version, not the SDK's (FastMCP has no argument for it; its
     # low-level server reads this attribute when the session starts).

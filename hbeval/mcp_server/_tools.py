@@ -227,15 +227,25 @@ class StoreTools:
 
         Runs of different fingerprints are never put on one series (their figures are not
         comparable). Each series carries the CSI its newest run's report computed over the
-        runs before it, as stored.
+        runs before it, as stored. A report whose figures do not follow from its trials (edited
+        in the store) is refused, naming its run.
         """
         agent = _text("agent_id", agent_id)
         with self._store() as store:
             records = store.list_reports(agent_id=agent)
             known = sorted({r.agent_id for r in store.list_runs()})
+        from ..scoring._recheck import describe, report_discrepancies
+
         series: dict[str, list[dict[str, Any]]] = {}
         for rec in records:
             report = rec.report
+            found = report_discrepancies(report)
+            if found:  # served only what follows from its trials, as run_metrics does
+                raise ToolInputError(
+                    "agent_id",
+                    f"the stored report of run {rec.run_id!r} does not follow from its own "
+                    f"trials ({describe(found)}); it was changed after hbeval built it",
+                )
             written = report.to_dict()
             series.setdefault(rec.measurement_fingerprint, []).append(
                 {
@@ -320,7 +330,7 @@ class StoreTools:
         agent = _text("agent_id", agent_id)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise ToolInputError("k", f"must be an integer from 1 to {MAX_K}, got {k!r}")
-        edm = open_memory(self.db)
+        edm = open_memory(self.db, read_only=True)
         try:
             try:
                 matches = edm.retrieve(query, agent, k)
@@ -346,7 +356,7 @@ class StoreTools:
 
         query = _text("text", text, max_chars=20_000)
         agent = _text("agent_id", agent_id)
-        edm = open_memory(self.db)
+        edm = open_memory(self.db, read_only=True)
         try:
             return _plain(edm.explain(query, agent))
         except ContextError as exc:

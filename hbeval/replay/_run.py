@@ -134,8 +134,10 @@ class Invariants:
     @classmethod
     def from_file(cls, path: str | Path) -> Invariants:
         """Read an invariants file (a JSON object)."""
+        from .._inputs import read_bounded
+
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            data = json.loads(read_bounded(path, "--invariants").decode("utf-8"))
         except (OSError, ValueError) as exc:
             raise ReplayError(f"cannot read invariants {str(path)!r}: {exc}") from None
         if not isinstance(data, Mapping):
@@ -444,7 +446,8 @@ def replay_run(
     """Replay ``run_id``'s cases on ``target``; returns the ``hbeval-replay/1`` report.
 
     ``tasks`` gives verifiers, forbidden tools and metadata by task id (a task the recording
-    names but ``tasks`` lacks runs with the recorded question only: its pass is unverifiable).
+    names but ``tasks`` lacks runs with the recorded question only: its pass is unverifiable and
+    its forbidden tools are not applied; ``summary.tasks_unmatched`` lists such task ids).
     """
     from hbeval_core.contract import Task
 
@@ -474,6 +477,9 @@ def replay_run(
         resolved.adapter.uninstrument()
     total = sum(c["violations"]["total"] for c in out_cases)
     diverged = [c["trial_key"] for c in out_cases if c["selection"]["diverged"]]
+    # A case whose task id ``tasks`` lacks ran without that task's rules: its forbidden tools
+    # and verifier were not applied, which a count of 0 violations must not hide.
+    unmatched = sorted({rec.trial.task_id for rec in cases if rec.trial.task_id not in by_id})
     return {
         "format": REPLAY_FORMAT,
         "run_id": run_id,
@@ -489,6 +495,8 @@ def replay_run(
             ),
             "unexpected_calls": sum(len(c["selection"]["unexpected"]) for c in out_cases),
             "violations": total,
+            "tasks_unmatched": unmatched,
+            "task_rules_applied": not unmatched,
             "violation_budget": inv.budget,
             "within_budget": total <= inv.budget,
         },

@@ -366,6 +366,11 @@ def _ceiling_checks(
     for name, value in (ceilings or {}).items():
         if name not in CEILING_METRICS:
             raise ValueError(f"unknown ceiling {name!r}; ceilings apply to {CEILING_METRICS}")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ValueError(
+                f"ceilings[{name!r}] must be a number (the most acceptable) or None to remove "
+                f"that ceiling, got {value!r}"
+            )
         merged[name] = value
     block = report.side_effects
     if block is None:
@@ -409,6 +414,11 @@ def decide_verdict(
     for name, value in (floors or {}).items():
         if name not in FLOOR_METRICS:
             raise ValueError(f"unknown floor metric {name!r}; floors apply to {FLOOR_METRICS}")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ValueError(
+                f"floors[{name!r}] must be a number (the lowest acceptable value) or None to "
+                f"remove that floor, got {value!r}"
+            )
         merged[name] = value
     merged.update(dict.fromkeys(fault_floors_not_applicable(report)))  # none injected
     active = {k: float(v) for k, v in merged.items() if v is not None and math.isfinite(v)}

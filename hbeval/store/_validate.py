@@ -41,10 +41,17 @@ def check_unicode(name: str, value: str) -> None:
         ) from None
 
 
+MAX_INDEX = 2**63 - 1
+"""The largest index a store keeps (a signed 64-bit integer in SQLite and PostgreSQL)."""
+
+
 def check_index(name: str, value: object) -> None:
-    """Refuse anything but a non-negative int (bools are refused: True is not an index)."""
+    """Refuse anything but an int from 0 to ``MAX_INDEX`` (bools are refused: True is not an
+    index)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+    if value > MAX_INDEX:
+        raise ValueError(f"{name} must be at most 2**63 - 1 (a 64-bit integer), got {value}")
 
 
 def check_number(name: str, value: object, *, optional: bool = True) -> float | None:

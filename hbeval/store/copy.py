@@ -25,7 +25,7 @@ from hbeval_core.events import EventBase
 
 from ._codec import encode_events
 from .errors import DuplicateRecordError, UnknownRunError
-from .protocol import StoreWriter
+from .protocol import StoreWriter, one_transaction
 from .records import RUN_RUNNING, MetricSet, RunRecord
 
 __all__ = ["CopySummary", "ExportableStore", "copy_between", "copy_store"]
@@ -86,7 +86,8 @@ def copy_store(
             runs.append(run)
     total = CopySummary()
     for run in runs:
-        done = _copy_run(src, dst, run)
+        with one_transaction(dst):  # a run is copied whole: never `completed` with trials missing
+            done = _copy_run(src, dst, run)
         total = CopySummary(
             total.runs + 1,
             total.trials_copied + done.trials_copied,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -84,6 +85,18 @@ class InMemoryStore:
 
     def close(self) -> None:
         """Nothing to release; kept for the protocol. Idempotent."""
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Every write in the block is stored, or none: an error restores what was held before."""
+        with self._lock:
+            runs = {k: _copied(r) for k, r in self._runs.items()}
+            reports = list(self._reports)
+            try:
+                yield
+            except BaseException:
+                self._runs, self._reports = runs, reports
+                raise
 
     def _run(self, run_id: str) -> _Run:
         try:
@@ -377,6 +390,17 @@ class InMemoryStore:
                 )
         out.sort(key=lambda r: (r.created_at, r.run_id))
         return out
+
+
+def _copied(run: _Run) -> _Run:
+    """A copy of ``run`` whose containers can change without changing the original."""
+    return replace(
+        run,
+        trials=dict(run.trials),
+        attempts=dict(run.attempts),
+        events={k: list(v) for k, v in run.events.items()},
+        metrics={k: dict(v) for k, v in run.metrics.items()},
+    )
 
 
 def _refuse_stored_trial(stored: _Run, trial: TrialRecord) -> None:

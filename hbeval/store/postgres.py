@@ -215,7 +215,8 @@ class PostgresStore(SQLStore):
         self.read_only = read_only
         self._integrity_errors = (psycopg.errors.UniqueViolation,)
         self._errors: type[BaseException] = psycopg.Error
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entered by the writes inside ``transaction()``
+        self._outer = False
         try:
             raw = psycopg.connect(url, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
@@ -304,6 +305,31 @@ class PostgresStore(SQLStore):
                 raise StoreError(
                     f"{self.path}: the write failed ({exc}); nothing was written"
                 ) from None
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Every write in the block is one transaction: all of them are stored, or none.
+
+        Each write inside is a savepoint, so a refused one can be caught without losing the
+        rest; other threads wait until the block ends; nested blocks join the outer one.
+        """
+        if self.read_only:
+            raise StoreError(f"{self.path} was opened read-only; nothing was written")
+        with self._lock:
+            if self._outer:
+                yield
+                return
+            raw = self._live()
+            self._outer = True
+            try:
+                with raw.transaction():
+                    yield
+            except self._errors as exc:
+                raise StoreError(
+                    f"{self.path}: the write failed ({exc}); nothing was written"
+                ) from None
+            finally:
+                self._outer = False
 
     @contextmanager
     def _read(self) -> Iterator[Conn]:

@@ -10,6 +10,7 @@ former name, kept as an alias.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -181,3 +182,10 @@ def final_attempts(store: StoreWriter, run_id: str) -> dict[str, AttemptRecord]:
         if kept is None or a.attempt > kept.attempt:
             final[a.trial_key] = a
     return final
+
+
+def one_transaction(store: object) -> AbstractContextManager[object]:
+    """``store.transaction()`` when the store offers one (all three shipped stores do): every
+    write in the block is stored, or none. A store without it writes call by call."""
+    begin = getattr(store, "transaction", None)
+    return nullcontext() if begin is None else begin()

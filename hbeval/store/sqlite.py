@@ -202,6 +202,29 @@ def _schema_version(conn: sqlite3.Connection, where: str) -> int:
     return meta_schema_version(conn, where)
 
 
+_SQLITE_FULL = 13  # SQLite's primary result codes (the typeshed stubs lack them)
+_SQLITE_NOT_WRITABLE = (8, 14, 3)  # SQLITE_READONLY, SQLITE_CANTOPEN, SQLITE_PERM
+
+
+def write_failure(path: str, exc: sqlite3.Error) -> StoreError | None:
+    """Plain words for a write SQLite could not make for a reason outside the store (a full
+    disk, a read-only file or folder); None for any other error."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        code &= 0xFF  # the primary result code of an extended one
+    if code == _SQLITE_FULL:
+        return StoreError(
+            f"the disk holding {path} is full ({exc}); nothing of this write was stored, and "
+            "what was stored before is intact: free some space and run the command again"
+        )
+    if code in _SQLITE_NOT_WRITABLE:
+        return StoreError(
+            f"{path} cannot be written ({exc}): the file or its folder is read-only for this "
+            "user; nothing was stored. Read commands still work on it"
+        )
+    return None
+
+
 def _rollback(conn: sqlite3.Connection) -> None:
     """Roll back the open transaction, if SQLite has not already done so after an error."""
     if conn.in_transaction:
@@ -235,7 +258,8 @@ class SQLiteStore(SQLStore):
     ) -> None:
         self.path = resolve_path(path_or_url)
         self.read_only = read_only and self.path != MEMORY
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entered by the writes inside ``transaction()``
+        self._outer = False
         if self.read_only:
             conn = self._open_read_only()
             if conn is not None:
@@ -357,18 +381,70 @@ class SQLiteStore(SQLStore):
 
     @contextmanager
     def _write(self) -> Iterator[Conn]:
-        """One transaction under the lock: committed if the block returns, rolled back if not."""
+        """One transaction under the lock: committed if the block returns, rolled back if not.
+
+        Inside ``transaction()`` it is a savepoint of the open transaction instead.
+        """
         if self.read_only:
             raise StoreError(f"{self.path} was opened read-only; nothing was written")
         with self._lock:
             conn = self._live()
-            conn.execute("BEGIN IMMEDIATE")
+            if self._outer:
+                conn.execute("SAVEPOINT hbeval_write")
+                try:
+                    yield conn
+                    conn.execute("RELEASE hbeval_write")
+                except BaseException:
+                    if conn.in_transaction:  # SQLite may have rolled all of it back already
+                        with suppress(sqlite3.Error):
+                            conn.execute("ROLLBACK TO hbeval_write")
+                            conn.execute("RELEASE hbeval_write")
+                    raise
+                return
             try:
+                conn.execute("BEGIN IMMEDIATE")
                 yield conn
                 conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                _rollback(conn)
+                plain = write_failure(self.path, exc)
+                if plain is None:
+                    raise
+                raise plain from None
             except BaseException:
                 _rollback(conn)
                 raise
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Every write in the block is one transaction: all of them are stored, or none.
+
+        Other threads wait until the block ends; nested blocks join the outer one. An error
+        (a refused record, a full disk) rolls the whole block back and is raised.
+        """
+        if self.read_only:
+            raise StoreError(f"{self.path} was opened read-only; nothing was written")
+        with self._lock:
+            if self._outer:
+                yield
+                return
+            conn = self._live()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                self._outer = True
+                yield
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                _rollback(conn)
+                plain = write_failure(self.path, exc)
+                if plain is None:
+                    raise
+                raise plain from None
+            except BaseException:
+                _rollback(conn)
+                raise
+            finally:
+                self._outer = False
 
     @contextmanager
     def _read(self) -> Iterator[Conn]:
