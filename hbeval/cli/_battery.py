@@ -38,6 +38,7 @@ from ._battery_proxy import (
     proxy_note,
     refuse_model_faults,
 )
+from ._battery_options import PerturbOption
 from ._common import REDACT_HELP, checked_redact, plain_app
 
 if TYPE_CHECKING:
@@ -65,6 +66,7 @@ _FLAGS = {
     "fault_types": "--fault-type",
     "domains": "--domain",
     "scenarios": "--scenarios",
+    "perturb": "--perturb",
 }
 
 
@@ -76,6 +78,7 @@ def _build_battery(
     domains: list[str] | None,
     scenarios_given: bool = False,
     family: str = FAULT_FAMILY_TOOL,
+    perturb: list[str] | None = None,
 ) -> Any:
     """Build a battery, turning each bad value into a message naming its flag."""
     from hbeval_core.faults.userbattery import is_battery_file
@@ -95,6 +98,7 @@ def _build_battery(
             fault_types=fault_types,
             domains=domains,
             names=_FLAGS,
+            perturb=perturb,
         )
     except ValueError as exc:
         _fail(str(exc))
@@ -161,6 +165,7 @@ def build_command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
     fault_family: FaultFamilyOption = FAULT_FAMILY_TOOL,
+    perturb: PerturbOption = None,
 ) -> None:
     """Build a battery: {"fingerprint", "scenarios": [{"index","domain","fault_type","is_nominal",...}]}."""
     built = _build_battery(
@@ -171,6 +176,7 @@ def build_command(
         domain,
         scenarios is not None,
         fault_family,
+        perturb,
     )
     data = built.to_dict()
     if as_json:
@@ -408,6 +414,7 @@ def run_command(
     upstream: UpstreamOption = None,
     question_as_arg: QuestionAsArgOption = False,
     fault_family: FaultFamilyOption = FAULT_FAMILY_TOOL,
+    perturb: PerturbOption = None,
 ) -> None:
     """Run the battery against TARGET and write the report (exit 0 whatever it says)."""
     # Long because: typer reads the options from this signature (about 110 of its lines); the
@@ -434,6 +441,7 @@ def run_command(
         max_cost=max_cost,
         via=proxy_flags(command, via_proxy, upstream, question_as_arg, target),
         family=fault_family,
+        perturb=perturb,
     )
     plan = _plan_run(flags, out, db)
     report, admitted = _execute(plan, flags, db, run_id, ray_cpus, memory)
@@ -542,6 +550,7 @@ class _Flags:
     max_cost: float | None = None
     via: ProxyFlags | None = None
     family: str = FAULT_FAMILY_TOOL
+    perturb: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -604,7 +613,9 @@ def _plan_run(f: _Flags, out: Path | None, db: str | None = None) -> _Plan:
     )
     domains = list(f.domain) if f.domain else (list(m.domains) if m and m.domains else None)
     named = pick(f.battery, "battery", _DEFAULT_BATTERY)
-    built = _build_battery(named, n, s, faults, domains, f.scenarios is not None, f.family)
+    built = _build_battery(
+        named, n, s, faults, domains, f.scenarios is not None, f.family, f.perturb
+    )
     refuse_model_faults(built, f.via)
     if k < 1:
         _fail(f"--trials must be >= 1 (got {k})")

@@ -27,6 +27,7 @@ _PYTHON_NAMES: Mapping[str, str] = {
     "fault_types": "fault_types",
     "domains": "domains",
     "scenarios": "scenarios",
+    "perturb": "perturb",
 }
 
 
@@ -89,6 +90,7 @@ def resolve_battery(
     fault_types: Sequence[str] | None = None,
     domains: Sequence[str] | None = None,
     names: Mapping[str, str] = _PYTHON_NAMES,
+    perturb: Sequence[str] | None = None,
 ) -> Any:
     """The battery ``battery`` names, built with ``seed``; a ``Battery`` is returned as given.
 
@@ -115,6 +117,11 @@ def resolve_battery(
             )
             if value
         ]
+        if perturb:
+            raise ValueError(
+                f"{names.get('perturb', 'perturb')}: a battery file names its own perturbation "
+                "families; add 'perturb: [context]' to the file instead"
+            )
         if given:
             flag = names[given[0]]
             raise ValueError(f"{flag}: a battery file names its own scenarios; remove {flag}")
@@ -128,6 +135,9 @@ def resolve_battery(
             f"(.yaml, .yml, .json) (got {battery!r})"
         )
     count = DEFAULT_SCENARIOS if scenarios is None else scenarios
+    from hbeval_core.faults.perturb import check_perturb
+
+    families = check_perturb(perturb, names.get("perturb", "perturb"))
     if battery == BATTERY_HBEVAL:
         # The compat battery keeps the reference's silent fallbacks and clamping on purpose.
         bad = [f for f in fault_types or () if f not in FAULT_TYPES]
@@ -151,6 +161,7 @@ def resolve_battery(
             seed,
             list(fault_types) if fault_types else None,
             list(domains) if domains else None,
+            list(families) or None,
         )
     except ValueError as exc:
         raise ValueError(f"{names['battery']}: {exc}") from None

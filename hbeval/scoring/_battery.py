@@ -130,6 +130,7 @@ from ._sections import (
     _traceability,
     _trial_entry,
 )
+from ._perturbations import perturbations_field, split_perturbed
 from ._side_effects import frr_recovered, run_side_effects
 from ._signals import settle_abstentions, silent_corruptions
 from ._warnings import warnings_field
@@ -420,10 +421,13 @@ def _build(
     """``build_report``; with ``csi_given`` CSI is taken as given instead of computed from
     ``history`` (``_recheck.report_discrepancies``)."""
     floors = dict(DEFAULT_THRESHOLDS if thresholds is None else thresholds)
+    # Prompt perturbations are reported apart: no fault figure reads them.
+    trials, perturbed = split_perturbed(trials)
     # S5's run-level condition: an abstention counts only where the task's nominal trial passed.
     ordered = settle_abstentions(sorted(trials, key=_sort_key))
+    listed = sorted([*ordered, *perturbed], key=_sort_key) if perturbed else ordered
     # Each trial is read through the model first: bad input is named before any figure uses it.
-    entries = [_trial_entry(t, i) for i, t in enumerate(ordered)]
+    entries = [_trial_entry(t, i) for i, t in enumerate(listed)]
     scored = [t for t in ordered if t.get("outcome") in SCORED_OUTCOMES]
     fingerprints = _fingerprints(run)
     head = _headline(
@@ -481,6 +485,7 @@ def _build(
         isolation=_isolation_block(ordered),
         trials=entries,
         **_side_effects_field(scored),
+        **perturbations_field(perturbed, nominal, confidence),
     )
     return _decided(draft, floors, head)
 

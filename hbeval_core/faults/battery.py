@@ -1,9 +1,11 @@
 """Batteries: HB-Eval's own, and ``hbeval-battery/1``, which also makes real tool calls fail.
 
-Both build their scenarios with the reference algorithm (``compat.build_scenario_battery``) and
-append the reference's text context to the question. ``hbeval-battery/1`` additionally maps each
-fault type to runtime faults (DESIGN.md "Faults"), so an agent meets an actual failing tool
-rather than a sentence about one:
+Both build their scenarios with the reference algorithm (``compat.build_scenario_battery``). The
+compat battery appends the reference's text context to the question, as the reference does.
+``hbeval-battery/1`` hands the agent its task's question unchanged and maps each fault type to
+runtime faults (DESIGN.md "Faults"), so an agent meets an actual failing tool rather than a
+sentence about one; the context sentences are a separate perturbation family, off unless asked
+for (``perturb=["context"]``, see ``perturb``):
 
 ==================== ==================================================================
 fault type           runtime faults (target "*" = any tool; call positions count every call)
@@ -53,6 +55,12 @@ from .compat import (
     MIN_SCENARIOS,
     NOMINAL,
     Scenario,
+)
+from .perturb import (
+    PerturbationScenario,
+    check_perturb,
+    perturbation_scenarios,
+    perturbation_spec,
 )
 from .plans import ANY_TARGET, CascadePlan, CascadeStage, FaultPlan, FaultSpec
 
@@ -154,11 +162,13 @@ def runtime_table() -> dict[str, dict[str, Any] | None]:
     return {ft: (t.to_dict() if t is not None else None) for ft, t in RUNTIME_TABLE.items()}
 
 
-def hbeval_spec() -> dict[str, Any]:
+def hbeval_spec(perturb: Sequence[str] = ()) -> dict[str, Any]:
     """The hbeval-battery/1 specification: the reference's six keys plus how a battery is built.
 
     Besides the runtime table it names everything that decides what a seed builds and what each
-    scenario injects, which the reference fingerprint leaves out (spec §8 item 5).
+    scenario injects, which the reference fingerprint leaves out (spec §8 item 5). The question
+    reaches the agent unchanged (``question_injection: none``); ``perturb`` adds the requested
+    perturbation families (``perturb.perturbation_spec``).
     """
     return {
         **compat.spec(),
@@ -169,16 +179,17 @@ def hbeval_spec() -> dict[str, Any]:
         "shuffle": "cpython_random_Random(seed).shuffle",
         "domain_assignment": "index_mod_len",
         "task_assignment": "index_mod_len",
-        "question_injection": "append_fault_context",
+        "question_injection": "none",
         "plan_id_format": PLAN_ID_FORMAT,
         "decision": "sha256(seed:plan_id:target:attempt)[:8]/0xFFFFFFFF<p",
         "runtime_faults": runtime_table(),
+        **perturbation_spec(perturb),
     }
 
 
-def hbeval_spec_fingerprint() -> str:
+def hbeval_spec_fingerprint(perturb: Sequence[str] = ()) -> str:
     """Fingerprint of ``hbeval_spec()`` (lower-case, 16 hex, the shared fingerprint function)."""
-    return fingerprint(hbeval_spec())
+    return fingerprint(hbeval_spec(perturb))
 
 
 def derive_trial_seed(seed: int, scenario_index: int, trial_index: int) -> int:
@@ -210,8 +221,15 @@ class BatteryScenario(Scenario):
             return None
         return PLAN_ID_FORMAT.format(index=self.index, fault_type=self.fault_type)
 
+    @property
+    def question_context(self) -> bool:
+        """Whether the question carries the fault context sentence: only in the compat battery."""
+        return self.battery == BATTERY_COMPAT
+
     def question(self, base: str) -> str:
-        """``base`` with the reference's fault context appended."""
+        """``base`` unchanged (hbeval), or with the reference's fault context appended (compat)."""
+        if not self.question_context:
+            return base
         return compat.inject_fault(base, self.fault_type)
 
     def plan(self, trial_seed: int) -> FaultPlan | CascadePlan | None:
@@ -310,11 +328,13 @@ class Battery(MeasuredBattery):
 
     kind: str
     seed: int
-    scenarios: tuple[BatteryScenario, ...]
+    scenarios: tuple[BatteryScenario | PerturbationScenario, ...]
     fault_types: tuple[str, ...] = field(default=FAULT_TYPES)
     """The active fault-type selection (caller's order)."""
     domains: tuple[str, ...] = field(default=DOMAINS)
     """The active domain selection (caller's order)."""
+    perturb: tuple[str, ...] = ()
+    """The perturbation families added after the fault scenarios (hbeval only)."""
 
     @classmethod
     def hbeval(
@@ -323,13 +343,22 @@ class Battery(MeasuredBattery):
         seed: int = DEFAULT_SEED,
         fault_types: Iterable[str] | None = None,
         domains: Iterable[str] | None = None,
+        perturb: Iterable[str] | None = None,
     ) -> Battery:
-        """Build ``hbeval-battery/1``; unknown names or an out-of-range size raise ValueError."""
+        """Build ``hbeval-battery/1``; unknown names or an out-of-range size raise ValueError.
+
+        ``perturb`` names perturbation families to add (``["context"]``); none by default.
+        """
         seed = compat.require_seed(seed)
         n = _strict_count(n_scenarios)
         faults = _strict_names(fault_types, FAULT_TYPES, "fault type")
         doms = _strict_names(domains, DOMAINS, "domain")
-        return cls._build(BATTERY_HBEVAL, n, seed, faults, doms)
+        families = check_perturb(perturb)
+        built = cls._build(BATTERY_HBEVAL, n, seed, faults, doms)
+        if not families:
+            return built
+        extra = perturbation_scenarios(families, len(built.scenarios), doms)
+        return replace(built, scenarios=(*built.scenarios, *extra), perturb=families)
 
     @classmethod
     def compat(
@@ -353,11 +382,18 @@ class Battery(MeasuredBattery):
         seed: int = DEFAULT_SEED,
         fault_types: Iterable[str] | None = None,
         domains: Iterable[str] | None = None,
+        perturb: Iterable[str] | None = None,
     ) -> Battery:
         """Build the battery named ``battery`` ("hbeval" or "compat")."""
         if battery == BATTERY_HBEVAL:
-            return cls.hbeval(n_scenarios, seed, fault_types, domains)
+            return cls.hbeval(n_scenarios, seed, fault_types, domains, perturb)
         if battery == BATTERY_COMPAT:
+            if check_perturb(perturb):
+                raise ValueError(
+                    "the compat battery appends the context sentences to every scenario "
+                    "already; perturb the hbeval battery instead (--battery hbeval --perturb "
+                    "context)"
+                )
             return cls.compat(n_scenarios, seed, fault_types, domains)
         raise ValueError(f"battery must be one of {', '.join(BATTERY_KINDS)} (got {battery!r})")
 
@@ -379,7 +415,7 @@ class Battery(MeasuredBattery):
     def __len__(self) -> int:
         return len(self.scenarios)
 
-    def __iter__(self) -> Iterator[BatteryScenario]:
+    def __iter__(self) -> Iterator[BatteryScenario | PerturbationScenario]:
         return iter(self.scenarios)
 
     @property
@@ -396,7 +432,7 @@ class Battery(MeasuredBattery):
 
     def spec(self) -> dict[str, Any]:
         """The specification its fingerprint covers: ``compat.spec()`` or ``hbeval_spec()``."""
-        return hbeval_spec() if self.kind == BATTERY_HBEVAL else compat.spec()
+        return hbeval_spec(self.perturb) if self.kind == BATTERY_HBEVAL else compat.spec()
 
     def spec_fingerprint(self) -> str:
         """Fingerprint of ``spec()``: ``ce481b32763df1ca`` for compat."""
@@ -424,7 +460,7 @@ class Battery(MeasuredBattery):
         )
 
     def trial_plan(
-        self, scenario: BatteryScenario, trial_index: int
+        self, scenario: BatteryScenario | PerturbationScenario, trial_index: int
     ) -> FaultPlan | CascadePlan | None:
         """``scenario``'s plan for trial ``trial_index``, seeded with ``derive_trial_seed``."""
         return scenario.plan(derive_trial_seed(self.seed, scenario.index, trial_index))
@@ -439,6 +475,7 @@ class Battery(MeasuredBattery):
             "seed": self.seed,
             "n_scenarios": len(self.scenarios),
             "selection": self.selection,
+            **({"perturb": list(self.perturb)} if self.perturb else {}),
             "scenarios": [s.to_dict() for s in self.scenarios],
         }
 

@@ -47,6 +47,12 @@ from ..vocab import (
 from ..vocab import EMPTY_RESPONSE as EMPTY_RESPONSE_MODE
 from .battery import MeasuredBattery
 from .compat import FAULT_CONTEXTS, FAULT_TYPES, MAX_SCENARIOS, NOMINAL, require_seed
+from .perturb import (
+    PerturbationScenario,
+    check_perturb,
+    perturbation_scenarios,
+    perturbation_spec,
+)
 from .model import ModelFaultPlan, ModelFaultSpec, check_model_param, is_model_mode
 from .plans import ANY_TARGET, FaultPlan, FaultSpec
 
@@ -81,6 +87,7 @@ _TOP_KEYS: Final = (
     "domain_context",
     "irreversible_tools",
     "idempotency_keys",
+    "perturb",
     "scenarios",
 )
 _SCENARIO_KEYS: Final = (
@@ -408,8 +415,10 @@ class UserBattery(MeasuredBattery):
     description: str | None
     domain_context: bool
     seed: int
-    scenarios: tuple[UserScenario, ...]
+    scenarios: tuple[UserScenario | PerturbationScenario, ...]
     source: str | None = None
+    perturb: tuple[str, ...] = ()
+    """The perturbation families added after the file's scenarios (``perturb:``)."""
 
     kind: str = BATTERY_USER
     build_version: str = USER_BUILD_ALGORITHM
@@ -417,12 +426,17 @@ class UserBattery(MeasuredBattery):
     @property
     def fault_types(self) -> tuple[str, ...]:
         """The scenario labels, in file order, without repeats."""
-        return tuple(dict.fromkeys(s.fault_type for s in self.scenarios))
+        return tuple(dict.fromkeys(s.fault_type for s in self.file_scenarios))
 
     @property
     def domains(self) -> tuple[str, ...]:
         """The scenario domains, in file order, without repeats."""
-        return tuple(dict.fromkeys(s.domain for s in self.scenarios))
+        return tuple(dict.fromkeys(s.domain for s in self.file_scenarios))
+
+    @property
+    def file_scenarios(self) -> tuple[UserScenario, ...]:
+        """The scenarios the file names (without perturbation scenarios)."""
+        return tuple(s for s in self.scenarios if isinstance(s, UserScenario))
 
     def __len__(self) -> int:
         return len(self.scenarios)
@@ -439,9 +453,10 @@ class UserBattery(MeasuredBattery):
             "task_assignment": "index_mod_len",
             "plan_id_format": PLAN_ID_FORMAT,
             "decision": "sha256(seed:plan_id:target:attempt)[:8]/0xFFFFFFFF<p",
-            "scenarios": [s.canonical() for s in self.scenarios],
+            "scenarios": [s.canonical() for s in self.file_scenarios],
             # Only when set: a file without them fingerprints as it always did.
-            **_side_effect_spec(self.scenarios),
+            **_side_effect_spec(self.file_scenarios),
+            **perturbation_spec(self.perturb),
         }
 
     def spec_fingerprint(self) -> str:
@@ -639,10 +654,23 @@ def parse_battery(data: object, *, seed: int, source: str | None = None) -> User
             replace(s, irreversible_tools=irreversible, idempotency_keys=keys) for s in scenarios
         ]
     try:
+        families = check_perturb(data.get("perturb"), "battery.perturb")
+    except ValueError as exc:
+        raise BatteryFileError(str(exc)) from None
+    try:
         run_seed = require_seed(seed)
     except ValueError as exc:
         raise BatteryFileError(f"--seed: {exc}") from None
-    return UserBattery(name, description, domain_context, run_seed, tuple(scenarios), source)
+    extra = perturbation_scenarios(families, len(scenarios), (name,))
+    return UserBattery(
+        name,
+        description,
+        domain_context,
+        run_seed,
+        (*scenarios, *extra),
+        source,
+        families,
+    )
 
 
 def load_battery_file(path: str | Path, *, seed: int) -> UserBattery:

@@ -214,7 +214,7 @@ def test_built_in_fingerprints_are_unchanged() -> None:
     from hbeval_core.faults.compat import spec_fingerprint
 
     assert spec_fingerprint() == "ce481b32763df1ca"
-    assert hbeval_spec_fingerprint() == "5d7848ba211dd4b0"
+    assert hbeval_spec_fingerprint() == "beea5f268182b59d"
 
 
 @pytest.mark.parametrize(
