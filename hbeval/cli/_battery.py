@@ -25,6 +25,7 @@ from hbeval_core.vocab import (
     FAULT_FAMILY_TOOL,
 )
 
+from ._battery_options import PerturbOption
 from ._battery_proxy import (
     CommandOption,
     FaultFamilyOption,
@@ -38,7 +39,6 @@ from ._battery_proxy import (
     proxy_note,
     refuse_model_faults,
 )
-from ._battery_options import PerturbOption
 from ._common import REDACT_HELP, checked_redact, plain_app
 
 if TYPE_CHECKING:

@@ -92,6 +92,7 @@ from ._fold import (
     _sort_key,
     _verdict,
 )
+from ._perturbations import perturbations_field, split_perturbed
 from ._rates import (
     _agentdojo,
     _breakdown,
@@ -130,7 +131,6 @@ from ._sections import (
     _traceability,
     _trial_entry,
 )
-from ._perturbations import perturbations_field, split_perturbed
 from ._side_effects import frr_recovered, run_side_effects
 from ._signals import settle_abstentions, silent_corruptions
 from ._warnings import warnings_field

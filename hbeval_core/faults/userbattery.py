@@ -47,13 +47,13 @@ from ..vocab import (
 from ..vocab import EMPTY_RESPONSE as EMPTY_RESPONSE_MODE
 from .battery import MeasuredBattery
 from .compat import FAULT_CONTEXTS, FAULT_TYPES, MAX_SCENARIOS, NOMINAL, require_seed
+from .model import ModelFaultPlan, ModelFaultSpec, check_model_param, is_model_mode
 from .perturb import (
     PerturbationScenario,
     check_perturb,
     perturbation_scenarios,
     perturbation_spec,
 )
-from .model import ModelFaultPlan, ModelFaultSpec, check_model_param, is_model_mode
 from .plans import ANY_TARGET, FaultPlan, FaultSpec
 
 __all__ = [
