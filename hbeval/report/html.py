@@ -69,6 +69,7 @@ from ._html_words import (
     store_traces,
     trial_timeline,
 )
+from ._perturbations import perturbation_html
 from ._side_effects import side_effects_html
 from .compare import CompareRefused, compare_reports
 from .scores import (
@@ -314,6 +315,7 @@ def _report_section(
         "gap_chart": Markup(_gap_chart(report)),
         "severity_chart": Markup(_severity_chart(report)),
         "side_effects": Markup(side_effects_html(report)),
+        "perturbations": Markup(perturbation_html(report)),
         "weighted_failure_rate": Markup(
             _fmt(
                 _number(severity.get("weighted_failure_rate")),

@@ -30,6 +30,7 @@ from ..scoring._trial_model import ERROR_CHARS
 from ..scoring._uncertainty import rate_interval
 from ..scoring._view import listed, section
 from ._consistency import add_consistency_rows
+from ._perturbations import perturbation_lines
 from ._side_effects import add_side_effects_row, side_effects_lines
 from .scores import (
     EFFICIENCY_FIGURES,
@@ -380,6 +381,8 @@ def print_summary(report: Report, console: Console | None = None) -> None:
         console.print(line, style="bold yellow", markup=False)
     console.print(summary_table(report))
     for line in verdict_lines(report, warnings=False):
+        console.print(line, markup=False)
+    for line in perturbation_lines(report):
         console.print(line, markup=False)
     source = section(report, "source")
     inferred = source.get("inferred_figures") if isinstance(source, Mapping) else None

@@ -35,11 +35,11 @@ def check_perturb(names: Iterable[str] | None, where: str = "--perturb") -> tupl
     """The requested families in canonical order; an unknown or repeated one raises ValueError."""
     if names is None:
         return ()
-    if isinstance(names, str):
-        raise ValueError(f"{where}: must be a list of families such as ['context'], got {names!r}")
+    if isinstance(names, (str, bytes)) or not isinstance(names, Iterable):
+        raise ValueError(f"{where}: must be a list of families such as [context], got {names!r}")
     chosen = list(names)
     for name in chosen:
-        if name not in PERTURBATION_FAMILIES:
+        if not isinstance(name, str) or name not in PERTURBATION_FAMILIES:
             raise ValueError(
                 f"{where}: unknown perturbation family {name!r}; valid: "
                 f"{', '.join(PERTURBATION_FAMILIES)}"

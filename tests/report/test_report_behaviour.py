@@ -360,9 +360,7 @@ def test_report_json_gate_and_passport_agree_on_new_and_old_reports(
     """A report written before the scores section existed still scores, gates and signs."""
     reports = after if form == "new" else _before()["reports"]
     # Old reports score as recorded; the new ones with their recounted tokens per success.
-    expected = {
-        n: _scores_now(n) if form == "new" else _before()["scores"][n] for n in reports
-    }
+    expected = {n: _scores_now(n) if form == "new" else _before()["scores"][n] for n in reports}
     keygen = _hb("passport", "keygen", "--out", str(tmp_path / "k.pem"), cwd=tmp_path)
     assert keygen.returncode == 0, keygen.stderr
     for name, report in reports.items():

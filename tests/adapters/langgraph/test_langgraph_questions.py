@@ -112,10 +112,13 @@ def test_the_context_family_is_asked_for_and_reported_apart(tmp_path: Path) -> N
     assert family["pass_rate"] == pytest.approx(passed / 6)
     assert set(family["by_context"]) == set(FAULT_TYPES)
     # No fault figure reads them: every figure equals the run without the family.
-    for key in ("metrics", "verdict", "fault_delivery", "reliability_gap", "pass_rate"):
+    for key in ("metrics", "verdict", "fault_delivery", "reliability_gap", "pass_rate", "tail"):
         assert report[key] == plain[key], key
     assert report["breakdowns"]["fault_type"] == plain["breakdowns"]["fault_type"]
     assert not any(k.startswith("context:") for k in report["breakdowns"]["fault_type"])
+    assert report["scores"]["capability"] == plain["scores"]["capability"]
+    assert report["scores"]["security_gate"] == plain["scores"]["security_gate"]
+    assert report["consistency"] == plain["consistency"]
 
 
 def test_memory_episodes_store_the_question_the_agent_was_given(tmp_path: Path) -> None:
