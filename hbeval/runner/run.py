@@ -93,7 +93,8 @@ from hbeval_core.contract import (
     Task,
     VirtualClock,
 )
-from hbeval_core.faults import Battery, derive_trial_seed, measurement_fingerprint, task_for
+from hbeval_core.faults import Battery, measurement_fingerprint, task_for
+from hbeval_core.faults.battery import plan_for_trial
 from hbeval_core.faults.model import refuse_model_faults
 from hbeval_core.vocab import (
     DEFAULT_SEED,
@@ -630,7 +631,7 @@ def _jobs(battery: Any, tasks: Sequence[Task], trials: int, seed: int) -> list[_
         task = task_for(scenario, tasks)
         for k in range(trials):
             key = make_trial_key(scenario.index, k)
-            plan = scenario.plan(derive_trial_seed(seed, scenario.index, k))
+            plan = plan_for_trial(scenario, seed, k)
             jobs.append(_Job(key, scenario, task, k, plan))
     return jobs
 

@@ -201,6 +201,32 @@ def derive_trial_seed(seed: int, scenario_index: int, trial_index: int) -> int:
     return int(hashlib.sha256(key).hexdigest()[:8], 16)
 
 
+FIXED_SEED_RULE: Final = "sha256(when_seed:trial_index)[:8]"
+"""How a scenario with its own seed (a battery file's ``when.seed``) seeds each trial."""
+
+
+def derive_fixed_seed(when_seed: int, trial_index: int) -> int:
+    """A trial's plan seed from a scenario's own seed and the trial index (first 8 hex of SHA-256).
+
+    The run's seed does not enter, so the draws are the same in every run; the trial index
+    does, so the trials of one run draw differently.
+    """
+    key = f"{compat.require_seed(when_seed)}:{trial_index}".encode()
+    return int(hashlib.sha256(key).hexdigest()[:8], 16)
+
+
+def plan_for_trial(scenario: Any, run_seed: int, trial_index: int) -> Any:
+    """``scenario``'s plan for trial ``trial_index`` of a run seeded ``run_seed``.
+
+    A scenario that derives its own trial seeds (``trial_seed(run_seed, trial_index)``: a
+    battery file's scenario) is asked; any other is seeded with ``derive_trial_seed``.
+    """
+    own = getattr(scenario, "trial_seed", None)
+    if callable(own):
+        return scenario.plan(own(run_seed, trial_index))
+    return scenario.plan(derive_trial_seed(run_seed, scenario.index, trial_index))
+
+
 @dataclass(frozen=True)
 class BatteryScenario(Scenario):
     """A scenario of a ``Battery``: its question injection and, for hbeval, its runtime plan."""
@@ -463,7 +489,8 @@ class Battery(MeasuredBattery):
         self, scenario: BatteryScenario | PerturbationScenario, trial_index: int
     ) -> FaultPlan | CascadePlan | None:
         """``scenario``'s plan for trial ``trial_index``, seeded with ``derive_trial_seed``."""
-        return scenario.plan(derive_trial_seed(self.seed, scenario.index, trial_index))
+        plan: FaultPlan | CascadePlan | None = plan_for_trial(scenario, self.seed, trial_index)
+        return plan
 
     def to_dict(self) -> dict[str, Any]:
         """The ``hbeval battery build --json`` document."""
@@ -529,7 +556,10 @@ __all__ = [
     "Battery",
     "BatteryScenario",
     "RuntimeTemplate",
+    "FIXED_SEED_RULE",
+    "derive_fixed_seed",
     "derive_trial_seed",
+    "plan_for_trial",
     "hbeval_spec",
     "hbeval_spec_fingerprint",
     "measurement_fingerprint",

@@ -45,7 +45,7 @@ from ..vocab import (
     PROMPT_INJECTION,
 )
 from ..vocab import EMPTY_RESPONSE as EMPTY_RESPONSE_MODE
-from .battery import MeasuredBattery
+from .battery import FIXED_SEED_RULE, MeasuredBattery, derive_fixed_seed, derive_trial_seed
 from .compat import FAULT_CONTEXTS, FAULT_TYPES, MAX_SCENARIOS, NOMINAL, require_seed
 from .model import ModelFaultPlan, ModelFaultSpec, check_model_param, is_model_mode
 from .perturb import (
@@ -344,12 +344,20 @@ class UserScenario:
             for i, target in enumerate(self.tools)
         )
 
+    def trial_seed(self, run_seed: int, trial_index: int) -> int:
+        """The plan seed of trial ``trial_index``: from ``(when.seed, trial index)`` when the
+        scenario fixes its seed (the same in every run, different between trials), else from
+        the run's seed, the scenario and the trial."""
+        if self.seed is not None:
+            return derive_fixed_seed(self.seed, trial_index)
+        return derive_trial_seed(run_seed, self.index, trial_index)
+
     def plan(self, trial_seed: int) -> FaultPlan | ModelFaultPlan | None:
-        """This scenario's plan for one trial (``when.seed`` replaces the trial's seed)."""
+        """This scenario's plan for one trial, seeded ``trial_seed`` (see ``trial_seed``)."""
         plan_id = self.plan_id
         if plan_id is None:
             return None
-        seed = self.seed if self.seed is not None else require_seed(trial_seed)
+        seed = require_seed(trial_seed)
         if self.is_model_fault:
             return ModelFaultPlan(id=plan_id, seed=seed, faults=self.model_specs())
         return FaultPlan(id=plan_id, seed=seed, faults=self.specs())
@@ -457,6 +465,12 @@ class UserBattery(MeasuredBattery):
             # Only when set: a file without them fingerprints as it always did.
             **_side_effect_spec(self.file_scenarios),
             **perturbation_spec(self.perturb),
+            # Only when a scenario fixes its seed, whose trials it then seeds.
+            **(
+                {"fixed_seed_rule": FIXED_SEED_RULE}
+                if any(s.seed is not None for s in self.file_scenarios)
+                else {}
+            ),
         }
 
     def spec_fingerprint(self) -> str:
