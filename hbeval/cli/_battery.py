@@ -25,7 +25,7 @@ from hbeval_core.vocab import (
     FAULT_FAMILY_TOOL,
 )
 
-from ._battery_options import PerturbOption
+from ._battery_options import MatrixOption, PerturbOption
 from ._battery_proxy import (
     CommandOption,
     FaultFamilyOption,
@@ -415,6 +415,7 @@ def run_command(
     question_as_arg: QuestionAsArgOption = False,
     fault_family: FaultFamilyOption = FAULT_FAMILY_TOOL,
     perturb: PerturbOption = None,
+    matrix: MatrixOption = False,
 ) -> None:
     """Run the battery against TARGET and write the report (exit 0 whatever it says)."""
     # Long because: typer reads the options from this signature (about 110 of its lines); the
@@ -442,6 +443,7 @@ def run_command(
         via=proxy_flags(command, via_proxy, upstream, question_as_arg, target),
         family=fault_family,
         perturb=perturb,
+        matrix=matrix,
     )
     plan = _plan_run(flags, out, db)
     report, admitted = _execute(plan, flags, db, run_id, ray_cpus, memory)
@@ -551,6 +553,7 @@ class _Flags:
     via: ProxyFlags | None = None
     family: str = FAULT_FAMILY_TOOL
     perturb: list[str] | None = None
+    matrix: bool = False
 
 
 @dataclass(frozen=True)
@@ -617,6 +620,11 @@ def _plan_run(f: _Flags, out: Path | None, db: str | None = None) -> _Plan:
         named, n, s, faults, domains, f.scenarios is not None, f.family, f.perturb
     )
     refuse_model_faults(built, f.via)
+    if f.matrix:
+        try:
+            built = built.matrix([str(getattr(t, "id", t)) for t in task_list])
+        except (AttributeError, ValueError) as exc:
+            _fail(f"--matrix: {exc}" if not str(exc).startswith("--matrix") else str(exc))
     if k < 1:
         _fail(f"--trials must be >= 1 (got {k})")
     if f.executor not in ("local", "ray"):

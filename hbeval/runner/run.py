@@ -148,6 +148,7 @@ from ._admission import (
     _recall_view,
     _set_memory_hook,
 )
+from ._assign import check_assignment
 from ._attempts import _Done, _Job, _Runner, abandoned_threads, trial_run_id
 from ._budget import CostBudget
 from ._execute import _interrupt_watch, always, run_parallel, run_serial
@@ -307,6 +308,7 @@ def run_battery(
     declared = getattr(tasks, "declared", None)  # a task file's inputs: and env:
     tasks = list(tasks)
     battery = refuse_model_faults(_battery_for(battery, seed), adapter)
+    check_assignment(battery, tasks)
     fps = _Fingerprints.of(battery, seed, trials)
     check_expected_hashes(
         manifest,

@@ -81,6 +81,11 @@ PLAN_ID_FORMAT: Final = BUILD_ALGORITHM + "/s{index}/{fault_type}"
 
 T = TypeVar("T")
 
+TASK_ASSIGNMENT: Final = "index_mod_len"
+"""Scenario ``i`` runs ``tasks[i mod len(tasks)]`` unless it is pinned to a task."""
+MATRIX: Final = "matrix"
+"""Every scenario runs on every task (``--matrix``)."""
+
 
 @dataclass(frozen=True)
 class RuntimeTemplate:
@@ -232,6 +237,17 @@ class BatteryScenario(Scenario):
     """A scenario of a ``Battery``: its question injection and, for hbeval, its runtime plan."""
 
     battery: str = BATTERY_HBEVAL
+    task_id: str | None = None
+    """The task this scenario is pinned to (``--matrix``); None: task ``index mod len``."""
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The tools its runtime faults target (``"*"``: any tool); () without any."""
+        template = self.runtime
+        if template is None:
+            return ()
+        targets = [f.target for f in template.faults] + [s.target for s in template.stages]
+        return tuple(dict.fromkeys(targets))
 
     @property
     def runtime(self) -> RuntimeTemplate | None:
@@ -277,6 +293,8 @@ class BatteryScenario(Scenario):
         data = super().to_dict()
         if self.battery == BATTERY_HBEVAL:
             data["runtime"] = self.runtime_summary()
+        if self.task_id is not None:
+            data["task"] = self.task_id
         return data
 
 
@@ -361,6 +379,8 @@ class Battery(MeasuredBattery):
     """The active domain selection (caller's order)."""
     perturb: tuple[str, ...] = ()
     """The perturbation families added after the fault scenarios (hbeval only)."""
+    assignment: str = TASK_ASSIGNMENT
+    """How scenarios meet tasks: ``index_mod_len``, or ``matrix`` (every scenario x task)."""
 
     @classmethod
     def hbeval(
@@ -458,7 +478,12 @@ class Battery(MeasuredBattery):
 
     def spec(self) -> dict[str, Any]:
         """The specification its fingerprint covers: ``compat.spec()`` or ``hbeval_spec()``."""
-        return hbeval_spec(self.perturb) if self.kind == BATTERY_HBEVAL else compat.spec()
+        if self.kind != BATTERY_HBEVAL:
+            return compat.spec()
+        spec = hbeval_spec(self.perturb)
+        if self.assignment != TASK_ASSIGNMENT:
+            spec["task_assignment"] = self.assignment
+        return spec
 
     def spec_fingerprint(self) -> str:
         """Fingerprint of ``spec()``: ``ce481b32763df1ca`` for compat."""
@@ -473,16 +498,19 @@ class Battery(MeasuredBattery):
         return fingerprint(
             {
                 "build_algorithm": self.build_version,
-                "scenarios": [
-                    {
-                        "index": s.index,
-                        "domain": s.domain,
-                        "fault_type": s.fault_type,
-                        "runtime": s.runtime_summary(),
-                    }
-                    for s in self.scenarios
-                ],
+                "scenarios": [plan_entry(s) for s in self.scenarios],
             }
+        )
+
+    def matrix(self, task_ids: Sequence[str]) -> Battery:
+        """This battery run as the scenario x task matrix: every scenario pinned to each task."""
+        if self.kind != BATTERY_HBEVAL:
+            raise ValueError(
+                "--matrix: the compat battery assigns tasks as the reference does; use the "
+                "hbeval battery"
+            )
+        return replace(
+            self, scenarios=matrix_scenarios(self.scenarios, task_ids), assignment=MATRIX
         )
 
     def trial_plan(
@@ -537,10 +565,49 @@ def measurement_fingerprint(
     )
 
 
+S = TypeVar("S")
+
+
+def matrix_scenarios(scenarios: Sequence[S], task_ids: Sequence[str]) -> tuple[S, ...]:
+    """Each scenario once per task id, pinned to it and numbered anew (scenario-major order)."""
+    ids = list(dict.fromkeys(task_ids))
+    if not ids:
+        raise ValueError("--matrix needs at least one task")
+    out: list[S] = []
+    for s in scenarios:
+        for task_id in ids:
+            out.append(replace(s, index=len(out), task_id=task_id))  # type: ignore[type-var]
+    return tuple(out)
+
+
+def plan_entry(scenario: Any) -> dict[str, Any]:
+    """A scenario's entry in a plan fingerprint (its pinned task only when pinned)."""
+    entry: dict[str, Any] = {
+        "index": scenario.index,
+        "domain": scenario.domain,
+        "fault_type": scenario.fault_type,
+        "runtime": scenario.runtime_summary(),
+    }
+    task_id = getattr(scenario, "task_id", None)
+    if task_id is not None:
+        entry["task"] = task_id
+    return entry
+
+
 def task_for(scenario: Scenario, tasks: Sequence[T]) -> T:
-    """The task scenario ``i`` runs: ``tasks[i mod len(tasks)]``."""
+    """The task a scenario runs: the one it is pinned to, else ``tasks[i mod len(tasks)]``."""
     if not tasks:
         raise ValueError("tasks must hold at least one task")
+    pinned = getattr(scenario, "task_id", None)
+    if pinned is not None:
+        for task in tasks:
+            if getattr(task, "id", None) == pinned:
+                return task
+        known = ", ".join(str(getattr(t, "id", "?")) for t in tasks)
+        raise ValueError(
+            f"scenario {scenario.index} ({scenario.fault_type}) is pinned to task {pinned!r}, "
+            f"which the tasks do not hold (tasks: {known})"
+        )
     return tasks[scenario.index % len(tasks)]
 
 
@@ -552,8 +619,10 @@ __all__ = [
     "CASCADE_TIMEOUT_MS",
     "COMPAT_BUILD_ALGORITHM",
     "FIXED_SEED_RULE",
+    "MATRIX",
     "PLAN_ID_FORMAT",
     "RUNTIME_TABLE",
+    "TASK_ASSIGNMENT",
     "Battery",
     "BatteryScenario",
     "RuntimeTemplate",
@@ -561,7 +630,9 @@ __all__ = [
     "derive_trial_seed",
     "hbeval_spec",
     "hbeval_spec_fingerprint",
+    "matrix_scenarios",
     "measurement_fingerprint",
+    "plan_entry",
     "plan_for_trial",
     "runtime_table",
     "task_for",

@@ -59,6 +59,8 @@ class PerturbationScenario:
 
     is_nominal: bool = False
     perturbation_family: bool = True
+    task_id: str | None = None
+    """The task this scenario is pinned to (``--matrix``); None: task ``index mod len``."""
 
     @property
     def perturbation(self) -> str:
@@ -97,6 +99,11 @@ class PerturbationScenario:
         """No runtime faults."""
         return None
 
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """No tool is targeted."""
+        return ()
+
     def to_dict(self) -> dict[str, Any]:
         """The scenario as ``hbeval battery build --json`` lists it."""
         return {
@@ -107,6 +114,7 @@ class PerturbationScenario:
             "perturbation": self.family,
             "question_suffix": FAULT_CONTEXTS[self.context],
             "runtime": None,
+            **({"task": self.task_id} if self.task_id is not None else {}),
         }
 
 

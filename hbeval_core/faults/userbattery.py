@@ -45,7 +45,16 @@ from ..vocab import (
     PROMPT_INJECTION,
 )
 from ..vocab import EMPTY_RESPONSE as EMPTY_RESPONSE_MODE
-from .battery import FIXED_SEED_RULE, MeasuredBattery, derive_fixed_seed, derive_trial_seed
+from .battery import (
+    FIXED_SEED_RULE,
+    MATRIX,
+    TASK_ASSIGNMENT,
+    MeasuredBattery,
+    derive_fixed_seed,
+    derive_trial_seed,
+    matrix_scenarios,
+    plan_entry,
+)
 from .compat import FAULT_CONTEXTS, FAULT_TYPES, MAX_SCENARIOS, NOMINAL, require_seed
 from .model import ModelFaultPlan, ModelFaultSpec, check_model_param, is_model_mode
 from .perturb import (
@@ -100,6 +109,7 @@ _SCENARIO_KEYS: Final = (
     "context",
     "domain",
     "models",
+    "tasks",
 )
 _WHEN_KEYS: Final = ("attempts", "probability", "seed")
 _PARAM_KEYS: Final = ("after_ms", "http_status", "empty_kind", "malformed_kind")
@@ -277,6 +287,18 @@ class UserScenario:
     """The battery's irreversible tools (scoring counts their duplicate side effects)."""
     idempotency_keys: Mapping[str, str] | None = None
     """Tool -> the argument that alone identifies one of its side effects."""
+    tasks: tuple[str, ...] | None = None
+    """The task ids the file pins this scenario to (``tasks:``); None: not pinned."""
+    task_id: str | None = None
+    """The one task this (expanded) scenario runs; None: task ``index mod len``."""
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The tools its faults target (names, globs or ``"*"``); () when nominal or a model
+        fault."""
+        if self.is_nominal or self.is_model_fault:
+            return ()
+        return self.tools
 
     @property
     def is_model_fault(self) -> bool:
@@ -380,13 +402,14 @@ class UserScenario:
 
     def canonical(self) -> dict[str, Any]:
         """The scenario as the battery spec (and its fingerprint) holds it."""
+        out = self._canonical()
+        if self.tasks is not None:  # only when pinned: other files fingerprint as before
+            out["tasks"] = list(self.tasks)
         if self.is_model_fault:
-            out = self._canonical()
             out["family"] = "model"
             out["models"] = out.pop("tools")
             out.pop("injection")
-            return out
-        return self._canonical()
+        return out
 
     def _canonical(self) -> dict[str, Any]:
         return {
@@ -412,6 +435,7 @@ class UserScenario:
             "fault_type": self.fault_type,
             "is_nominal": self.is_nominal,
             "runtime": self.runtime_summary(),
+            **({"task": self.task_id} if self.task_id is not None else {}),
         }
 
 
@@ -427,6 +451,10 @@ class UserBattery(MeasuredBattery):
     source: str | None = None
     perturb: tuple[str, ...] = ()
     """The perturbation families added after the file's scenarios (``perturb:``)."""
+    source_scenarios: tuple[UserScenario, ...] = ()
+    """The scenarios as the file names them, before pinned ones meet each of their tasks."""
+    assignment: str = TASK_ASSIGNMENT
+    """``index_mod_len`` (and the file's pins), or ``matrix`` (``--matrix``)."""
 
     kind: str = BATTERY_USER
     build_version: str = USER_BUILD_ALGORITHM
@@ -458,10 +486,10 @@ class UserBattery(MeasuredBattery):
             "name": self.name,
             "description": self.description,
             "domain_context": self.domain_context,
-            "task_assignment": "index_mod_len",
+            "task_assignment": self.assignment,
             "plan_id_format": PLAN_ID_FORMAT,
             "decision": "sha256(seed:plan_id:target:attempt)[:8]/0xFFFFFFFF<p",
-            "scenarios": [s.canonical() for s in self.file_scenarios],
+            "scenarios": [s.canonical() for s in self.source_scenarios or self.file_scenarios],
             # Only when set: a file without them fingerprints as it always did.
             **_side_effect_spec(self.file_scenarios),
             **perturbation_spec(self.perturb),
@@ -482,16 +510,25 @@ class UserBattery(MeasuredBattery):
         return fingerprint(
             {
                 "build_algorithm": self.build_version,
-                "scenarios": [
-                    {
-                        "index": s.index,
-                        "domain": s.domain,
-                        "fault_type": s.fault_type,
-                        "runtime": s.runtime_summary(),
-                    }
-                    for s in self.scenarios
-                ],
+                "scenarios": [plan_entry(s) for s in self.scenarios],
             }
+        )
+
+    def matrix(self, task_ids: Sequence[str]) -> UserBattery:
+        """Every scenario the file does not pin run on each task (pinned ones keep their
+        tasks), perturbation scenarios too, numbered anew."""
+        sources = self.source_scenarios or self.file_scenarios
+        ids = tuple(dict.fromkeys(task_ids))
+        expanded = _pinned([replace(s, tasks=s.tasks or ids) for s in sources])
+        extra = matrix_scenarios(
+            [s for s in self.scenarios if not isinstance(s, UserScenario)], ids
+        )
+        extra = tuple(replace(s, index=len(expanded) + i) for i, s in enumerate(extra))
+        return replace(
+            self,
+            scenarios=(*expanded, *extra),
+            source_scenarios=sources,
+            assignment=MATRIX,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -509,6 +546,32 @@ class UserBattery(MeasuredBattery):
             "spec": self.spec(),
             "scenarios": [s.to_dict() for s in self.scenarios],
         }
+
+
+def _pinned(scenarios: Sequence[UserScenario]) -> list[UserScenario]:
+    """Each scenario pinned to tasks once per task (others once), numbered in order."""
+    out: list[UserScenario] = []
+    for s in scenarios:
+        for task_id in s.tasks if s.tasks is not None else (None,):
+            out.append(replace(s, index=len(out), task_id=task_id))
+    return out
+
+
+def _task_pins(where: str, value: object) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Sequence) or not value:
+        raise BatteryFileError(
+            f"{where}: must be a list of task ids such as [refund_request], got {value!r}"
+        )
+    out: list[str] = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip():
+            raise BatteryFileError(f"{where}[{i}]: must be a task id, got {item!r}")
+        if item in out:
+            raise BatteryFileError(f"{where}[{i}]: {item!r} is listed twice")
+        out.append(item)
+    return tuple(out)
 
 
 def _side_effect_spec(scenarios: Sequence[UserScenario]) -> dict[str, Any]:
@@ -624,6 +687,7 @@ def _scenario(
         domain=domain,
         battery_name=battery_name,
         domain_context=domain_context,
+        tasks=_task_pins(f"{where}.tasks", data.get("tasks")),
     )
 
 
@@ -675,15 +739,17 @@ def parse_battery(data: object, *, seed: int, source: str | None = None) -> User
         run_seed = require_seed(seed)
     except ValueError as exc:
         raise BatteryFileError(f"--seed: {exc}") from None
-    extra = perturbation_scenarios(families, len(scenarios), (name,))
+    expanded = _pinned(scenarios)
+    extra = perturbation_scenarios(families, len(expanded), (name,))
     return UserBattery(
         name,
         description,
         domain_context,
         run_seed,
-        (*scenarios, *extra),
+        (*expanded, *extra),
         source,
         families,
+        source_scenarios=tuple(scenarios),
     )
 
 
