@@ -616,15 +616,7 @@ def _plan_run(f: _Flags, out: Path | None, db: str | None = None) -> _Plan:
     )
     domains = list(f.domain) if f.domain else (list(m.domains) if m and m.domains else None)
     named = pick(f.battery, "battery", _DEFAULT_BATTERY)
-    built = _build_battery(
-        named, n, s, faults, domains, f.scenarios is not None, f.family, f.perturb
-    )
-    refuse_model_faults(built, f.via)
-    if f.matrix:
-        try:
-            built = built.matrix([str(getattr(t, "id", t)) for t in task_list])
-        except (AttributeError, ValueError) as exc:
-            _fail(f"--matrix: {exc}" if not str(exc).startswith("--matrix") else str(exc))
+    built = _battery_for(f, named, n, s, faults, domains, task_list)
     if k < 1:
         _fail(f"--trials must be >= 1 (got {k})")
     if f.executor not in ("local", "ray"):
@@ -662,6 +654,30 @@ def _plan_run(f: _Flags, out: Path | None, db: str | None = None) -> _Plan:
         methodology="C" if judge_obj is not None else pick(None, "methodology", "B"),
         target_kind=kind,
     )
+
+
+def _battery_for(
+    f: _Flags,
+    named: str,
+    n: int,
+    seed: int,
+    faults: list[str] | None,
+    domains: list[str] | None,
+    task_list: Any,
+) -> Any:
+    """The run's battery: built, model faults refused for a proxy, and with ``--matrix`` every
+    scenario pinned to each task."""
+    built = _build_battery(
+        named, n, seed, faults, domains, f.scenarios is not None, f.family, f.perturb
+    )
+    refuse_model_faults(built, f.via)
+    if not f.matrix:
+        return built
+    try:
+        return built.matrix([str(getattr(t, "id", t)) for t in task_list])
+    except (AttributeError, ValueError) as exc:
+        text = str(exc)
+        _fail(text if text.startswith("--matrix") else f"--matrix: {text}")
 
 
 def _check_limits(f: _Flags, m: Any) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..scoring import Report
-    from ..scoring._perturbations import PerturbationFamily
+    from ..scoring._perturbation_model import PerturbationFamily
 
 __all__ = ["perturbation_html", "perturbation_lines"]
 

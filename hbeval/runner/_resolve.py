@@ -82,6 +82,14 @@ def resolve_target(target: Any, tasks: Any = None) -> ResolvedTarget:
     return ResolvedTarget(target, tasks, None, tasks_ref, _agent_name(target))
 
 
+def _refuse_perturb_with_file(perturb: Sequence[str] | None, names: Mapping[str, str]) -> None:
+    if perturb:
+        raise ValueError(
+            f"{names.get('perturb', 'perturb')}: a battery file names its own perturbation "
+            "families; add 'perturb: [context]' to the file instead"
+        )
+
+
 def resolve_battery(
     battery: Any = None,
     *,
@@ -99,6 +107,7 @@ def resolve_battery(
     """
     from hbeval_core.faults import BATTERY_HBEVAL, BATTERY_KINDS, DOMAINS, FAULT_TYPES, Battery
     from hbeval_core.faults.compat import MAX_SCENARIOS, MIN_SCENARIOS
+    from hbeval_core.faults.perturb import check_perturb
     from hbeval_core.faults.userbattery import BatteryFileError, is_battery_file, load_battery_file
 
     if battery is None:
@@ -108,6 +117,7 @@ def resolve_battery(
     if not isinstance(battery, str):
         return battery
     if is_battery_file(battery):
+        _refuse_perturb_with_file(perturb, names)
         given = [
             field
             for field, value in (
@@ -117,11 +127,6 @@ def resolve_battery(
             )
             if value
         ]
-        if perturb:
-            raise ValueError(
-                f"{names.get('perturb', 'perturb')}: a battery file names its own perturbation "
-                "families; add 'perturb: [context]' to the file instead"
-            )
         if given:
             flag = names[given[0]]
             raise ValueError(f"{flag}: a battery file names its own scenarios; remove {flag}")
@@ -135,8 +140,6 @@ def resolve_battery(
             f"(.yaml, .yml, .json) (got {battery!r})"
         )
     count = DEFAULT_SCENARIOS if scenarios is None else scenarios
-    from hbeval_core.faults.perturb import check_perturb
-
     families = check_perturb(perturb, names.get("perturb", "perturb"))
     if battery == BATTERY_HBEVAL:
         # The compat battery keeps the reference's silent fallbacks and clamping on purpose.

@@ -362,12 +362,6 @@ def _task_from(item: Any, index: int, source: str, base_dir: Path | None) -> Tas
             f"must be a list of values, one per interrupt() the graph pauses at, e.g. "
             f"[approve] (got {resume!r})",
         )
-    answer_from = _answer_from(item, fail)
-    tools = item.get("tools")
-    if tools is not None and (
-        not isinstance(tools, list) or not all(isinstance(t, str) and t.strip() for t in tools)
-    ):
-        raise fail("tools", f"must be a list of the tool names the task calls (got {tools!r})")
     verify = None
     ref = item.get("verify")
     if callable(ref) and not isinstance(ref, str):  # a dict built in Python may hold it
@@ -393,9 +387,18 @@ def _task_from(item: Any, index: int, source: str, base_dir: Path | None) -> Tas
         system=system,
         metadata=dict(metadata),
         resume=tuple(resume),
-        answer_from=answer_from,
-        tools=None if tools is None else tuple(tools),
+        answer_from=_answer_from(item, fail),
+        tools=_declared_tools(item, fail),
     )
+
+
+def _declared_tools(item: Mapping[str, Any], fail: Any) -> tuple[str, ...] | None:
+    tools = item.get("tools")
+    if tools is None:
+        return None
+    if not isinstance(tools, list) or not all(isinstance(t, str) and t.strip() for t in tools):
+        raise fail("tools", f"must be a list of the tool names the task calls (got {tools!r})")
+    return tuple(tools)
 
 
 def _answer_from(item: Mapping[str, Any], fail: Any) -> str | None:

@@ -20,58 +20,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import Field
-
 from hbeval_core.metrics import clustered_difference
 from hbeval_core.vocab import NO_NOMINAL_TRIAL, NO_TRIALS
 
-from ._trial_model import Interval, Undefined, _Block
+from ._fold import SCORED_OUTCOMES, _clustered_pass, _passed
+from ._perturbation_model import PerturbationContext, PerturbationFamily, Perturbations
 
-__all__ = [
-    "PerturbationContext",
-    "PerturbationFamily",
-    "Perturbations",
-    "perturbations_field",
-    "split_perturbed",
-]
+__all__ = ["perturbations_field", "split_perturbed"]
 
 _NOTE = (
     "Trials whose question was changed and no fault injected; they are not part of FRR, IRS, "
     "PEI or the verdict."
 )
-
-
-class PerturbationContext(_Block):
-    """One perturbed question form (one context sentence)."""
-
-    trials: int = Field(ge=0, description="Scored trials.")
-    passed: int = Field(ge=0)
-    pass_rate: float | None = Field(ge=0.0, le=1.0)
-
-
-class PerturbationFamily(_Block):
-    """The trials of one perturbation family against the run's nominal trials."""
-
-    scenarios: int = Field(ge=0)
-    trials: int = Field(ge=0, description="Scored trials.")
-    passed: int = Field(ge=0)
-    pass_rate: float | None = Field(ge=0.0, le=1.0)
-    pass_rate_interval: Interval | None = Field(description="Clustered by scenario.")
-    nominal_trials: int = Field(ge=0, description="Scored nominal trials on the same tasks.")
-    nominal_pass_rate: float | None = Field(ge=0.0, le=1.0)
-    change: float | None = Field(
-        ge=-1.0, le=1.0, description="pass_rate - nominal_pass_rate (negative: the prompt hurt)."
-    )
-    change_interval: Interval | None = Field(description="Newcombe over the clustered rates.")
-    by_context: dict[str, PerturbationContext]
-    undefined: Undefined = Field(default_factory=dict)
-
-
-class Perturbations(_Block):
-    """The report's prompt-perturbation section."""
-
-    note: str
-    families: dict[str, PerturbationFamily]
 
 
 def split_perturbed(
@@ -93,9 +53,6 @@ def _context_of(trial: Mapping[str, Any]) -> str:
 def _family(
     trials: Sequence[Mapping[str, Any]], nominal: Sequence[Mapping[str, Any]], confidence: float
 ) -> PerturbationFamily:
-    # _fold reads the report model, which holds this module's blocks: imported on use.
-    from ._fold import SCORED_OUTCOMES, _clustered_pass, _passed
-
     scored = [t for t in trials if t.get("outcome") in SCORED_OUTCOMES]
     tasks = {t.get("task_id") for t in scored}
     same = [t for t in nominal if t.get("task_id") in tasks]

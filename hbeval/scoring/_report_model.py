@@ -24,7 +24,7 @@ from hbeval_core.vocab import REPORT_FORMAT
 
 from ._consistency import ConsistencyBlock
 from ._csi_runs import CsiRuns
-from ._perturbations import Perturbations
+from ._perturbation_model import Perturbations
 from ._recorded_model import RecordedErrors
 from ._trial_model import (
     Change,
