@@ -114,10 +114,12 @@ class CommandAdapter:
             session_attrs={"evidence": EVIDENCE, "command": target.command},
         ).start()
         env = {**os.environ, "OPENAI_BASE_URL": proxy.base_url, "OPENAI_API_KEY": key}
+        # The question as the scenario hands it: unchanged, unless it is a prompt perturbation.
+        question = scenario.question(task.question) if scenario is not None else task.question
         try:
             done = subprocess.run(
-                target.argv(task.question),
-                input=None if target.question_as_arg else task.question,
+                target.argv(question),
+                input=None if target.question_as_arg else question,
                 capture_output=True,
                 text=True,
                 env=env,
