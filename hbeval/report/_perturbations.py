@@ -29,11 +29,18 @@ def _family_line(name: str, fam: PerturbationFamily) -> str:
         if fam.change is not None
         else f"undefined ({fam.undefined.get('change')})"
     )
+    unpaired = (
+        f" (no nominal trial of {', '.join(fam.tasks_without_nominal)})"
+        if fam.tasks_without_nominal
+        else ""
+    )
     return (
         f"{name}: passed {fam.passed}/{fam.trials}, pass rate "
-        f"{_rate(fam.pass_rate, fam.undefined.get('pass_rate'))}{shown}; nominal on the same "
-        f"tasks {_rate(fam.nominal_pass_rate, fam.undefined.get('nominal_pass_rate'))} "
-        f"(n={fam.nominal_trials}); change {change}"
+        f"{_rate(fam.pass_rate, fam.undefined.get('pass_rate'))}{shown}; on tasks with nominal "
+        f"trials {_rate(fam.paired_pass_rate, fam.undefined.get('paired_pass_rate'))} "
+        f"(n={fam.paired_trials}) against nominal "
+        f"{_rate(fam.nominal_pass_rate, fam.undefined.get('nominal_pass_rate'))} "
+        f"(n={fam.nominal_trials}): change {change}{unpaired}"
     )
 
 

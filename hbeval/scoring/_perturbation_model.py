@@ -27,8 +27,15 @@ class PerturbationFamily(_Block):
     pass_rate_interval: Interval | None = Field(description="Clustered by scenario.")
     nominal_trials: int = Field(ge=0, description="Scored nominal trials on the same tasks.")
     nominal_pass_rate: float | None = Field(ge=0.0, le=1.0)
+    paired_trials: int = Field(ge=0, description="Perturbed trials of tasks with nominal trials.")
+    paired_pass_rate: float | None = Field(ge=0.0, le=1.0)
+    tasks_without_nominal: list[str] = Field(
+        description="Perturbed tasks the run has no nominal trial of (left out of the change)."
+    )
     change: float | None = Field(
-        ge=-1.0, le=1.0, description="pass_rate - nominal_pass_rate (negative: the prompt hurt)."
+        ge=-1.0,
+        le=1.0,
+        description="paired_pass_rate - nominal_pass_rate (negative: the prompt hurt).",
     )
     change_interval: Interval | None = Field(description="Newcombe over the clustered rates.")
     by_context: dict[str, PerturbationContext]

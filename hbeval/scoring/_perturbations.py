@@ -9,7 +9,8 @@ any fault figure (FRR, IRS, PEI, the verdict, breakdowns) is computed, and the r
 
 * per family: scored trials, passed, the pass rate with its interval clustered by scenario, the
   pass rate of the same run's nominal trials on the same tasks, and the change between the two
-  (perturbed minus nominal, with Newcombe's interval over the clustered rates);
+  over the tasks that have nominal trials (perturbed minus nominal on those tasks, with
+  Newcombe's interval over the clustered rates); tasks without a nominal trial are named;
 * per context (the sentence appended): scored trials, passed, pass rate.
 
 A rate without trials is null with its reason in ``undefined``.
@@ -56,15 +57,19 @@ def _family(
     scored = [t for t in trials if t.get("outcome") in SCORED_OUTCOMES]
     tasks = {t.get("task_id") for t in scored}
     same = [t for t in nominal if t.get("task_id") in tasks]
+    # The change compares like with like: perturbed trials of tasks that have nominal trials.
+    with_nominal = {t.get("task_id") for t in same}
+    paired = [t for t in scored if t.get("task_id") in with_nominal]
     mine = _clustered_pass(scored, confidence)
     base = _clustered_pass(same, confidence)
+    both = _clustered_pass(paired, confidence)
     undefined: dict[str, str] = {}
     if mine.estimate is None:
         undefined.update(pass_rate=NO_TRIALS, change=NO_TRIALS)
     if base.estimate is None:
-        undefined.update(nominal_pass_rate=NO_NOMINAL_TRIAL)
+        undefined.update(nominal_pass_rate=NO_NOMINAL_TRIAL, paired_pass_rate=NO_NOMINAL_TRIAL)
         undefined.setdefault("change", NO_NOMINAL_TRIAL)
-    diff = clustered_difference(mine, base) if not undefined else None
+    diff = clustered_difference(both, base) if not undefined else None
     contexts: dict[str, list[Mapping[str, Any]]] = {}
     for t in scored:
         contexts.setdefault(_context_of(t), []).append(t)
@@ -76,6 +81,9 @@ def _family(
         pass_rate_interval=mine.interval,
         nominal_trials=len(same),
         nominal_pass_rate=base.estimate,
+        paired_trials=len(paired),
+        paired_pass_rate=both.estimate,
+        tasks_without_nominal=sorted(str(t) for t in tasks - with_nominal),
         change=None if diff is None else diff.difference,
         change_interval=None if diff is None else diff.interval,
         by_context={

@@ -96,6 +96,7 @@ def test_run_reports_the_family_apart_in_json_terminal_and_html(tmp_path: Path) 
     assert (family["trials"], family["passed"]) == (12, 12)
     assert family["nominal_trials"] == 2 and family["nominal_pass_rate"] == 1.0
     assert family["change"] == 0.0
+    assert (family["paired_trials"], family["tasks_without_nominal"]) == (12, [])
     assert {k: (v["trials"], v["passed"]) for k, v in family["by_context"].items()} == {
         t: (2, 2) for t in FAULT_TYPES
     }

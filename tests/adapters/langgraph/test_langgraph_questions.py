@@ -111,6 +111,16 @@ def test_the_context_family_is_asked_for_and_reported_apart(tmp_path: Path) -> N
     assert (family["trials"], family["passed"]) == (6, passed)
     assert family["pass_rate"] == pytest.approx(passed / 6)
     assert set(family["by_context"]) == set(FAULT_TYPES)
+    # The change, recounted from the trials: perturbed tasks that have nominal trials only.
+    nominal = [t for t in trials if t["fault_type"] == "none"]
+    with_nominal = {t["task_id"] for t in nominal}
+    paired = [t for t in marked if t["task_id"] in with_nominal]
+    assert family["paired_trials"] == len(paired)
+    assert family["tasks_without_nominal"] == sorted({t["task_id"] for t in marked} - with_nominal)
+    if paired:
+        rate = sum(t["outcome"] == "pass" for t in paired) / len(paired)
+        base = sum(t["outcome"] == "pass" for t in nominal) / len(nominal)
+        assert family["change"] == pytest.approx(rate - base)
     # No fault figure reads them: every figure equals the run without the family.
     for key in ("metrics", "verdict", "fault_delivery", "reliability_gap", "pass_rate", "tail"):
         assert report[key] == plain[key], key
