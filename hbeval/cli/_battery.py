@@ -274,6 +274,10 @@ def _summary(report: Report, out: Path | None) -> None:
         )
     outcomes = section(report, "outcomes") or {}
     typer.echo("  outcomes: " + ", ".join(f"{k} {v}" for k, v in outcomes.items()))
+    from ..report._perturbations import perturbation_lines
+
+    for line in perturbation_lines(report):
+        typer.echo(line)
     fps = section(report, "fingerprints") or {}
     typer.echo(
         f"  fingerprints: battery {fps.get('battery_spec')}  plan {fps.get('plan')}  "

@@ -87,6 +87,7 @@ def test_run_reports_the_family_apart_in_json_terminal_and_html(tmp_path: Path) 
         ],
     )
     assert res.exit_code == 0, res.output
+    assert "prompt perturbations (not fault handling; no fault injected):" in res.output
     report = json.loads(out.read_text(encoding="utf-8"))
     marked = [t for t in report["trials"] if t.get("perturbation") == "context"]
     assert len(marked) == 12 and len(report["trials"]) == 16
