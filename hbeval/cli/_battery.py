@@ -25,6 +25,7 @@ from hbeval_core.vocab import (
     FAULT_FAMILY_TOOL,
 )
 
+from ._battery_options import MatrixOption, PerturbOption
 from ._battery_proxy import (
     CommandOption,
     FaultFamilyOption,
@@ -66,6 +67,7 @@ _FLAGS = {
     "fault_types": "--fault-type",
     "domains": "--domain",
     "scenarios": "--scenarios",
+    "perturb": "--perturb",
 }
 
 
@@ -77,6 +79,7 @@ def _build_battery(
     domains: list[str] | None,
     scenarios_given: bool = False,
     family: str = FAULT_FAMILY_TOOL,
+    perturb: list[str] | None = None,
 ) -> Any:
     """Build a battery, turning each bad value into a message naming its flag."""
     from hbeval_core.faults.userbattery import is_battery_file
@@ -96,6 +99,7 @@ def _build_battery(
             fault_types=fault_types,
             domains=domains,
             names=_FLAGS,
+            perturb=perturb,
         )
     except ValueError as exc:
         _fail(str(exc))
@@ -162,6 +166,7 @@ def build_command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
     fault_family: FaultFamilyOption = FAULT_FAMILY_TOOL,
+    perturb: PerturbOption = None,
 ) -> None:
     """Build a battery: {"fingerprint", "scenarios": [{"index","domain","fault_type","is_nominal",...}]}."""
     built = _build_battery(
@@ -172,6 +177,7 @@ def build_command(
         domain,
         scenarios is not None,
         fault_family,
+        perturb,
     )
     data = built.to_dict()
     if as_json:
@@ -269,6 +275,10 @@ def _summary(report: Report, out: Path | None) -> None:
         )
     outcomes = section(report, "outcomes") or {}
     typer.echo("  outcomes: " + ", ".join(f"{k} {v}" for k, v in outcomes.items()))
+    from ..report._perturbations import perturbation_lines
+
+    for line in perturbation_lines(report):
+        typer.echo(line)
     fps = section(report, "fingerprints") or {}
     typer.echo(
         f"  fingerprints: battery {fps.get('battery_spec')}  plan {fps.get('plan')}  "
@@ -414,6 +424,8 @@ def run_command(
     fault_family: FaultFamilyOption = FAULT_FAMILY_TOOL,
     until_decided: UntilDecidedOption = False,
     confidence: ConfidenceOption = 0.95,
+    perturb: PerturbOption = None,
+    matrix: MatrixOption = False,
 ) -> None:
     """Run the battery against TARGET and write the report (exit 0 whatever it says)."""
     # Long because: typer reads the options from this signature (about 110 of its lines); the
@@ -440,6 +452,8 @@ def run_command(
         max_cost=max_cost,
         via=proxy_flags(command, via_proxy, upstream, question_as_arg, target),
         family=fault_family,
+        perturb=perturb,
+        matrix=matrix,
     )
     plan = _plan_run(flags, out, db)
     plan = replace(plan, until_decided=checked_waves(until_decided, confidence, executor))
@@ -551,6 +565,8 @@ class _Flags:
     max_cost: float | None = None
     via: ProxyFlags | None = None
     family: str = FAULT_FAMILY_TOOL
+    perturb: list[str] | None = None
+    matrix: bool = False
 
 
 @dataclass(frozen=True)
@@ -614,8 +630,7 @@ def _plan_run(f: _Flags, out: Path | None, db: str | None = None) -> _Plan:
     )
     domains = list(f.domain) if f.domain else (list(m.domains) if m and m.domains else None)
     named = pick(f.battery, "battery", _DEFAULT_BATTERY)
-    built = _build_battery(named, n, s, faults, domains, f.scenarios is not None, f.family)
-    refuse_model_faults(built, f.via)
+    built = _battery_for(f, named, n, s, faults, domains, task_list)
     if k < 1:
         _fail(f"--trials must be >= 1 (got {k})")
     if f.executor not in ("local", "ray"):
@@ -653,6 +668,30 @@ def _plan_run(f: _Flags, out: Path | None, db: str | None = None) -> _Plan:
         methodology="C" if judge_obj is not None else pick(None, "methodology", "B"),
         target_kind=kind,
     )
+
+
+def _battery_for(
+    f: _Flags,
+    named: str,
+    n: int,
+    seed: int,
+    faults: list[str] | None,
+    domains: list[str] | None,
+    task_list: Any,
+) -> Any:
+    """The run's battery: built, model faults refused for a proxy, and with ``--matrix`` every
+    scenario pinned to each task."""
+    built = _build_battery(
+        named, n, seed, faults, domains, f.scenarios is not None, f.family, f.perturb
+    )
+    refuse_model_faults(built, f.via)
+    if not f.matrix:
+        return built
+    try:
+        return built.matrix([str(getattr(t, "id", t)) for t in task_list])
+    except (AttributeError, ValueError) as exc:
+        text = str(exc)
+        _fail(text if text.startswith("--matrix") else f"--matrix: {text}")
 
 
 def _check_limits(f: _Flags, m: Any) -> None:

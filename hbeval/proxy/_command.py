@@ -140,6 +140,8 @@ class CommandAdapter:
         faults = scenario_fault_set(plan, source) if plan is not None else FaultSet()
         forbidden = task.forbidden_tools[0] if task.forbidden_tools else None
         evidence = _evidence(target)
+        # The question as the scenario hands it: unchanged, unless it is a prompt perturbation.
+        question = scenario.question(task.question) if scenario is not None else task.question
         env = dict(os.environ)
         proxy = None
         if target.upstream is not None:
@@ -159,7 +161,7 @@ class CommandAdapter:
             if target.mcp_server is not None:
                 env.update(_mcp_env(target.mcp_server, Path(tmp), faults, forbidden, mcp_events))
             try:
-                status, error, error_type, answer = self._run(target, task, env)
+                status, error, error_type, answer = self._run(target, question, env)
             finally:
                 if proxy is not None:
                     proxy.close()
@@ -177,13 +179,13 @@ class CommandAdapter:
         )
 
     def _run(
-        self, target: CommandTarget, task: Task, env: dict[str, str]
+        self, target: CommandTarget, question: str, env: dict[str, str]
     ) -> tuple[str, str | None, str | None, str | None]:
         """``(status, error, error_type, answer)`` of one run of the process."""
         try:
             done = subprocess.run(
-                target.argv(task.question),
-                input=None if target.question_as_arg else task.question,
+                target.argv(question),
+                input=None if target.question_as_arg else question,
                 capture_output=True,
                 text=True,
                 env=env,

@@ -142,7 +142,7 @@ def plan_of_battery(path: str, scenario: str | None, *, seed: int = 0) -> FaultS
         battery = load_battery_file(path, seed=seed)
     except BatteryFileError as exc:
         raise FaultSpecError(str(exc)) from None
-    faulted = [s for s in battery.scenarios if not s.is_nominal]
+    faulted = [s for s in battery.file_scenarios if not s.is_nominal]
     names: Sequence[str] = [s.name for s in faulted]
     if scenario is None:
         if len(faulted) != 1:
@@ -152,13 +152,15 @@ def plan_of_battery(path: str, scenario: str | None, *, seed: int = 0) -> FaultS
             )
         chosen = faulted[0]
     else:
-        match = [s for s in battery.scenarios if s.name == scenario]
+        match = [s for s in battery.file_scenarios if s.name == scenario]
         if not match:
             raise FaultSpecError(
                 f"--scenario {scenario!r}: no such scenario in {path} (one of {', '.join(names)})"
             )
         chosen = match[0]
-    return scenario_fault_set(chosen.plan(seed), f"{path}#{chosen.name}")
+    # The proxy plants one trial; a scenario with its own seed draws as its trial 0 does.
+    trial_seed = seed if chosen.seed is None else chosen.trial_seed(seed, 0)
+    return scenario_fault_set(chosen.plan(trial_seed), f"{path}#{chosen.name}")
 
 
 def scenario_fault_set(plan: Any, source: str) -> FaultSet:

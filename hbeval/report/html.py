@@ -70,6 +70,7 @@ from ._html_words import (
     trial_timeline,
 )
 from ._model_faults import model_faults_html
+from ._perturbations import perturbation_html
 from ._proxy_evidence import proxy_only_html, proxy_only_note
 from ._side_effects import side_effects_html
 from .compare import CompareRefused, compare_reports
@@ -319,6 +320,7 @@ def _report_section(
         "side_effects": Markup(side_effects_html(report)),
         "model_faults": Markup(model_faults_html(report)),
         "proxy_only": Markup(proxy_only_html(report)),
+        "perturbations": Markup(perturbation_html(report)),
         "weighted_failure_rate": Markup(
             _fmt(
                 _number(severity.get("weighted_failure_rate")),

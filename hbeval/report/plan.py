@@ -50,7 +50,7 @@ def baseline_outcomes(report: Report, metric: str) -> dict[str, list[int]]:
     a recovery = passed without a duplicated side effect; pass rate: scored trials)."""
     groups: dict[str, list[int]] = {}
     for entry in report.trials:
-        if entry.outcome not in _SCORED:
+        if entry.outcome not in _SCORED or entry.perturbation is not None:
             continue
         if metric == FRR:
             if entry.verdict is None or entry.verdict.faulted is not True:

@@ -34,6 +34,7 @@ from ..scoring._view import listed, section
 from ._consistency import add_consistency_rows
 from ._html_words import PEI_REPLAN_SHORT
 from ._model_faults import add_model_faults_row, model_faults_lines
+from ._perturbations import perturbation_lines
 from ._proxy_evidence import proxy_only_lines, proxy_only_note
 from ._side_effects import add_side_effects_row, side_effects_lines
 from .scores import (
@@ -396,6 +397,8 @@ def print_summary(report: Report, console: Console | None = None) -> None:
         console.print(line, style="bold yellow", markup=False)
     console.print(summary_table(report))
     for line in verdict_lines(report, warnings=False):
+        console.print(line, markup=False)
+    for line in perturbation_lines(report):
         console.print(line, markup=False)
     source = section(report, "source")
     inferred = source.get("inferred_figures") if isinstance(source, Mapping) else None

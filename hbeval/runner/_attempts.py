@@ -561,7 +561,10 @@ class _Runner:
         ``counts`` (model calls, interventions) stands in for ``events`` when already known.
         """
         scenario = job.scenario
-        extra = {} if error is None else {"error": error}
+        extra: dict[str, Any] = {} if error is None else {"error": error}
+        perturbation = getattr(scenario, "perturbation", None)
+        if perturbation is not None:  # a prompt perturbation, reported apart from faults
+            extra["perturbation"] = perturbation
         return {
             "trial_key": job.key,
             "task_id": job.task.id,

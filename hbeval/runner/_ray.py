@@ -49,7 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hbeval_core.faults import derive_trial_seed, task_for
+from hbeval_core.faults import task_for
+from hbeval_core.faults.battery import plan_for_trial
 
 from ..store import DuplicateRecordError, PostgresStore, open_store
 from .loader import load_object
@@ -232,7 +233,7 @@ def run_trial_task(plan: RayPlan, spec: tuple[str, int, int, int]) -> TrialOutpu
         return TrialOutput(key, node, "", None, notes=["already recorded"])
     scenario = next(s for s in runner.battery.scenarios if s.index == scenario_index)
     task = task_for(scenario, runner.tasks)
-    fault_plan = scenario.plan(derive_trial_seed(runner.seed, scenario.index, trial_index))
+    fault_plan = plan_for_trial(scenario, runner.seed, trial_index)
     job = _Job(key, scenario, task, trial_index, fault_plan, first_attempt)
     done = runner.run_trial(job)
     bundle = trial_bundle(run_id, done)

@@ -27,6 +27,7 @@ _PYTHON_NAMES: Mapping[str, str] = {
     "fault_types": "fault_types",
     "domains": "domains",
     "scenarios": "scenarios",
+    "perturb": "perturb",
 }
 
 
@@ -81,6 +82,14 @@ def resolve_target(target: Any, tasks: Any = None) -> ResolvedTarget:
     return ResolvedTarget(target, tasks, None, tasks_ref, _agent_name(target))
 
 
+def _refuse_perturb_with_file(perturb: Sequence[str] | None, names: Mapping[str, str]) -> None:
+    if perturb:
+        raise ValueError(
+            f"{names.get('perturb', 'perturb')}: a battery file names its own perturbation "
+            "families; add 'perturb: [context]' to the file instead"
+        )
+
+
 def resolve_battery(
     battery: Any = None,
     *,
@@ -89,6 +98,7 @@ def resolve_battery(
     fault_types: Sequence[str] | None = None,
     domains: Sequence[str] | None = None,
     names: Mapping[str, str] = _PYTHON_NAMES,
+    perturb: Sequence[str] | None = None,
 ) -> Any:
     """The battery ``battery`` names, built with ``seed``; a ``Battery`` is returned as given.
 
@@ -97,6 +107,7 @@ def resolve_battery(
     """
     from hbeval_core.faults import BATTERY_HBEVAL, BATTERY_KINDS, DOMAINS, FAULT_TYPES, Battery
     from hbeval_core.faults.compat import MAX_SCENARIOS, MIN_SCENARIOS
+    from hbeval_core.faults.perturb import check_perturb
     from hbeval_core.faults.userbattery import BatteryFileError, is_battery_file, load_battery_file
 
     if battery is None:
@@ -106,6 +117,7 @@ def resolve_battery(
     if not isinstance(battery, str):
         return battery
     if is_battery_file(battery):
+        _refuse_perturb_with_file(perturb, names)
         given = [
             field
             for field, value in (
@@ -128,6 +140,7 @@ def resolve_battery(
             f"(.yaml, .yml, .json) (got {battery!r})"
         )
     count = DEFAULT_SCENARIOS if scenarios is None else scenarios
+    families = check_perturb(perturb, names.get("perturb", "perturb"))
     if battery == BATTERY_HBEVAL:
         # The compat battery keeps the reference's silent fallbacks and clamping on purpose.
         bad = [f for f in fault_types or () if f not in FAULT_TYPES]
@@ -151,6 +164,7 @@ def resolve_battery(
             seed,
             list(fault_types) if fault_types else None,
             list(domains) if domains else None,
+            list(families) or None,
         )
     except ValueError as exc:
         raise ValueError(f"{names['battery']}: {exc}") from None

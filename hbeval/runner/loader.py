@@ -5,7 +5,8 @@ A task file is a list of tasks, or a mapping with a ``tasks`` list. Each task ha
 ``forbidden_tools``, ``irreversible_tools``, ``expected_calls`` (``[{tool, args}]``), ``verify``
 (``"module:callable"`` or ``"path.py:callable"``, resolved beside the file), ``system`` and
 ``metadata``, ``resume`` (the values a pausing LangGraph graph is resumed with) and
-``answer_from`` (the agent whose last message is a team's final answer). Every mistake raises ``TaskFileError`` naming the file, the task, the field and
+``answer_from`` (the agent whose last message is a team's final answer) and ``tools`` (the
+tools the task calls, checked against the battery's fault targets). Every mistake raises ``TaskFileError`` naming the file, the task, the field and
 the fix.
 
 A mapping-form task file may also declare what its tasks depend on beyond their text:
@@ -54,6 +55,7 @@ TASK_FIELDS: Final = (
     "metadata",
     "resume",
     "answer_from",
+    "tools",
 )
 """The fields a task in a YAML/JSON file may have."""
 
@@ -360,7 +362,6 @@ def _task_from(item: Any, index: int, source: str, base_dir: Path | None) -> Tas
             f"must be a list of values, one per interrupt() the graph pauses at, e.g. "
             f"[approve] (got {resume!r})",
         )
-    answer_from = _answer_from(item, fail)
     verify = None
     ref = item.get("verify")
     if callable(ref) and not isinstance(ref, str):  # a dict built in Python may hold it
@@ -386,8 +387,18 @@ def _task_from(item: Any, index: int, source: str, base_dir: Path | None) -> Tas
         system=system,
         metadata=dict(metadata),
         resume=tuple(resume),
-        answer_from=answer_from,
+        answer_from=_answer_from(item, fail),
+        tools=_declared_tools(item, fail),
     )
+
+
+def _declared_tools(item: Mapping[str, Any], fail: Any) -> tuple[str, ...] | None:
+    tools = item.get("tools")
+    if tools is None:
+        return None
+    if not isinstance(tools, list) or not all(isinstance(t, str) and t.strip() for t in tools):
+        raise fail("tools", f"must be a list of the tool names the task calls (got {tools!r})")
+    return tuple(tools)
 
 
 def _answer_from(item: Mapping[str, Any], fail: Any) -> str | None:

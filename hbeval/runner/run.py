@@ -93,7 +93,8 @@ from hbeval_core.contract import (
     Task,
     VirtualClock,
 )
-from hbeval_core.faults import Battery, derive_trial_seed, measurement_fingerprint, task_for
+from hbeval_core.faults import Battery, measurement_fingerprint, task_for
+from hbeval_core.faults.battery import plan_for_trial
 from hbeval_core.faults.model import refuse_model_faults
 from hbeval_core.vocab import (
     DEFAULT_SEED,
@@ -153,6 +154,7 @@ from ._admission import (
     _recall_view,
     _set_memory_hook,
 )
+from ._assign import check_assignment
 from ._attempts import _Done, _Job, _Runner, abandoned_threads, trial_run_id
 from ._budget import CostBudget
 from ._execute import _interrupt_watch, always, run_parallel, run_serial
@@ -320,6 +322,7 @@ def run_battery(
     declared = getattr(tasks, "declared", None)  # a task file's inputs: and env:
     tasks = list(tasks)
     battery = refuse_model_faults(_battery_for(battery, seed), adapter)
+    check_assignment(battery, tasks)
     fps = _Fingerprints.of(battery, seed, trials)
     check_expected_hashes(
         manifest,
@@ -677,7 +680,7 @@ def _jobs(battery: Any, tasks: Sequence[Task], trials: int, seed: int) -> list[_
         task = task_for(scenario, tasks)
         for k in range(trials):
             key = make_trial_key(scenario.index, k)
-            plan = scenario.plan(derive_trial_seed(seed, scenario.index, k))
+            plan = plan_for_trial(scenario, seed, k)
             jobs.append(_Job(key, scenario, task, k, plan))
     return jobs
 

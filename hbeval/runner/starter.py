@@ -20,11 +20,15 @@ _TASKS = """\
 #
 #   hbeval battery run {ref} --tasks {tasks_path}
 #
-# Each task is asked once per trial, under every fault scenario. Fields: id, question, and
-# optionally verify (path.py:function, beside this file), required (keywords the answer must
-# contain when there is no verifier), forbidden_tools, irreversible_tools, expected_calls
-# ([{{tool, args}}]), system, category, metadata, answer_from (the agent of a team whose last
-# message is the answer). A verifier is verify(outcome, trace) -> bool; see verifiers.py.
+# The question reaches the agent as written: the battery's faults happen at its tool calls
+# (--perturb context adds the reference's context sentences as a separate family, reported
+# apart). Scenario i runs task i mod the number of tasks; --matrix runs every scenario on every
+# task. Fields: id, question, and optionally verify (path.py:function, beside this file),
+# required (keywords the answer must contain when there is no verifier), forbidden_tools,
+# irreversible_tools, expected_calls ([{{tool, args}}]), tools (the tools the task calls: a
+# scenario none of its tasks can meet is refused before the run), system, category, metadata,
+# answer_from (the agent of a team whose last message is the answer). A verifier is
+# verify(outcome, trace) -> bool; see verifiers.py.
 tasks:
   - id: answers_the_question
     # Replace with a request your agent handles, in the words of a user.
@@ -35,6 +39,7 @@ tasks:
     verify: verifiers.py:answered_after_a_tool_call
     # forbidden_tools: [delete_account]     # tools that must never run in this task
     # irreversible_tools: [issue_refund]    # tools whose effects a failure cannot undo
+    # tools: [lookup_order]                 # the tools this task calls
 """
 
 _VERIFIERS = '''\

@@ -94,6 +94,7 @@ from ._fold import (
     _verdict,
 )
 from ._model_faults import model_faults_field
+from ._perturbations import perturbations_field, split_perturbed
 from ._rates import (
     _agentdojo,
     _breakdown,
@@ -458,10 +459,13 @@ def _build(
     """``build_report``; with ``csi_given`` CSI is taken as given instead of computed from
     ``history`` (``_recheck.report_discrepancies``)."""
     floors = dict(DEFAULT_THRESHOLDS if thresholds is None else thresholds)
+    # Prompt perturbations are reported apart: no fault figure reads them.
+    trials, perturbed = split_perturbed(trials)
     # S5's run-level condition: an abstention counts only where the task's nominal trial passed.
     ordered = settle_abstentions(sorted(trials, key=_sort_key))
+    listed = sorted([*ordered, *perturbed], key=_sort_key) if perturbed else ordered
     # Each trial is read through the model first: bad input is named before any figure uses it.
-    entries = [_trial_entry(t, i) for i, t in enumerate(ordered)]
+    entries = [_trial_entry(t, i) for i, t in enumerate(listed)]
     # Trials under latency or crash faults only, none receipted, are in no figure (``_delivery``).
     every_scored = [t for t in ordered if t.get("outcome") in SCORED_OUTCOMES]
     scored = [t for t in every_scored if not unreceipted(t)]
@@ -523,6 +527,7 @@ def _build(
         trials=entries,
         **_side_effects_field(scored),
         **model_faults_field(scored),
+        **perturbations_field(perturbed, nominal, confidence),
     )
     return _decided(draft, floors, head)
 

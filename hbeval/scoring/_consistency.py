@@ -110,7 +110,7 @@ def consistency_block(report: Report, names: Mapping[str, Sequence[str]]) -> Con
     by_scenario: dict[str, list[tuple[bool, Sequence[str]]]] = {}
     if not unlabelled:
         for entry in report.trials:
-            if entry.outcome not in SCORED_OUTCOMES:
+            if entry.outcome not in SCORED_OUTCOMES or entry.perturbation is not None:
                 continue
             calls = names.get(entry.trial_key or "", ())
             by_scenario.setdefault(_scenario(entry), []).append(

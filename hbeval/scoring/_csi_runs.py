@@ -98,6 +98,9 @@ class CsiRuns(_Block):
 
 
 # --------------------------------------------------------------------------- digests
+_OPTIONAL_FIELDS = frozenset({"tools"})
+
+
 def _plain(value: Any) -> Any:
     """A task field as canonical JSON can hold it; a callable by its source text."""
     if callable(value) and not isinstance(value, type):
@@ -107,7 +110,12 @@ def _plain(value: Any) -> Any:
             text = f"{getattr(value, '__module__', '?')}.{getattr(value, '__qualname__', '?')}"
         return {"source_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
     if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+        # A task's undeclared ``tools`` is left out, so tasks digest as before it existed.
+        return {
+            f.name: _plain(getattr(value, f.name))
+            for f in fields(value)
+            if not (f.name in _OPTIONAL_FIELDS and getattr(value, f.name) is None)
+        }
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
     if isinstance(value, (list, tuple)):

@@ -24,6 +24,7 @@ from hbeval_core.vocab import REPORT_FORMAT
 
 from ._consistency import ConsistencyBlock
 from ._csi_runs import CsiRuns
+from ._perturbation_model import Perturbations
 from ._recorded_model import RecordedErrors
 from ._trial_model import (
     Change,
@@ -731,6 +732,11 @@ class Report(_Block):
         "client handled each; absent when no trial received one.",
     )
     trials: list[TrialEntry]
+    perturbations: Perturbations | None = Field(
+        default=None,
+        description="Prompt perturbations (the question changed, no fault injected), apart "
+        "from fault handling; absent unless the battery asked for a perturbation family.",
+    )
     uncertainty: Uncertainty | None = Field(
         default=None,
         description="Clustered intervals of every trial-level rate, with design effect and "

@@ -399,6 +399,8 @@ def _trial_entry(t: Mapping[str, Any], index: int) -> TrialEntry:
         entry["error"] = report_error(t["error"])
     if isinstance(t.get("memory"), Mapping):
         entry["memory"] = dict(t["memory"])
+    if t.get("perturbation") is not None:
+        entry["perturbation"] = t.get("perturbation")
     try:
         return TrialEntry.model_validate(entry)
     except ValidationError as exc:

@@ -48,8 +48,11 @@ def _number(value: Any) -> float | None:
 
 
 def scored_trials(report: Report) -> list[TrialEntry]:
-    """The report's trials whose outcome enters rates (pass, fail, timeout), in report order."""
-    return [t for t in report.trials if t.outcome in _SCORED]
+    """The report's trials whose outcome enters rates (pass, fail, timeout), in report order.
+
+    Prompt-perturbation trials are left out: they are reported in ``perturbations`` alone.
+    """
+    return [t for t in report.trials if t.outcome in _SCORED and t.perturbation is None]
 
 
 def trial_records(trials: Sequence[TrialEntry]) -> list[dict[str, Any]]:

@@ -409,3 +409,9 @@ class TrialEntry(_Block):
     memory: MemoryDecision | None = Field(
         default=None, description="Memory admission of this trial's episode; absent without memory."
     )
+    perturbation: str | None = Field(
+        default=None,
+        description="The prompt-perturbation family of the trial's scenario (its question was "
+        "changed, no fault injected; counted in ``perturbations``, not in fault figures); "
+        "absent for every other trial.",
+    )

@@ -45,6 +45,9 @@ class Task:
     answer_from: str | None = None
     """The agent whose last message is the final answer a verifier reads (``final_text``), for
     a team whose default rule (the last message not only approving or terminating) is not it."""
+    tools: tuple[str, ...] | None = None
+    """The tools the task calls, when declared: a fault scenario whose tools none of its tasks
+    calls is refused before the run. None: not declared (nothing is checked)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip():
@@ -53,6 +56,14 @@ class Task:
             raise ValueError(f"task {self.id!r}: field 'question' must be a non-empty string")
         if self.verify is not None and not callable(self.verify):
             raise ValueError(f"task {self.id!r}: field 'verify' must be callable(outcome, trace)")
+        if self.tools is not None and (
+            isinstance(self.tools, str)
+            or not all(isinstance(t, str) and t.strip() for t in self.tools)
+        ):
+            raise ValueError(
+                f"task {self.id!r}: field 'tools' must be a list of tool names, e.g. "
+                f"['lookup_order'] (got {self.tools!r})"
+            )
         if self.answer_from is not None and (
             not isinstance(self.answer_from, str) or not self.answer_from.strip()
         ):

@@ -1,9 +1,11 @@
 """Batteries: HB-Eval's own, and ``hbeval-battery/1``, which also makes real tool calls fail.
 
-Both build their scenarios with the reference algorithm (``compat.build_scenario_battery``) and
-append the reference's text context to the question. ``hbeval-battery/1`` additionally maps each
-fault type to runtime faults (DESIGN.md "Faults"), so an agent meets an actual failing tool
-rather than a sentence about one:
+Both build their scenarios with the reference algorithm (``compat.build_scenario_battery``). The
+compat battery appends the reference's text context to the question, as the reference does.
+``hbeval-battery/1`` hands the agent its task's question unchanged and maps each fault type to
+runtime faults (DESIGN.md "Faults"), so an agent meets an actual failing tool rather than a
+sentence about one; the context sentences are a separate perturbation family, off unless asked
+for (``perturb=["context"]``, see ``perturb``):
 
 ==================== ==================================================================
 fault type           runtime faults (target "*" = any tool; call positions count every call)
@@ -54,6 +56,12 @@ from .compat import (
     NOMINAL,
     Scenario,
 )
+from .perturb import (
+    PerturbationScenario,
+    check_perturb,
+    perturbation_scenarios,
+    perturbation_spec,
+)
 from .plans import ANY_TARGET, CascadePlan, CascadeStage, FaultPlan, FaultSpec
 
 BUILD_ALGORITHM: Final = "hbeval-battery/1"
@@ -72,6 +80,11 @@ PLAN_ID_FORMAT: Final = BUILD_ALGORITHM + "/s{index}/{fault_type}"
 """Scenario plan ids; they enter every probability draw, so they are part of the spec."""
 
 T = TypeVar("T")
+
+TASK_ASSIGNMENT: Final = "index_mod_len"
+"""Scenario ``i`` runs ``tasks[i mod len(tasks)]`` unless it is pinned to a task."""
+MATRIX: Final = "matrix"
+"""Every scenario runs on every task (``--matrix``)."""
 
 
 @dataclass(frozen=True)
@@ -154,11 +167,13 @@ def runtime_table() -> dict[str, dict[str, Any] | None]:
     return {ft: (t.to_dict() if t is not None else None) for ft, t in RUNTIME_TABLE.items()}
 
 
-def hbeval_spec() -> dict[str, Any]:
+def hbeval_spec(perturb: Sequence[str] = ()) -> dict[str, Any]:
     """The hbeval-battery/1 specification: the reference's six keys plus how a battery is built.
 
     Besides the runtime table it names everything that decides what a seed builds and what each
-    scenario injects, which the reference fingerprint leaves out (spec §8 item 5).
+    scenario injects, which the reference fingerprint leaves out (spec §8 item 5). The question
+    reaches the agent unchanged (``question_injection: none``); ``perturb`` adds the requested
+    perturbation families (``perturb.perturbation_spec``).
     """
     return {
         **compat.spec(),
@@ -169,16 +184,17 @@ def hbeval_spec() -> dict[str, Any]:
         "shuffle": "cpython_random_Random(seed).shuffle",
         "domain_assignment": "index_mod_len",
         "task_assignment": "index_mod_len",
-        "question_injection": "append_fault_context",
+        "question_injection": "none",
         "plan_id_format": PLAN_ID_FORMAT,
         "decision": "sha256(seed:plan_id:target:attempt)[:8]/0xFFFFFFFF<p",
         "runtime_faults": runtime_table(),
+        **perturbation_spec(perturb),
     }
 
 
-def hbeval_spec_fingerprint() -> str:
+def hbeval_spec_fingerprint(perturb: Sequence[str] = ()) -> str:
     """Fingerprint of ``hbeval_spec()`` (lower-case, 16 hex, the shared fingerprint function)."""
-    return fingerprint(hbeval_spec())
+    return fingerprint(hbeval_spec(perturb))
 
 
 def derive_trial_seed(seed: int, scenario_index: int, trial_index: int) -> int:
@@ -190,11 +206,48 @@ def derive_trial_seed(seed: int, scenario_index: int, trial_index: int) -> int:
     return int(hashlib.sha256(key).hexdigest()[:8], 16)
 
 
+FIXED_SEED_RULE: Final = "sha256(when_seed:trial_index)[:8]"
+"""How a scenario with its own seed (a battery file's ``when.seed``) seeds each trial."""
+
+
+def derive_fixed_seed(when_seed: int, trial_index: int) -> int:
+    """A trial's plan seed from a scenario's own seed and the trial index (first 8 hex of SHA-256).
+
+    The run's seed does not enter, so the draws are the same in every run; the trial index
+    does, so the trials of one run draw differently.
+    """
+    key = f"{compat.require_seed(when_seed)}:{trial_index}".encode()
+    return int(hashlib.sha256(key).hexdigest()[:8], 16)
+
+
+def plan_for_trial(scenario: Any, run_seed: int, trial_index: int) -> Any:
+    """``scenario``'s plan for trial ``trial_index`` of a run seeded ``run_seed``.
+
+    A scenario that derives its own trial seeds (``trial_seed(run_seed, trial_index)``: a
+    battery file's scenario) is asked; any other is seeded with ``derive_trial_seed``.
+    """
+    own = getattr(scenario, "trial_seed", None)
+    if callable(own):
+        return scenario.plan(own(run_seed, trial_index))
+    return scenario.plan(derive_trial_seed(run_seed, scenario.index, trial_index))
+
+
 @dataclass(frozen=True)
 class BatteryScenario(Scenario):
     """A scenario of a ``Battery``: its question injection and, for hbeval, its runtime plan."""
 
     battery: str = BATTERY_HBEVAL
+    task_id: str | None = None
+    """The task this scenario is pinned to (``--matrix``); None: task ``index mod len``."""
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The tools its runtime faults target (``"*"``: any tool); () without any."""
+        template = self.runtime
+        if template is None:
+            return ()
+        targets = [f.target for f in template.faults] + [s.target for s in template.stages]
+        return tuple(dict.fromkeys(targets))
 
     @property
     def runtime(self) -> RuntimeTemplate | None:
@@ -210,8 +263,15 @@ class BatteryScenario(Scenario):
             return None
         return PLAN_ID_FORMAT.format(index=self.index, fault_type=self.fault_type)
 
+    @property
+    def question_context(self) -> bool:
+        """Whether the question carries the fault context sentence: only in the compat battery."""
+        return self.battery == BATTERY_COMPAT
+
     def question(self, base: str) -> str:
-        """``base`` with the reference's fault context appended."""
+        """``base`` unchanged (hbeval), or with the reference's fault context appended (compat)."""
+        if not self.question_context:
+            return base
         return compat.inject_fault(base, self.fault_type)
 
     def plan(self, trial_seed: int) -> FaultPlan | CascadePlan | None:
@@ -233,6 +293,8 @@ class BatteryScenario(Scenario):
         data = super().to_dict()
         if self.battery == BATTERY_HBEVAL:
             data["runtime"] = self.runtime_summary()
+        if self.task_id is not None:
+            data["task"] = self.task_id
         return data
 
 
@@ -310,11 +372,15 @@ class Battery(MeasuredBattery):
 
     kind: str
     seed: int
-    scenarios: tuple[BatteryScenario, ...]
+    scenarios: tuple[BatteryScenario | PerturbationScenario, ...]
     fault_types: tuple[str, ...] = field(default=FAULT_TYPES)
     """The active fault-type selection (caller's order)."""
     domains: tuple[str, ...] = field(default=DOMAINS)
     """The active domain selection (caller's order)."""
+    perturb: tuple[str, ...] = ()
+    """The perturbation families added after the fault scenarios (hbeval only)."""
+    assignment: str = TASK_ASSIGNMENT
+    """How scenarios meet tasks: ``index_mod_len``, or ``matrix`` (every scenario x task)."""
 
     @classmethod
     def hbeval(
@@ -323,13 +389,22 @@ class Battery(MeasuredBattery):
         seed: int = DEFAULT_SEED,
         fault_types: Iterable[str] | None = None,
         domains: Iterable[str] | None = None,
+        perturb: Iterable[str] | None = None,
     ) -> Battery:
-        """Build ``hbeval-battery/1``; unknown names or an out-of-range size raise ValueError."""
+        """Build ``hbeval-battery/1``; unknown names or an out-of-range size raise ValueError.
+
+        ``perturb`` names perturbation families to add (``["context"]``); none by default.
+        """
         seed = compat.require_seed(seed)
         n = _strict_count(n_scenarios)
         faults = _strict_names(fault_types, FAULT_TYPES, "fault type")
         doms = _strict_names(domains, DOMAINS, "domain")
-        return cls._build(BATTERY_HBEVAL, n, seed, faults, doms)
+        families = check_perturb(perturb)
+        built = cls._build(BATTERY_HBEVAL, n, seed, faults, doms)
+        if not families:
+            return built
+        extra = perturbation_scenarios(families, len(built.scenarios), doms)
+        return replace(built, scenarios=(*built.scenarios, *extra), perturb=families)
 
     @classmethod
     def compat(
@@ -353,11 +428,18 @@ class Battery(MeasuredBattery):
         seed: int = DEFAULT_SEED,
         fault_types: Iterable[str] | None = None,
         domains: Iterable[str] | None = None,
+        perturb: Iterable[str] | None = None,
     ) -> Battery:
         """Build the battery named ``battery`` ("hbeval" or "compat")."""
         if battery == BATTERY_HBEVAL:
-            return cls.hbeval(n_scenarios, seed, fault_types, domains)
+            return cls.hbeval(n_scenarios, seed, fault_types, domains, perturb)
         if battery == BATTERY_COMPAT:
+            if check_perturb(perturb):
+                raise ValueError(
+                    "the compat battery appends the context sentences to every scenario "
+                    "already; perturb the hbeval battery instead (--battery hbeval --perturb "
+                    "context)"
+                )
             return cls.compat(n_scenarios, seed, fault_types, domains)
         raise ValueError(f"battery must be one of {', '.join(BATTERY_KINDS)} (got {battery!r})")
 
@@ -379,7 +461,7 @@ class Battery(MeasuredBattery):
     def __len__(self) -> int:
         return len(self.scenarios)
 
-    def __iter__(self) -> Iterator[BatteryScenario]:
+    def __iter__(self) -> Iterator[BatteryScenario | PerturbationScenario]:
         return iter(self.scenarios)
 
     @property
@@ -396,7 +478,12 @@ class Battery(MeasuredBattery):
 
     def spec(self) -> dict[str, Any]:
         """The specification its fingerprint covers: ``compat.spec()`` or ``hbeval_spec()``."""
-        return hbeval_spec() if self.kind == BATTERY_HBEVAL else compat.spec()
+        if self.kind != BATTERY_HBEVAL:
+            return compat.spec()
+        spec = hbeval_spec(self.perturb)
+        if self.assignment != TASK_ASSIGNMENT:
+            spec["task_assignment"] = self.assignment
+        return spec
 
     def spec_fingerprint(self) -> str:
         """Fingerprint of ``spec()``: ``ce481b32763df1ca`` for compat."""
@@ -411,23 +498,27 @@ class Battery(MeasuredBattery):
         return fingerprint(
             {
                 "build_algorithm": self.build_version,
-                "scenarios": [
-                    {
-                        "index": s.index,
-                        "domain": s.domain,
-                        "fault_type": s.fault_type,
-                        "runtime": s.runtime_summary(),
-                    }
-                    for s in self.scenarios
-                ],
+                "scenarios": [plan_entry(s) for s in self.scenarios],
             }
         )
 
+    def matrix(self, task_ids: Sequence[str]) -> Battery:
+        """This battery run as the scenario x task matrix: every scenario pinned to each task."""
+        if self.kind != BATTERY_HBEVAL:
+            raise ValueError(
+                "--matrix: the compat battery assigns tasks as the reference does; use the "
+                "hbeval battery"
+            )
+        return replace(
+            self, scenarios=matrix_scenarios(self.scenarios, task_ids), assignment=MATRIX
+        )
+
     def trial_plan(
-        self, scenario: BatteryScenario, trial_index: int
+        self, scenario: BatteryScenario | PerturbationScenario, trial_index: int
     ) -> FaultPlan | CascadePlan | None:
         """``scenario``'s plan for trial ``trial_index``, seeded with ``derive_trial_seed``."""
-        return scenario.plan(derive_trial_seed(self.seed, scenario.index, trial_index))
+        plan: FaultPlan | CascadePlan | None = plan_for_trial(scenario, self.seed, trial_index)
+        return plan
 
     def to_dict(self) -> dict[str, Any]:
         """The ``hbeval battery build --json`` document."""
@@ -439,6 +530,7 @@ class Battery(MeasuredBattery):
             "seed": self.seed,
             "n_scenarios": len(self.scenarios),
             "selection": self.selection,
+            **({"perturb": list(self.perturb)} if self.perturb else {}),
             "scenarios": [s.to_dict() for s in self.scenarios],
         }
 
@@ -473,10 +565,49 @@ def measurement_fingerprint(
     )
 
 
+S = TypeVar("S")
+
+
+def matrix_scenarios(scenarios: Sequence[S], task_ids: Sequence[str]) -> tuple[S, ...]:
+    """Each scenario once per task id, pinned to it and numbered anew (scenario-major order)."""
+    ids = list(dict.fromkeys(task_ids))
+    if not ids:
+        raise ValueError("--matrix needs at least one task")
+    out: list[S] = []
+    for s in scenarios:
+        for task_id in ids:
+            out.append(replace(s, index=len(out), task_id=task_id))  # type: ignore[type-var]
+    return tuple(out)
+
+
+def plan_entry(scenario: Any) -> dict[str, Any]:
+    """A scenario's entry in a plan fingerprint (its pinned task only when pinned)."""
+    entry: dict[str, Any] = {
+        "index": scenario.index,
+        "domain": scenario.domain,
+        "fault_type": scenario.fault_type,
+        "runtime": scenario.runtime_summary(),
+    }
+    task_id = getattr(scenario, "task_id", None)
+    if task_id is not None:
+        entry["task"] = task_id
+    return entry
+
+
 def task_for(scenario: Scenario, tasks: Sequence[T]) -> T:
-    """The task scenario ``i`` runs: ``tasks[i mod len(tasks)]``."""
+    """The task a scenario runs: the one it is pinned to, else ``tasks[i mod len(tasks)]``."""
     if not tasks:
         raise ValueError("tasks must hold at least one task")
+    pinned = getattr(scenario, "task_id", None)
+    if pinned is not None:
+        for task in tasks:
+            if getattr(task, "id", None) == pinned:
+                return task
+        known = ", ".join(str(getattr(t, "id", "?")) for t in tasks)
+        raise ValueError(
+            f"scenario {scenario.index} ({scenario.fault_type}) is pinned to task {pinned!r}, "
+            f"which the tasks do not hold (tasks: {known})"
+        )
     return tasks[scenario.index % len(tasks)]
 
 
@@ -487,15 +618,22 @@ __all__ = [
     "BUILD_ALGORITHM",
     "CASCADE_TIMEOUT_MS",
     "COMPAT_BUILD_ALGORITHM",
+    "FIXED_SEED_RULE",
+    "MATRIX",
     "PLAN_ID_FORMAT",
     "RUNTIME_TABLE",
+    "TASK_ASSIGNMENT",
     "Battery",
     "BatteryScenario",
     "RuntimeTemplate",
+    "derive_fixed_seed",
     "derive_trial_seed",
     "hbeval_spec",
     "hbeval_spec_fingerprint",
+    "matrix_scenarios",
     "measurement_fingerprint",
+    "plan_entry",
+    "plan_for_trial",
     "runtime_table",
     "task_for",
 ]

@@ -45,9 +45,24 @@ from ..vocab import (
     PROMPT_INJECTION,
 )
 from ..vocab import EMPTY_RESPONSE as EMPTY_RESPONSE_MODE
-from .battery import MeasuredBattery
+from .battery import (
+    FIXED_SEED_RULE,
+    MATRIX,
+    TASK_ASSIGNMENT,
+    MeasuredBattery,
+    derive_fixed_seed,
+    derive_trial_seed,
+    matrix_scenarios,
+    plan_entry,
+)
 from .compat import FAULT_CONTEXTS, FAULT_TYPES, MAX_SCENARIOS, NOMINAL, require_seed
 from .model import ModelFaultPlan, ModelFaultSpec, check_model_param, is_model_mode
+from .perturb import (
+    PerturbationScenario,
+    check_perturb,
+    perturbation_scenarios,
+    perturbation_spec,
+)
 from .plans import ANY_TARGET, FaultPlan, FaultSpec
 
 __all__ = [
@@ -81,6 +96,7 @@ _TOP_KEYS: Final = (
     "domain_context",
     "irreversible_tools",
     "idempotency_keys",
+    "perturb",
     "scenarios",
 )
 _SCENARIO_KEYS: Final = (
@@ -93,6 +109,7 @@ _SCENARIO_KEYS: Final = (
     "context",
     "domain",
     "models",
+    "tasks",
 )
 _WHEN_KEYS: Final = ("attempts", "probability", "seed")
 _PARAM_KEYS: Final = ("after_ms", "http_status", "empty_kind", "malformed_kind")
@@ -270,6 +287,18 @@ class UserScenario:
     """The battery's irreversible tools (scoring counts their duplicate side effects)."""
     idempotency_keys: Mapping[str, str] | None = None
     """Tool -> the argument that alone identifies one of its side effects."""
+    tasks: tuple[str, ...] | None = None
+    """The task ids the file pins this scenario to (``tasks:``); None: not pinned."""
+    task_id: str | None = None
+    """The one task this (expanded) scenario runs; None: task ``index mod len``."""
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The tools its faults target (names, globs or ``"*"``); () when nominal or a model
+        fault."""
+        if self.is_nominal or self.is_model_fault:
+            return ()
+        return self.tools
 
     @property
     def is_model_fault(self) -> bool:
@@ -337,12 +366,20 @@ class UserScenario:
             for i, target in enumerate(self.tools)
         )
 
+    def trial_seed(self, run_seed: int, trial_index: int) -> int:
+        """The plan seed of trial ``trial_index``: from ``(when.seed, trial index)`` when the
+        scenario fixes its seed (the same in every run, different between trials), else from
+        the run's seed, the scenario and the trial."""
+        if self.seed is not None:
+            return derive_fixed_seed(self.seed, trial_index)
+        return derive_trial_seed(run_seed, self.index, trial_index)
+
     def plan(self, trial_seed: int) -> FaultPlan | ModelFaultPlan | None:
-        """This scenario's plan for one trial (``when.seed`` replaces the trial's seed)."""
+        """This scenario's plan for one trial, seeded ``trial_seed`` (see ``trial_seed``)."""
         plan_id = self.plan_id
         if plan_id is None:
             return None
-        seed = self.seed if self.seed is not None else require_seed(trial_seed)
+        seed = require_seed(trial_seed)
         if self.is_model_fault:
             return ModelFaultPlan(id=plan_id, seed=seed, faults=self.model_specs())
         return FaultPlan(id=plan_id, seed=seed, faults=self.specs())
@@ -365,13 +402,14 @@ class UserScenario:
 
     def canonical(self) -> dict[str, Any]:
         """The scenario as the battery spec (and its fingerprint) holds it."""
+        out = self._canonical()
+        if self.tasks is not None:  # only when pinned: other files fingerprint as before
+            out["tasks"] = list(self.tasks)
         if self.is_model_fault:
-            out = self._canonical()
             out["family"] = "model"
             out["models"] = out.pop("tools")
             out.pop("injection")
-            return out
-        return self._canonical()
+        return out
 
     def _canonical(self) -> dict[str, Any]:
         return {
@@ -397,6 +435,7 @@ class UserScenario:
             "fault_type": self.fault_type,
             "is_nominal": self.is_nominal,
             "runtime": self.runtime_summary(),
+            **({"task": self.task_id} if self.task_id is not None else {}),
         }
 
 
@@ -408,8 +447,14 @@ class UserBattery(MeasuredBattery):
     description: str | None
     domain_context: bool
     seed: int
-    scenarios: tuple[UserScenario, ...]
+    scenarios: tuple[UserScenario | PerturbationScenario, ...]
     source: str | None = None
+    perturb: tuple[str, ...] = ()
+    """The perturbation families added after the file's scenarios (``perturb:``)."""
+    source_scenarios: tuple[UserScenario, ...] = ()
+    """The scenarios as the file names them, before pinned ones meet each of their tasks."""
+    assignment: str = TASK_ASSIGNMENT
+    """``index_mod_len`` (and the file's pins), or ``matrix`` (``--matrix``)."""
 
     kind: str = BATTERY_USER
     build_version: str = USER_BUILD_ALGORITHM
@@ -417,12 +462,17 @@ class UserBattery(MeasuredBattery):
     @property
     def fault_types(self) -> tuple[str, ...]:
         """The scenario labels, in file order, without repeats."""
-        return tuple(dict.fromkeys(s.fault_type for s in self.scenarios))
+        return tuple(dict.fromkeys(s.fault_type for s in self.file_scenarios))
 
     @property
     def domains(self) -> tuple[str, ...]:
         """The scenario domains, in file order, without repeats."""
-        return tuple(dict.fromkeys(s.domain for s in self.scenarios))
+        return tuple(dict.fromkeys(s.domain for s in self.file_scenarios))
+
+    @property
+    def file_scenarios(self) -> tuple[UserScenario, ...]:
+        """The scenarios the file names (without perturbation scenarios)."""
+        return tuple(s for s in self.scenarios if isinstance(s, UserScenario))
 
     def __len__(self) -> int:
         return len(self.scenarios)
@@ -436,12 +486,19 @@ class UserBattery(MeasuredBattery):
             "name": self.name,
             "description": self.description,
             "domain_context": self.domain_context,
-            "task_assignment": "index_mod_len",
+            "task_assignment": self.assignment,
             "plan_id_format": PLAN_ID_FORMAT,
             "decision": "sha256(seed:plan_id:target:attempt)[:8]/0xFFFFFFFF<p",
-            "scenarios": [s.canonical() for s in self.scenarios],
+            "scenarios": [s.canonical() for s in self.source_scenarios or self.file_scenarios],
             # Only when set: a file without them fingerprints as it always did.
-            **_side_effect_spec(self.scenarios),
+            **_side_effect_spec(self.file_scenarios),
+            **perturbation_spec(self.perturb),
+            # Only when a scenario fixes its seed, whose trials it then seeds.
+            **(
+                {"fixed_seed_rule": FIXED_SEED_RULE}
+                if any(s.seed is not None for s in self.file_scenarios)
+                else {}
+            ),
         }
 
     def spec_fingerprint(self) -> str:
@@ -453,16 +510,25 @@ class UserBattery(MeasuredBattery):
         return fingerprint(
             {
                 "build_algorithm": self.build_version,
-                "scenarios": [
-                    {
-                        "index": s.index,
-                        "domain": s.domain,
-                        "fault_type": s.fault_type,
-                        "runtime": s.runtime_summary(),
-                    }
-                    for s in self.scenarios
-                ],
+                "scenarios": [plan_entry(s) for s in self.scenarios],
             }
+        )
+
+    def matrix(self, task_ids: Sequence[str]) -> UserBattery:
+        """Every scenario the file does not pin run on each task (pinned ones keep their
+        tasks), perturbation scenarios too, numbered anew."""
+        sources = self.source_scenarios or self.file_scenarios
+        ids = tuple(dict.fromkeys(task_ids))
+        expanded = _pinned([replace(s, tasks=s.tasks or ids) for s in sources])
+        extra = matrix_scenarios(
+            [s for s in self.scenarios if not isinstance(s, UserScenario)], ids
+        )
+        extra = tuple(replace(s, index=len(expanded) + i) for i, s in enumerate(extra))
+        return replace(
+            self,
+            scenarios=(*expanded, *extra),
+            source_scenarios=sources,
+            assignment=MATRIX,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -480,6 +546,32 @@ class UserBattery(MeasuredBattery):
             "spec": self.spec(),
             "scenarios": [s.to_dict() for s in self.scenarios],
         }
+
+
+def _pinned(scenarios: Sequence[UserScenario]) -> list[UserScenario]:
+    """Each scenario pinned to tasks once per task (others once), numbered in order."""
+    out: list[UserScenario] = []
+    for s in scenarios:
+        for task_id in s.tasks if s.tasks is not None else (None,):
+            out.append(replace(s, index=len(out), task_id=task_id))
+    return out
+
+
+def _task_pins(where: str, value: object) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Sequence) or not value:
+        raise BatteryFileError(
+            f"{where}: must be a list of task ids such as [refund_request], got {value!r}"
+        )
+    out: list[str] = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip():
+            raise BatteryFileError(f"{where}[{i}]: must be a task id, got {item!r}")
+        if item in out:
+            raise BatteryFileError(f"{where}[{i}]: {item!r} is listed twice")
+        out.append(item)
+    return tuple(out)
 
 
 def _side_effect_spec(scenarios: Sequence[UserScenario]) -> dict[str, Any]:
@@ -595,6 +687,7 @@ def _scenario(
         domain=domain,
         battery_name=battery_name,
         domain_context=domain_context,
+        tasks=_task_pins(f"{where}.tasks", data.get("tasks")),
     )
 
 
@@ -639,10 +732,25 @@ def parse_battery(data: object, *, seed: int, source: str | None = None) -> User
             replace(s, irreversible_tools=irreversible, idempotency_keys=keys) for s in scenarios
         ]
     try:
+        families = check_perturb(data.get("perturb"), "battery.perturb")
+    except ValueError as exc:
+        raise BatteryFileError(str(exc)) from None
+    try:
         run_seed = require_seed(seed)
     except ValueError as exc:
         raise BatteryFileError(f"--seed: {exc}") from None
-    return UserBattery(name, description, domain_context, run_seed, tuple(scenarios), source)
+    expanded = _pinned(scenarios)
+    extra = perturbation_scenarios(families, len(expanded), (name,))
+    return UserBattery(
+        name,
+        description,
+        domain_context,
+        run_seed,
+        (*expanded, *extra),
+        source,
+        families,
+        source_scenarios=tuple(scenarios),
+    )
 
 
 def load_battery_file(path: str | Path, *, seed: int) -> UserBattery:

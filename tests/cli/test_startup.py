@@ -129,7 +129,7 @@ C = "hbeval.cli."
         (("gate", "--help"), {C + "_report"}),
         (
             ("battery", "run", "--help"),
-            {C + "_battery", C + "_battery_proxy", "hbeval_core.vocab"},
+            {C + "_battery", C + "_battery_options", C + "_battery_proxy", "hbeval_core.vocab"},
         ),
         (
             ("memory", "explain", "--help"),
@@ -168,11 +168,13 @@ FAULTS = "hbeval_core.faults."
             ("battery", "spec", "--json"),
             {
                 C + "_battery",
+                C + "_battery_options",
                 C + "_battery_proxy",
                 "hbeval_core._lazy",
                 "hbeval_core.faults",
                 FAULTS + "battery",
                 FAULTS + "compat",
+                FAULTS + "perturb",
                 FAULTS + "plans",
                 "hbeval_core.fingerprint",
                 "hbeval_core.vocab",

@@ -89,9 +89,13 @@ def test_example_loads_with_its_scenarios() -> None:
         (0,),
     )
     flaky = battery.scenarios[2]
-    # when.seed fixes the draws: the same plan whatever the trial's seed.
-    assert flaky.plan(1) == flaky.plan(999)
-    assert flaky.plan(1).seed == 7  # type: ignore[union-attr]
+    # when.seed fixes the draws for every run seed; each trial draws with its own seed,
+    # sha256("7:<trial>")[:8] (written out here).
+    assert flaky.trial_seed(1, 0) == flaky.trial_seed(999, 0)
+    for k in range(3):
+        own = int(hashlib.sha256(f"7:{k}".encode()).hexdigest()[:8], 16)
+        assert flaky.plan(flaky.trial_seed(42, k)).seed == own  # type: ignore[union-attr]
+    assert flaky.trial_seed(1, 0) != flaky.trial_seed(1, 1)
     # No domain context: the question reaches the agent unchanged.
     assert all(s.question("Q?") == "Q?" for s in battery.scenarios)
 
@@ -214,7 +218,7 @@ def test_built_in_fingerprints_are_unchanged() -> None:
     from hbeval_core.faults.compat import spec_fingerprint
 
     assert spec_fingerprint() == "ce481b32763df1ca"
-    assert hbeval_spec_fingerprint() == "5d7848ba211dd4b0"
+    assert hbeval_spec_fingerprint() == "beea5f268182b59d"
 
 
 @pytest.mark.parametrize(

@@ -198,7 +198,7 @@ HBEVAL_SPEC_V1 = {
     "shuffle": "cpython_random_Random(seed).shuffle",
     "domain_assignment": "index_mod_len",
     "task_assignment": "index_mod_len",
-    "question_injection": "append_fault_context",
+    "question_injection": "none",
     "plan_id_format": "hbeval-battery/1/s{index}/{fault_type}",
     "decision": "sha256(seed:plan_id:target:attempt)[:8]/0xFFFFFFFF<p",
     "runtime_faults": {
@@ -232,10 +232,42 @@ def test_hbeval_spec_v1_fingerprint() -> None:
     battery = Battery.hbeval()
     assert battery.spec() == HBEVAL_SPEC_V1 == hbeval_spec()
     independent = sha16(stdlib_canonical(HBEVAL_SPEC_V1))
-    assert battery.spec_fingerprint() == independent == "5d7848ba211dd4b0"
+    assert battery.spec_fingerprint() == independent == "beea5f268182b59d"
     assert battery.to_dict()["fingerprint"] == independent == hbeval_spec_fingerprint()
     # The hbeval spec pins the build and the runtime table, so it never shares the compat value.
     assert battery.spec_fingerprint() != "ce481b32763df1ca"
+
+
+def test_hbeval_spec_with_the_context_perturbation_family() -> None:
+    # Written by hand: the default spec plus the context family's entry; six scenarios follow
+    # the eighteen, one per reference context sentence, with no runtime fault.
+    spec = {
+        **HBEVAL_SPEC_V1,
+        "perturbations": {
+            "context": {
+                "scenarios": "one per reference context sentence, in fault-type order, "
+                "after the battery's scenarios",
+                "question": "question + context sentence",
+                "runtime_faults": None,
+                "contexts": list(json.loads(APPENDIX_A)["fault_types"]),
+            }
+        },
+    }
+    battery = Battery.hbeval(perturb=["context"])
+    assert battery.spec() == spec
+    assert battery.spec_fingerprint() == sha16(stdlib_canonical(spec)) == "92ed24001fed2ad0"
+    assert [s.index for s in battery.scenarios] == list(range(24))
+    extra = battery.scenarios[18:]
+    assert [s.fault_type for s in extra] == [
+        f"context:{t}" for t in json.loads(APPENDIX_A)["fault_types"]
+    ]
+    contexts = json.loads(APPENDIX_A)["fault_contexts"]
+    for s in extra:
+        assert battery.trial_plan(s, 0) is None
+        assert s.question("Q") == "Q" + contexts[s.fault_type.split(":")[1]]
+    # The fault scenarios are those of the default battery, with the question unchanged.
+    assert battery.scenarios[:18] == Battery.hbeval().scenarios
+    assert all(s.question("Q") == "Q" for s in battery.scenarios[:18])
 
 
 def test_measurement_fingerprint_recipe() -> None:

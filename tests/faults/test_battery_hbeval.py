@@ -81,9 +81,20 @@ def test_build_by_name() -> None:
         Battery.build("other")
 
 
-def test_question_appends_the_reference_context() -> None:
+def test_the_question_reaches_the_agent_unchanged_and_compat_keeps_the_context() -> None:
     for scenario in Battery.hbeval():
+        assert scenario.question("Base?") == "Base?"
+        assert scenario.question_context is False
+    for scenario in Battery.compat():
         assert scenario.question("Base?") == "Base?" + FAULT_CONTEXTS[scenario.fault_type]
+
+
+def test_perturbation_families_are_checked() -> None:
+    with pytest.raises(ValueError, match="unknown perturbation family 'typos'; valid: context"):
+        Battery.hbeval(perturb=["typos"])
+    with pytest.raises(ValueError, match="compat battery appends the context sentences"):
+        Battery.build("compat", perturb=["context"])
+    assert Battery.build("compat", perturb=[]).kind == "compat"
 
 
 def test_runtime_table_as_designed() -> None:

@@ -6,6 +6,14 @@ default store) wrote before the report became one typed model, the scores ``hbev
 compared without their volatile fields (timestamps, latencies: ``strip_volatile``) and without
 ``manifest_hash``, an id that covers the installed packages and the agents' source files, so it
 changes with the environment, not with scoring; nothing else in a demo report varies. The demo here runs end to end through the command line, as a user runs it.
+
+The fixture was recorded when the hbeval battery appended the reference's context sentence to
+every faulted question. The questions now reach the agent unchanged, which moves two things and
+nothing else (the demo agents never read the sentence): the battery-spec fingerprint (and the
+measurement fingerprint built on it), and the input tokens. The demo's scripted model counts
+every word of every message it is handed as an input token, so each trial's ``input_tokens``
+drop by the sentence's word count times the trial's model calls, and ``tokens_per_success``
+with them. ``_as_unchanged_questions`` makes that conversion by hand.
 """
 
 from __future__ import annotations
@@ -25,16 +33,63 @@ from hbeval.cli._demo import side_by_side_rows
 from hbeval.scoring import strip_volatile
 from hbeval.scoring._report_model import validate_report
 from hbeval_core.faults.battery import measurement_fingerprint
+from hbeval_core.faults.compat import FAULT_CONTEXTS
 from hbeval_core.vocab import DERIVE_VERSION, NO_REQUIRED_KEYWORDS
 from tests.intervals import by_scenario, clustered_wilson, effective_n, faulted_groups
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "demo_report_seed42.json.gz"
+SPEC_APPENDING = "5d7848ba211dd4b0"
+"""The hbeval battery-spec fingerprint when it appended the context sentences (the fixture's)."""
+SPEC_UNCHANGED = "beea5f268182b59d"
+"""The hbeval battery-spec fingerprint now (tests/faults/test_battery_golden.py recounts it)."""
 
 
 def _before() -> dict[str, Any]:
     with gzip.open(FIXTURE, "rt", encoding="utf-8") as f:
         data: dict[str, Any] = json.load(f)
     return data
+
+
+def _sentence_words(trial: dict[str, Any]) -> int:
+    return len(FAULT_CONTEXTS[trial["fault_type"]].split())
+
+
+def _tokens_per_success(report: dict[str, Any]) -> float:
+    scored = [t for t in report["trials"] if t["outcome"] in ("pass", "fail", "timeout")]
+    tokens = sum(t["usage"]["input_tokens"] + t["usage"]["output_tokens"] for t in scored)
+    return tokens / sum(1 for t in scored if t["outcome"] == "pass")
+
+
+def _as_unchanged_questions(report: dict[str, Any]) -> dict[str, Any]:
+    """A fixture report as the run gives it now that questions reach the agent unchanged."""
+    out: dict[str, Any] = json.loads(json.dumps(report))
+    assert out["fingerprints"]["battery_spec"] == SPEC_APPENDING
+    for trial in out["trials"]:
+        cut = _sentence_words(trial) * trial["usage"]["model_calls"]
+        for usage in (trial["usage"], trial["verdict"]["usage"]):
+            usage["input_tokens"] -= cut
+    out["efficiency"]["tokens_per_success"] = _tokens_per_success(out)
+    old_fp = out["fingerprints"]["measurement"]
+    new_fp = measurement_fingerprint(
+        SPEC_UNCHANGED,
+        "hbeval-battery/1",
+        out["fingerprints"]["plan"],
+        out["run"]["seed"],
+        out["run"]["trials"],
+        out["versions"]["scoring"],
+        out["versions"]["derive"],
+    )
+    text = json.dumps(out, allow_nan=False).replace(old_fp, new_fp)
+    converted: dict[str, Any] = json.loads(text.replace(SPEC_APPENDING, SPEC_UNCHANGED))
+    return converted
+
+
+def _scores_now(name: str) -> dict[str, Any]:
+    """The fixture's scores for ``name`` with tokens per success recounted as above."""
+    scores: dict[str, Any] = json.loads(json.dumps(_before()["scores"][name]))
+    report = _as_unchanged_questions(_before()["reports"][name])
+    scores["efficiency"]["figures"]["tokens_per_success"] = _tokens_per_success(report)
+    return scores
 
 
 def _hb(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -202,7 +257,8 @@ def test_demo_reports_equal_the_recorded_ones_but_for_the_scores_section(
     for name, report in after.items():
         assert "scores" in report, name
         # Compared as JSON text: the same keys, in the same order, with the same numbers.
-        assert _comparable(report) == _comparable(_as_current_derivation(before[name])), name
+        expected = _as_unchanged_questions(_as_current_derivation(before[name]))
+        assert _comparable(report) == _comparable(expected), name
         new_blocks = (
             "text_signals",
             "scores",
@@ -223,9 +279,25 @@ def test_demo_reports_equal_the_recorded_ones_but_for_the_scores_section(
 
 
 def test_the_scores_section_holds_what_report_json_computed(after: dict[str, Any]) -> None:
-    scores = _before()["scores"]
     for name, report in after.items():
-        assert strip_volatile(report["scores"]) == strip_volatile(scores[name]), name
+        assert strip_volatile(report["scores"]) == strip_volatile(_scores_now(name)), name
+
+
+def test_unchanged_questions_moved_the_tokens_by_the_sentences_alone(
+    after: dict[str, Any],
+) -> None:
+    before = _before()["reports"]
+    # Input words before -> now, counted by hand from the two runs' trials.
+    moved = {"careful": (15214, 13480), "naive": (10358, 8740)}
+    for name, report in after.items():
+        old = sum(t["usage"]["input_tokens"] for t in before[name]["trials"])
+        new = sum(t["usage"]["input_tokens"] for t in report["trials"])
+        assert (old, new) == moved[name]
+        assert report["fingerprints"]["battery_spec"] == SPEC_UNCHANGED
+        # Nominal trials were never given a sentence: their tokens are as recorded.
+        for b, a in zip(before[name]["trials"], report["trials"], strict=True):
+            if b["fault_type"] == "none":
+                assert a["usage"] == b["usage"]
 
 
 def test_the_demo_table_is_unchanged_but_for_irs_and_clustered_intervals(
@@ -347,7 +419,8 @@ def test_report_json_gate_and_passport_agree_on_new_and_old_reports(
 ) -> None:
     """A report written before the scores section existed still scores, gates and signs."""
     reports = after if form == "new" else _before()["reports"]
-    expected = _before()["scores"]
+    # Old reports score as recorded; the new ones with their recounted tokens per success.
+    expected = {n: _scores_now(n) if form == "new" else _before()["scores"][n] for n in reports}
     keygen = _hb("passport", "keygen", "--out", str(tmp_path / "k.pem"), cwd=tmp_path)
     assert keygen.returncode == 0, keygen.stderr
     for name, report in reports.items():

@@ -165,11 +165,15 @@ def test_behavioural_dict_becomes_tagged_claims_and_system_question_arity() -> N
     assert result.response_text == "fine"
 
 
-def test_battery_question_carries_the_fault_context() -> None:
-    scenario = next(s for s in Battery.hbeval(seed=42).scenarios if s.fault_type == "tool_failure")
-    got: list[str] = []
-    PlainAdapter().run_trial(lambda q: got.append(q) or "x", TASK, scenario, None)
-    assert got[0].startswith("look up A1\nSYSTEM ALERT")
+def test_battery_question_reaches_the_agent_unchanged_but_in_compat() -> None:
+    def first_question(battery: Battery) -> str:
+        scenario = next(s for s in battery.scenarios if s.fault_type == "tool_failure")
+        got: list[str] = []
+        PlainAdapter().run_trial(lambda q: got.append(q) or "x", TASK, scenario, None)
+        return got[0]
+
+    assert first_question(Battery.hbeval(seed=42)) == "look up A1"
+    assert first_question(Battery.compat(seed=42)).startswith("look up A1\nSYSTEM ALERT")
 
 
 def test_concurrent_trials_never_mix_their_traces() -> None:

@@ -51,7 +51,7 @@ __all__ = [
 
 
 def intent(question: str) -> str:
-    """What the customer wants, from the question's first line (the battery appends context)."""
+    """What the customer wants, from the question's first line (the compat battery and the context perturbation append a sentence)."""
     q = question.split("\n", 1)[0].lower()
     if "did not make" in q or "unauthori" in q or "don't recognise" in q:
         return "fraud"

@@ -365,7 +365,7 @@ def test_battery_scenarios_run_through_the_trial_context() -> None:
     assert fault.mode == "error_5xx" and fault.run_id == "run/s000-t0"
     start = result.events[0]
     assert start.kind == "run_start" and start.scenario == scenario.index
-    assert "SYSTEM ALERT" in start.input
+    assert start.input == TASK.question  # the hbeval battery leaves the question as written
 
 
 def test_without_opt_in_a_plan_injects_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
