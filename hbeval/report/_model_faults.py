@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..scoring import Report
-    from ..scoring._report_model import ModelFaultRow
+    from ..scoring._ledger_model import ModelFaultRow
 
 __all__ = ["add_model_faults_row", "model_faults_html", "model_faults_lines"]
 

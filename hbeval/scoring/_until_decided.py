@@ -32,7 +32,7 @@ from hbeval_core.vocab import FRR, IRS, PEI, TI
 
 from ._decision import PASS_RATE, decide_verdict
 from ._fold import _cluster_key, _passed, _verdict
-from ._report_model import SequentialCheck
+from ._ledger_model import SequentialCheck
 from ._security import scored_trials, trial_records
 from ._side_effects import frr_recovered
 

@@ -129,7 +129,13 @@ C = "hbeval.cli."
         (("gate", "--help"), {C + "_report"}),
         (
             ("battery", "run", "--help"),
-            {C + "_battery", C + "_battery_options", C + "_battery_proxy", "hbeval_core.vocab"},
+            {
+                C + "_battery",
+                C + "_battery_options",
+                C + "_battery_proxy",
+                C + "_waves",
+                "hbeval_core.vocab",
+            },
         ),
         (
             ("memory", "explain", "--help"),
@@ -170,6 +176,7 @@ FAULTS = "hbeval_core.faults."
                 C + "_battery",
                 C + "_battery_options",
                 C + "_battery_proxy",
+                C + "_waves",
                 "hbeval_core._lazy",
                 "hbeval_core.faults",
                 FAULTS + "battery",
