@@ -458,6 +458,8 @@ def _build(
 ) -> Report:
     """``build_report``; with ``csi_given`` CSI is taken as given instead of computed from
     ``history`` (``_recheck.report_discrepancies``)."""
+    # Long because: the report is one constructor call, a keyword per section; splitting it
+    # would only move the keywords apart from the trials they are computed over.
     floors = dict(DEFAULT_THRESHOLDS if thresholds is None else thresholds)
     # Prompt perturbations are reported apart: no fault figure reads them.
     trials, perturbed = split_perturbed(trials)
