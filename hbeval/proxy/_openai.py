@@ -1,9 +1,11 @@
 """``hbeval proxy openai``: an OpenAI-compatible HTTP proxy that records and plants faults.
 
 It binds 127.0.0.1 only and forwards only to its configured upstream (no open relay). Every
-chat completion (``POST /v1/chat/completions``, streamed or not) is recorded as hb-events:
-``model_start`` / ``model_end`` per call, ``tool_start`` for each tool call the reply issues and
-``tool_end`` when its result travels in the next request. Other paths pass through unrecorded.
+chat completion (``POST /v1/chat/completions``) and Responses API call (``POST /v1/responses``,
+``_responses``), streamed or not, is recorded as hb-events: ``model_start`` / ``model_end`` per
+call, ``tool_start`` for each tool call the reply issues (a ``function_call`` output item) and
+``tool_end`` when its result travels in the next request (a ``tool`` message, or a
+``function_call_output`` input item). Other paths pass through unrecorded.
 
 **Model faults** (``vocab.MODEL_FAULT_MODES``) are planted at the HTTP layer, so the client's
 own retry and ``Retry-After`` logic runs against them (``_model_faults``). Each has a
@@ -15,7 +17,8 @@ model), ``{"action": "continued", "after_ms": N}`` (a changed conversation) or
 ``{"action": "gave_up"}`` (no further call in the session).
 
 **Tool faults** (``vocab.FAULT_MODES``) are planted in the tool result as the model will see it:
-the next request's tool message is replaced by the injector's error text or spoiled result
+the next request's tool message (or ``function_call_output`` item's ``output``) is replaced by
+the injector's error text or spoiled result
 before it is forwarded; the receipt's ``attrs.delivered_by`` is ``"next_request"``.
 
 **Sessions.** A session is one trial stream. With ``trial_keys`` (a battery) only those client

@@ -113,17 +113,28 @@ def test_a_planted_429_then_the_upstreams_function_call_recorded_in_sqlite(
     assert KEY.encode() not in db.read_bytes()
 
 
-def test_model_error_raises_the_sdks_own_exception() -> None:
+@pytest.mark.parametrize(
+    ("mode", "params", "error", "status"),
+    [
+        ("model_error", {"http_status": 503}, "InternalServerError", 503),
+        ("model_timeout", {"after_ms": 50}, "InternalServerError", 504),
+        ("context_overflow", {}, "BadRequestError", 400),
+    ],
+)
+def test_error_modes_raise_the_sdks_own_exception(
+    mode: str, params: dict[str, Any], error: str, status: int
+) -> None:
     with (
         ScriptedOpenAIServer(["unused"]) as up,
-        OpenAIProxy(up.base_url, faults("model_error", http_status=503)) as proxy,
+        OpenAIProxy(up.base_url, faults(mode, **params)) as proxy,
     ):
-        with pytest.raises(openai.InternalServerError) as err:
+        with pytest.raises(getattr(openai, error)) as err:
             client(proxy, max_retries=0).responses.create(model="m", input=QUESTION)
         proxy.flush()
-    assert err.value.status_code == 503 and up.requests == []
+    assert err.value.status_code == status and up.requests == []
     (receipt,) = proxy.records[0].receipts
-    assert receipt.mode == "model_error" and receipt.attrs["followed_by"] == {"action": "gave_up"}
+    assert receipt.mode == mode and receipt.attrs["status"] == status
+    assert receipt.attrs["followed_by"] == {"action": "gave_up"}
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -146,12 +157,18 @@ def test_empty_completion_has_no_text_and_no_function_call(stream: bool) -> None
     assert end.text == "" and end.tool_calls == []
 
 
-def test_malformed_tool_call_arguments_are_not_json() -> None:
+@pytest.mark.parametrize("stream", [False, True])
+def test_malformed_tool_call_arguments_are_not_json(stream: bool) -> None:
     with (
         ScriptedOpenAIServer([LOOKUP]) as up,
         OpenAIProxy(up.base_url, faults("malformed_tool_call")) as proxy,
     ):
-        response = client(proxy).responses.create(model="m", input=QUESTION, tools=TOOLS)
+        c = client(proxy)
+        if stream:
+            events = list(c.responses.create(model="m", input=QUESTION, stream=True))
+            response = events[-1].response
+        else:
+            response = c.responses.create(model="m", input=QUESTION, tools=TOOLS)
         proxy.flush()
     (call,) = response.output
     with pytest.raises(ValueError):
