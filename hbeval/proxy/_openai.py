@@ -1,9 +1,11 @@
 """``hbeval proxy openai``: an OpenAI-compatible HTTP proxy that records and plants faults.
 
 It binds 127.0.0.1 only and forwards only to its configured upstream (no open relay). Every
-chat completion (``POST /v1/chat/completions``, streamed or not) is recorded as hb-events:
-``model_start`` / ``model_end`` per call, ``tool_start`` for each tool call the reply issues and
-``tool_end`` when its result travels in the next request. Other paths pass through unrecorded.
+chat completion (``POST /v1/chat/completions``) and Responses API call (``POST /v1/responses``,
+``_responses``), streamed or not, is recorded as hb-events: ``model_start`` / ``model_end`` per
+call, ``tool_start`` for each tool call the reply issues (a ``function_call`` output item) and
+``tool_end`` when its result travels in the next request (a ``tool`` message, or a
+``function_call_output`` input item). Other paths pass through unrecorded.
 
 **Model faults** (``vocab.MODEL_FAULT_MODES``) are planted at the HTTP layer, so the client's
 own retry and ``Retry-After`` logic runs against them (``_model_faults``). Each has a
@@ -15,7 +17,8 @@ model), ``{"action": "continued", "after_ms": N}`` (a changed conversation) or
 ``{"action": "gave_up"}`` (no further call in the session).
 
 **Tool faults** (``vocab.FAULT_MODES``) are planted in the tool result as the model will see it:
-the next request's tool message is replaced by the injector's error text or spoiled result
+the next request's tool message (or ``function_call_output`` item's ``output``) is replaced by
+the injector's error text or spoiled result
 before it is forwarded; the receipt's ``attrs.delivered_by`` is ``"next_request"``.
 
 **Sessions.** A session is one trial stream. With ``trial_keys`` (a battery) only those client
@@ -48,6 +51,7 @@ from hbeval_core.faults.runtime import FaultInjector, render_text
 from hbeval_core.vocab import RATE_LIMIT
 
 from . import _model_faults as mf
+from . import _responses as rs
 from ._openai_http import CHAT_SUFFIX, make_handler
 from ._record import SessionRecord, redact_headers
 from ._spec import PROXY_PLAN_ID, FaultSet
@@ -85,7 +89,9 @@ _RETRY_TOLERANCE: Final = 0.95
 """A retry at or after 95% of the asked ``Retry-After`` honours it (timer granularity)."""
 
 
-def _messages_key(body: Any) -> str:
+def _messages_key(body: Any, api: str = "chat") -> str:
+    if api == "responses" and isinstance(body, dict):
+        return rs.conversation_key(body)
     messages = body.get("messages") if isinstance(body, dict) else None
     return json.dumps(messages, sort_keys=True, default=str)
 
@@ -147,6 +153,8 @@ class _Exchange:
     """What one chat completion request saw, handed to the recorder after the response."""
 
     session: _Session
+    api: str
+    """``chat`` (chat completions) or ``responses`` (the Responses API)."""
     call_id: str
     model: str
     body: dict[str, Any]
@@ -340,16 +348,19 @@ class OpenAIProxy:
         return session
 
     # -- a chat completion ----------------------------------------------------------------------
-    def begin(self, session: _Session, body: dict[str, Any], headers: dict[str, str]) -> _Exchange:
+    def begin(
+        self, session: _Session, body: dict[str, Any], headers: dict[str, str], api: str = "chat"
+    ) -> _Exchange:
         """Count the call, plant tool-result faults in its messages, decide its model fault."""
         model = str(body.get("model") or "")
         with session.lock:
             call_id = f"model#{session.calls}"
             session.calls += 1
-            ex = _Exchange(session, call_id, model, body, headers, time.time(), _messages_key(body))
+            key = _messages_key(body, api)
+            ex = _Exchange(session, api, call_id, model, body, headers, time.time(), key)
             self._tool_results(session, ex)
             if ex.tool_results:
-                ex.messages_key = _messages_key(body)
+                ex.messages_key = _messages_key(body, api)
             plan = session.faults.model
             decided = plan.decide(model, session.model_counts) if plan is not None else None
             if decided is not None:
@@ -357,14 +368,22 @@ class OpenAIProxy:
         return ex
 
     def _tool_results(self, session: _Session, ex: _Exchange) -> None:
-        for message in ex.body.get("messages") or ():
-            if not isinstance(message, dict) or message.get("role") != "tool":
-                continue
-            tcid = str(message.get("tool_call_id") or "")
+        """Each result of an open tool call (a ``tool`` message, or a ``function_call_output``
+        item): recorded, and replaced by what a planted tool fault makes of it."""
+        if ex.api == "responses":
+            results = [(i, "call_id", "output") for i in rs.tool_outputs(ex.body)]
+        else:
+            results = [
+                (m, "tool_call_id", "content")
+                for m in ex.body.get("messages") or ()
+                if isinstance(m, dict) and m.get("role") == "tool"
+            ]
+        for message, id_field, content_field in results:
+            tcid = str(message.get(id_field) or "")
             if tcid not in session.open_calls:
                 continue
             tool, args = session.open_calls.pop(tcid)
-            content = _flat(message.get("content"))
+            content = _flat(message.get(content_field))
             try:
                 value: Any = json.loads(content)
             except ValueError:
@@ -376,7 +395,7 @@ class OpenAIProxy:
                 ex.tool_results.append((tcid, tool, value, None, None))
                 continue
             seen = outcome.error if outcome.error is not None else outcome.result
-            message["content"] = seen if isinstance(seen, str) else render_text(seen)
+            message[content_field] = seen if isinstance(seen, str) else render_text(seen)
             ex.tool_results.append((tcid, tool, seen, receipt, outcome.error))
 
     def issued(self, ex: _Exchange) -> None:
@@ -493,22 +512,30 @@ class OpenAIProxy:
                 record.emit(
                     ToolEnd, at=ex.arrived, call_id=tcid, tool=tool, result=seen, status="ok"
                 )
-        messages = [
-            {
-                "role": str(m.get("role") or ""),
-                "content": _flat(m.get("content")),
-                "tool_call_id": m.get("tool_call_id"),
-            }
-            for m in ex.body.get("messages") or ()
-            if isinstance(m, dict)
-        ]
+        messages = (
+            rs.model_messages(ex.body)
+            if ex.api == "responses"
+            else [
+                {
+                    "role": str(m.get("role") or ""),
+                    "content": _flat(m.get("content")),
+                    "tool_call_id": m.get("tool_call_id"),
+                }
+                for m in ex.body.get("messages") or ()
+                if isinstance(m, dict)
+            ]
+        )
         record.emit(
             ModelStart,
             at=ex.arrived,
             call_id=ex.call_id,
             model=ex.model or None,
             messages=messages,
-            attrs={"headers": _kept_headers(ex.headers), "stream": ex.body.get("stream") is True},
+            attrs={
+                "headers": _kept_headers(ex.headers),
+                "stream": ex.body.get("stream") is True,
+                "api": ex.api,
+            },
         )
         if ex.fault is not None:
             planted = record.emit(

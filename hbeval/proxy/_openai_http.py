@@ -1,8 +1,8 @@
 """The HTTP side of ``OpenAIProxy``: one handler per client connection (HTTP/1.1 keep-alive).
 
-A chat completion is answered by a planted model fault (``_model_faults``) or forwarded
-upstream, streamed responses event by event as they arrive. Everything else is forwarded
-unchanged and not recorded. What the handler saw goes to the proxy's recorder after the
+A chat completion or a Responses API call (``POST .../responses``, ``_responses``) is answered
+by a planted model fault (``_model_faults``) or forwarded upstream, streamed responses event by
+event as they arrive. Everything else is forwarded unchanged and not recorded. What the handler saw goes to the proxy's recorder after the
 response is sent (``OpenAIProxy.finish``).
 """
 
@@ -18,6 +18,7 @@ from hbeval_core.vocab import EMPTY_COMPLETION, MALFORMED_TOOL_CALL, MODEL_TIMEO
 
 from .._local_http import LocalHandler
 from . import _model_faults as mf
+from . import _responses as rs
 
 __all__ = ["CHAT_SUFFIX", "bearer", "make_handler"]
 
@@ -96,7 +97,12 @@ def make_handler(proxy: Any) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             path, headers, raw = self._read()
-            if not path.split("?", 1)[0].endswith(CHAT_SUFFIX):
+            route = path.split("?", 1)[0]
+            if route.endswith(CHAT_SUFFIX):
+                api = "chat"
+            elif route.endswith(rs.RESPONSES_SUFFIX):
+                api = "responses"
+            else:
                 self._passthrough("POST", path, headers, raw)
                 return
             try:
@@ -112,7 +118,7 @@ def make_handler(proxy: Any) -> type[BaseHTTPRequestHandler]:
                     401, "invalid_api_key", "this proxy serves only the keys its battery issued"
                 )
                 return
-            ex = proxy.begin(session, body, headers)
+            ex = proxy.begin(session, body, headers, api=api)
             data = json.dumps(body).encode() if ex.tool_results else raw
             try:
                 self._answer(ex, path, headers, data)
@@ -162,9 +168,22 @@ def make_handler(proxy: Any) -> type[BaseHTTPRequestHandler]:
             else:
                 self._relay_body(ex, resp, back)
 
+        def _parse(self, ex: Any, payload: bytes, is_sse: bool) -> mf.Completion:
+            if ex.api == "responses":
+                if is_sse:
+                    return rs.completion_of_events(mf.parse_sse(payload))
+                return rs.completion_of(json.loads(payload))
+            if is_sse:
+                return mf.Completion.of_chunks(mf.parse_sse(payload))
+            return mf.Completion.of_body(json.loads(payload))
+
         def _completion(self, ex: Any, stream: bool) -> None:
             assert ex.completion is not None
             model, cid = ex.model or "model", f"chatcmpl-proxy-{ex.call_id}"
+            if ex.api == "responses":
+                response = rs.response_body(ex.completion, model, f"resp_proxy_{ex.call_id}")
+                self._answer_response(response, stream)
+                return
             if stream:
                 self._start_stream()
                 self._chunk(mf.sse_bytes(ex.completion.chunks(model, cid)))
@@ -173,14 +192,23 @@ def make_handler(proxy: Any) -> type[BaseHTTPRequestHandler]:
                 body = json.dumps(ex.completion.body(model, cid)).encode()
                 self._send(200, {"Content-Type": "application/json"}, body)
 
+        def _answer_response(self, response: dict[str, Any], stream: bool) -> None:
+            if stream:
+                self._start_stream()
+                self._chunk(rs.response_events(response))
+                self._end_stream()
+            else:
+                body = json.dumps(response).encode()
+                self._send(200, {"Content-Type": "application/json"}, body)
+
         def _malformed(self, ex: Any, resp: Any, is_sse: bool, stream: bool) -> None:
             payload = resp.read()
-            if is_sse:
-                completion = mf.Completion.of_chunks(mf.parse_sse(payload))
-            else:
-                completion = mf.Completion.of_body(json.loads(payload))
-            ex.completion = completion
             assert ex.fault is not None
+            if ex.api == "responses":
+                self._malformed_response(ex, payload, is_sse, stream)
+                return
+            completion = self._parse(ex, payload, is_sse)
+            ex.completion = completion
             if not completion.tool_calls:
                 ex.fault_note = {
                     "injected": "skipped",
@@ -194,6 +222,27 @@ def make_handler(proxy: Any) -> type[BaseHTTPRequestHandler]:
                 spoiled = completion.tool_calls[0]["arguments"]
                 ex.fault_note = {"observed": "malformed", "payload": spoiled, "kind": kind}
             self._completion(ex, stream)
+
+        def _malformed_response(self, ex: Any, payload: bytes, is_sse: bool, stream: bool) -> None:
+            """The upstream's response with every function call's arguments spoiled."""
+            response: Any = json.loads(payload) if not is_sse else None
+            for event in mf.parse_sse(payload) if is_sse else ():
+                if event.get("type") in ("response.completed", "response.incomplete"):
+                    response = event.get("response")
+            if not isinstance(response, dict) or not rs.completion_of(response).tool_calls:
+                ex.completion = rs.completion_of(response)
+                ex.fault_note = {
+                    "injected": "skipped",
+                    "observed": "normal",
+                    "reason": "no_tool_call",
+                }
+                self._answer_response(response if isinstance(response, dict) else {}, stream)
+                return
+            kind = str(ex.fault.param("malformed_kind"))
+            ex.completion = rs.spoil_response(response, lambda a: mf.spoil_arguments(a, kind))
+            spoiled = ex.completion.tool_calls[0]["arguments"]
+            ex.fault_note = {"observed": "malformed", "payload": spoiled, "kind": kind}
+            self._answer_response(response, stream)
 
         def _cut_after(self, ex: Any) -> int | None:
             if ex.fault is None or ex.fault.mode != STREAM_CUT:
@@ -224,7 +273,7 @@ def make_handler(proxy: Any) -> type[BaseHTTPRequestHandler]:
                 sent.append(event)
             if cut is None:
                 resp.read()  # at the end of a sized body readline never closes the response
-            ex.completion = mf.Completion.of_chunks(mf.parse_sse(b"".join(sent)))
+            ex.completion = self._parse(ex, b"".join(sent), True)
             if cut is not None:
                 ex.fault_note = {"observed": "stream_cut", "chunks_sent": events}
                 ex.error = f"stream cut after {events} chunks"
@@ -236,7 +285,7 @@ def make_handler(proxy: Any) -> type[BaseHTTPRequestHandler]:
         def _relay_body(self, ex: Any, resp: Any, back: dict[str, str]) -> None:
             payload = resp.read()
             try:
-                ex.completion = mf.Completion.of_body(json.loads(payload))
+                ex.completion = self._parse(ex, payload, False)
             except ValueError:
                 ex.completion = None
             if self._cut_after(ex) is None:

@@ -29,6 +29,10 @@ API (stable):
 - Serves ``POST /v1/chat/completions`` and ``POST /chat/completions``; ``"stream": true`` gets
   server-sent events (role, content and tool-call argument deltas, the finish chunk, a usage
   chunk when ``stream_options.include_usage`` is true, then ``[DONE]``). Other paths get 404.
+- Also serves the Responses API, ``POST /v1/responses`` (and ``/responses``), streamed or not:
+  the same script answers with a ``response`` whose output is a ``message`` item for the text
+  and a ``function_call`` item per tool call. For these requests ``messages`` (and what a
+  callable script receives) are the ``input`` items, a string input being one user message.
 - Usage: a ``Reply``'s ``usage`` if given, otherwise ``prompt_tokens`` is one per 4 characters
   of the request's message contents (at least 1) and ``completion_tokens`` one per 4 characters
   of the reply's text and tool-call arguments (at least 1); ``total_tokens`` is their sum.
@@ -54,6 +58,7 @@ from types import TracebackType
 from typing import Any, TypeAlias
 
 from .._local_http import LocalHandler
+from ._responses_api import RESPONSES_PATHS, input_messages, response_events, response_object
 
 __all__ = [
     "ErrorReply",
@@ -168,7 +173,14 @@ class ReceivedRequest:
     body: Any
 
     @property
+    def responses_api(self) -> bool:
+        """A Responses API request (``/v1/responses``), not a chat completion."""
+        return self.path in RESPONSES_PATHS
+
+    @property
     def messages(self) -> list[dict[str, Any]]:
+        if self.responses_api:
+            return input_messages(self.body)
         got = self.body.get("messages") if isinstance(self.body, dict) else None
         return list(got) if isinstance(got, list) else []
 
@@ -337,10 +349,11 @@ class ScriptedOpenAIServer:
             )
         return entry
 
-    def _ids(self, reply: Reply) -> tuple[str, list[str]]:
+    def _ids(self, reply: Reply, *, responses: bool = False) -> tuple[str, list[str]]:
         with self._lock:
             self._completions += 1
-            completion = f"chatcmpl-scripted-{self._completions}"
+            prefix = "resp_scripted" if responses else "chatcmpl-scripted"
+            completion = f"{prefix}-{self._completions}"
             ids = []
             for call in reply.tool_calls:
                 self._call_ids += 1
@@ -358,9 +371,15 @@ class ScriptedOpenAIServer:
         if isinstance(reply, ErrorReply):
             body = json.dumps(reply.body()).encode()
             return reply.status, {"Content-Type": "application/json", **reply.headers()}, body
-        completion_id, ids = self._ids(reply)
+        completion_id, ids = self._ids(reply, responses=request.responses_api)
         usage = reply.usage or self._default_usage(request, reply)
         model = request.model or self.model
+        if request.responses_api:
+            response = response_object(reply, ids, completion_id, model, usage)
+            if request.stream:
+                headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+                return 200, headers, response_events(response)
+            return 200, {"Content-Type": "application/json"}, json.dumps(response).encode()
         if request.stream:
             options = request.body.get("stream_options") or {}
             with_usage = isinstance(options, dict) and options.get("include_usage") is True
@@ -454,7 +473,7 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             raw = self._body()
             path = self.path.split("?", 1)[0]
-            if path not in CHAT_PATHS:
+            if path not in CHAT_PATHS + RESPONSES_PATHS:
                 self._json(404, {"error": {"message": f"no such path: {path}", "type": "nf"}})
                 return
             try:

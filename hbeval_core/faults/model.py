@@ -222,11 +222,14 @@ class ModelFaultPlan:
         trial; every target the call matches advances, whether or not a fault fires.
         """
         chosen: tuple[ModelFaultSpec, int] | None = None
+        positions: dict[str, int] = {}
         for spec in self.faults:
             if not target_matches(spec.target, model):
                 continue
-            attempt = counts.get(spec.target, 0)
-            counts[spec.target] = attempt + 1
+            if spec.target not in positions:  # once per call, however many faults share it
+                positions[spec.target] = counts.get(spec.target, 0)
+                counts[spec.target] = positions[spec.target] + 1
+            attempt = positions[spec.target]
             if chosen is None and spec.fires(self.seed, self.id, model, attempt):
                 chosen = (spec, attempt)
         return chosen

@@ -84,6 +84,21 @@ def test_plan_counts_model_calls_per_target() -> None:
     assert counts == {"gpt-*": 2, "*": 3}
 
 
+def test_faults_sharing_a_target_count_each_call_once() -> None:
+    plan = ModelFaultPlan(
+        "p",
+        0,
+        (
+            ModelFaultSpec("a", "rate_limit", "*", (0,)),
+            ModelFaultSpec("b", "empty_completion", "*", (2,)),
+        ),
+    )
+    counts: dict[str, int] = {}
+    fired = [plan.decide("m", counts) for _ in range(4)]
+    assert [(f[0].id, f[1]) if f else None for f in fired] == [("a", 0), None, ("b", 2), None]
+    assert counts == {"*": 4}
+
+
 def test_probability_uses_the_deterministic_draw() -> None:
     import hashlib
 

@@ -217,3 +217,48 @@ def test_a_raising_responder_is_a_500_naming_it() -> None:
     with ScriptedOpenAIServer(broken) as server:
         with pytest.raises(openai.InternalServerError, match="KeyError"):
             client(server, max_retries=0).chat.completions.create(model="m", messages=USER)
+
+
+def test_responses_api_text_and_function_call() -> None:
+    script = [Reply(tool_calls=[ToolCall("lookup", {"query": "A1"}, id="call_x")]), "Shipped."]
+    with ScriptedOpenAIServer(script) as server:
+        c = client(server)
+        first = c.responses.create(model="m", input="Where is order A1?")
+        (call,) = first.output
+        second = c.responses.create(
+            model="m",
+            input=[
+                *USER,
+                call.model_dump(exclude_none=True),
+                {"type": "function_call_output", "call_id": "call_x", "output": "shipped"},
+            ],
+        )
+        requests = server.requests
+    assert (call.type, call.call_id, call.name) == ("function_call", "call_x", "lookup")
+    assert json.loads(call.arguments) == {"query": "A1"}
+    assert second.output_text == "Shipped."
+    # 18 characters in, 8 out: one token per 4, rounded up.
+    assert second.usage is not None
+    assert (second.usage.input_tokens, second.usage.output_tokens) == (5, 2)
+    assert requests[0].path == "/v1/responses"
+    assert requests[0].messages == USER  # a string input is one user message
+    assert requests[1].messages[-1] == {
+        "type": "function_call_output",
+        "call_id": "call_x",
+        "output": "shipped",
+    }
+
+
+def test_responses_api_streams_its_events() -> None:
+    with ScriptedOpenAIServer(["Order A1 shipped."]) as server:
+        events = list(client(server).responses.create(model="m", input="hi", stream=True))
+    assert [e.type for e in events] == [
+        "response.created",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    assert events[-1].response.output_text == "Order A1 shipped."
