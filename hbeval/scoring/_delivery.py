@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     from ._report_model import Report
 
 __all__ = [
-    "delivery_counts",
     "NOT_REACHED_FIX",
+    "delivery_counts",
     "delivery_warning",
     "fault_type_delivery",
     "not_reached",
@@ -93,9 +93,10 @@ def unreceipted(trial: Mapping[str, Any]) -> bool:
 
 
 def _unreached(trial: Mapping[str, Any]) -> str | None:
-    """"task X never called tool Y" for a faulted-plan trial that injected nothing because its
-    trace shows tool calls, none of them on a tool its plan targets; else None (no tool call,
-    a target it did call, or a trial that does not say which tools it called or targeted)."""
+    """The phrase "task X never called tool Y" for a faulted-plan trial that injected nothing
+    because its trace shows tool calls, none of them on a tool its plan targets; else None (no
+    tool call, a target it did call, or a trial that does not say which tools it called or
+    targeted)."""
     if trial.get("is_nominal") is True or _faults(trial):
         return None
     targets = trial.get("fault_targets")
