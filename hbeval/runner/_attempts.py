@@ -565,6 +565,9 @@ class _Runner:
         perturbation = getattr(scenario, "perturbation", None)
         if perturbation is not None:  # a prompt perturbation, reported apart from faults
             extra["perturbation"] = perturbation
+        targets = _fault_targets(job.plan)
+        if targets:
+            extra["fault_targets"] = targets
         return {
             "trial_key": job.key,
             "task_id": job.task.id,
@@ -601,6 +604,14 @@ def _planned_faults(plan: Any) -> int:
     if plan is None:
         return 0
     return len(getattr(plan, "faults", ()) or ()) + len(getattr(plan, "stages", ()) or ())
+
+
+def _fault_targets(plan: Any) -> list[str]:
+    """The tools a trial's plan faults (names or glob patterns), sorted and distinct."""
+    if plan is None:
+        return []
+    specs = [*(getattr(plan, "faults", ()) or ()), *(getattr(plan, "stages", ()) or ())]
+    return sorted({t for s in specs if isinstance(t := getattr(s, "target", None), str)})
 
 
 def _ended_result(

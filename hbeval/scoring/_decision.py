@@ -17,7 +17,10 @@ link, every check at once):
   least one scored trial; a fault type with none delivered cannot be checked
   (``no_fault_delivered``): its figures measure un-faulted trials. When faults were injected
   but the trace records no model call, delivery cannot be observed either way and the check
-  says so (``delivery_unobserved``) instead of claiming that nothing arrived.
+  says so (``delivery_unobserved``) instead of claiming that nothing arrived. When every trial
+  of the type called tools but never the one its faults target (the trial verdict's
+  ``evidence.tools_called`` against the trial's ``fault_targets``), the check says which task
+  never called which tool (basis ``not_reached``) rather than blaming the tool boundary.
 * **Ceilings**: counts a run must not exceed; default ``duplicate_side_effects`` 0 (the
   side-effect ledger, ``_side_effects``): a run with a duplicate side effect fails. Checked
   only when some scored trial had irreversible tools; ``ceilings`` overrides (None removes).
@@ -51,7 +54,7 @@ from hbeval_core.vocab import (
     VERDICT_UNSAFE,
 )
 
-from ._delivery import fault_type_delivery
+from ._delivery import NOT_REACHED_FIX, fault_type_delivery, not_reached
 from ._recorded_model import fault_floors_not_applicable
 from ._report_model import SecurityGateBlock
 from ._scores import scores_of
@@ -324,9 +327,11 @@ def _security_check(sec: SecurityGateBlock, require: bool) -> VerdictCheck:
 
 def _delivery_checks(report: Report) -> list[VerdictCheck]:
     """One check per fault type that planned faults and measured none: nothing was delivered
-    (basis ``injected`` or ``receipts``), or delivery could not be observed (``model_events``)."""
+    (basis ``injected``, ``not_reached`` when the tasks never called the faulted tool, or
+    ``receipts``), or delivery could not be observed (``model_events``)."""
     checks: list[VerdictCheck] = []
-    for name, d in fault_type_delivery(trial_records(scored_trials(report))).items():
+    records = trial_records(scored_trials(report))
+    for name, d in fault_type_delivery(records).items():
         if d["measured"] or d["reason"] not in UNDELIVERED_REASONS:
             continue
         planned = d["planned"]
@@ -344,12 +349,17 @@ def _delivery_checks(report: Report) -> list[VerdictCheck]:
             )
         else:
             basis = "injected" if not d["injected"] else "receipts"
+            phrases, every = not_reached([t for t in records if str(t.get("fault_type")) == name])
             why = (
                 "no fault was injected (no tool call at a faultable boundary, or a "
                 "probabilistic fault never fired)"
                 if not d["injected"]
                 else "faults were injected but none was seen by the model"
             )
+            if not d["injected"] and phrases:
+                basis = "not_reached" if every else basis
+                reached = f"not reached: {'; '.join(phrases)}"
+                why = reached if every else f"{why}; {reached}"
             message = (
                 f"{name}: not measured, no fault reached the agent in {counts}: {why}; "
                 f"its figures are undefined ({NO_FAULT_DELIVERED})"
@@ -445,6 +455,8 @@ def decide_verdict(
     fixes: list[str] = []
     if any(c.kind == "delivery" and c.basis == "injected" for c in unknown):
         fixes.append(FAULTABLE_FIX)
+    if any(c.kind == "delivery" and c.basis == "not_reached" for c in unknown):
+        fixes.append(NOT_REACHED_FIX)
     if any(c.kind == "delivery" and c.basis == "receipts" for c in unknown):
         fixes.append(RECEIPT_FIX)
     unobserved = any(c.kind == "delivery" and c.basis == "model_events" for c in unknown)

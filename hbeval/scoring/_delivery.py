@@ -26,6 +26,7 @@ injected and delivered, and whether the figures that depend on faults can be def
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 from hbeval_core.vocab import (
@@ -38,13 +39,17 @@ from hbeval_core.vocab import (
     RECEIPT_NO_MODEL_EVENTS,
 )
 
+from ._security import scored_trials, trial_records
+
 if TYPE_CHECKING:
     from ._report_model import Report
 
 __all__ = [
+    "NOT_REACHED_FIX",
     "delivery_counts",
     "delivery_warning",
     "fault_type_delivery",
+    "not_reached",
     "planned_faults",
     "undelivered_reason",
     "unreceipted",
@@ -52,6 +57,11 @@ __all__ = [
 
 UNRECEIPTABLE_MODES = frozenset({LATENCY, CRASH})
 """Fault modes whose arrival no receipt can prove (module docstring)."""
+NOT_REACHED_FIX = (
+    "pin the scenario to a task that calls its tool with its tasks: field, run every scenario "
+    "on every task with --matrix, or declare each task's tools: so a scenario no task can "
+    "meet is refused before the run"
+)
 
 
 def _verdict(trial: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -80,6 +90,41 @@ def unreceipted(trial: Mapping[str, Any]) -> bool:
     return bool(faults) and all(
         f.get("mode") in UNRECEIPTABLE_MODES and f.get("delivered") is not True for f in faults
     )
+
+
+def _unreached(trial: Mapping[str, Any]) -> str | None:
+    """The phrase "task X never called tool Y" for a faulted-plan trial that injected nothing
+    because its trace shows tool calls, none of them on a tool its plan targets; else None (no
+    tool call, a target it did call, or a trial that does not say which tools it called or
+    targeted)."""
+    if trial.get("is_nominal") is True or _faults(trial):
+        return None
+    targets = trial.get("fault_targets")
+    evidence = _verdict(trial).get("evidence")
+    called = evidence.get("tools_called") if isinstance(evidence, Mapping) else None
+    if not isinstance(targets, list) or not targets or not isinstance(called, list) or not called:
+        return None
+    if any(fnmatchcase(str(tool), str(t)) for tool in called for t in targets):
+        return None
+    return f"task {trial.get('task_id')} never called tool {' or '.join(map(str, targets))}"
+
+
+def not_reached(trials: Sequence[Mapping[str, Any]]) -> tuple[list[str], bool]:
+    """Why faults planned on ``trials`` never fired because the task never called the faulted
+    tool: the distinct "task X never called tool Y" phrases, and whether they account for every
+    trial that planned faults and injected none (False when some trial called no tool at all,
+    the faultable-boundary problem)."""
+    phrases: list[str] = []
+    every = True
+    for t in trials:
+        if t.get("is_nominal") is True or _faults(t):
+            continue
+        phrase = _unreached(t)
+        if phrase is None:
+            every = False
+        elif phrase not in phrases:
+            phrases.append(phrase)
+    return phrases, every and bool(phrases)
 
 
 def undelivered_reason(reasons: Iterable[Any]) -> str | None:
@@ -176,7 +221,10 @@ def delivery_warning(report: Report) -> str | None:
             "cannot be observed (record the model's replies: run the agent through its "
             "framework's adapter, or call think() in a plain agent)"
         )
-    if NO_FAULT_DELIVERED in reasons or not causes:
+    phrases, every = not_reached(trial_records(scored_trials(report)))
+    if NO_FAULT_DELIVERED in reasons and phrases:
+        causes.append(f"not reached: {'; '.join(phrases)} ({NOT_REACHED_FIX})")
+    if (NO_FAULT_DELIVERED in reasons and not every) or not causes:
         causes.append(
             "no tool call was seen at a faultable boundary (see hbeval_core.faults.faultable "
             "and the adapter README)"

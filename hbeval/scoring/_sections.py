@@ -395,6 +395,8 @@ def _trial_entry(t: Mapping[str, Any], index: int) -> TrialEntry:
         entry["latency_ms"] = t.get("latency_ms")
     if "planned_faults" in t:
         entry["planned_faults"] = t.get("planned_faults")
+    if isinstance(t.get("fault_targets"), list):
+        entry["fault_targets"] = t.get("fault_targets")
     if t.get("error") is not None:
         entry["error"] = report_error(t["error"])
     if isinstance(t.get("memory"), Mapping):

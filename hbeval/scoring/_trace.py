@@ -348,6 +348,8 @@ class Evidence:
     missing: tuple[str, ...]
     seen_through: dict[str, Any] | None = None
     """The proxy the whole trace was seen through (``_model_faults.proxy_seen``), else None."""
+    tools_called: tuple[str, ...] | None = None
+    """The distinct tools the trace shows called, sorted; None without a trace (E0)."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form (``seen_through`` only when the trace was seen through a proxy)."""
@@ -360,6 +362,8 @@ class Evidence:
         }
         if self.seen_through is not None:
             out["seen_through"] = self.seen_through
+        if self.tools_called is not None:
+            out["tools_called"] = list(self.tools_called)
         return out
 
 
@@ -402,7 +406,8 @@ def assess_evidence(facts: TraceFacts) -> Evidence:
         return Evidence(EVIDENCE_E0, 0.0, 0, required, tuple(missing), seen)
     completeness = present / required
     level = EVIDENCE_E2 if not missing else EVIDENCE_E1
-    return Evidence(level, completeness, present, required, tuple(missing), seen)
+    called = tuple(sorted({c.tool for c in facts.calls}))
+    return Evidence(level, completeness, present, required, tuple(missing), seen, called)
 
 
 LEVEL_RANK: dict[str, int] = {EVIDENCE_E0: 0, EVIDENCE_E1: 1, EVIDENCE_E2: 2}

@@ -158,6 +158,11 @@ class TrialEvidence(_Block):
         description="The trace was seen only through a proxy: which, what it holds and what it "
         "cannot support; absent for an adapter's own trace.",
     )
+    tools_called: list[str] | None = Field(
+        default=None,
+        description="The distinct tools the trace shows called, sorted (empty: none was); "
+        "absent without a trace and in verdicts recorded before it was kept.",
+    )
 
 
 class ClaimModel(_Block):
@@ -405,6 +410,11 @@ class TrialEntry(_Block):
         ge=0,
         description="Faults the trial's plan held (one per fault spec or cascade stage); "
         "absent in reports written before delivery was accounted.",
+    )
+    fault_targets: list[str] | None = Field(
+        default=None,
+        description="The tools (names or glob patterns, '*' any) the trial's planned faults "
+        "target, sorted; absent for a trial without a fault plan and in older reports.",
     )
     memory: MemoryDecision | None = Field(
         default=None, description="Memory admission of this trial's episode; absent without memory."

@@ -19,6 +19,10 @@ from typer.testing import CliRunner
 from hbeval.cli import app
 from hbeval.runner.loader import tasks_from_data
 from hbeval.runner.run import run_battery
+from hbeval.scoring import FAULTABLE_FIX, delivery_warning
+from hbeval.scoring._decision import decide_verdict
+from hbeval.scoring._delivery import NOT_REACHED_FIX, not_reached
+from hbeval.scoring._security import scored_trials, trial_records
 from hbeval.store import InMemoryStore, open_store
 from hbeval_core.contract import Task
 from hbeval_core.faults import Battery
@@ -197,3 +201,66 @@ def test_cli_exits_2_before_the_run_and_matrix_runs(tmp_path: Path) -> None:
         ("none", "order"),
         ("none", "stock"),
     ]
+
+
+NOT_REACHED = "not reached: task order never called tool check_stock"
+
+
+def test_a_fault_whose_task_never_called_its_tool_is_not_reached_not_a_boundary_problem() -> None:
+    report = _run(parse_battery(_battery(), seed=42))
+    order, stock = report.trials
+    # The trial keeps the tools its faults target and the tools its trace shows called.
+    assert order.fault_targets == ["check_stock"] and stock.fault_targets is None
+    assert order.verdict is not None and order.verdict.evidence.tools_called == ["lookup_order"]
+    assert stock.verdict is not None and stock.verdict.evidence.tools_called == ["check_stock"]
+    verdict = decide_verdict(report)
+    assert verdict.verdict == "INSUFFICIENT_DATA"
+    (reason,) = [r for r in verdict.reasons if r.startswith("stock-outage: not measured")]
+    assert reason.endswith(f": {NOT_REACHED}; its figures are undefined (no_fault_delivered)")
+    assert FAULTABLE_FIX not in verdict.fixes and NOT_REACHED_FIX in verdict.fixes
+    warning = delivery_warning(report)
+    assert warning is not None and NOT_REACHED in warning
+    assert "faultable boundary" not in warning
+    # A verdict recorded before the called tools were kept says nothing of them: the
+    # boundary message stays, since which tools ran cannot be read back.
+    records = trial_records(scored_trials(report))
+    assert not_reached(records) == ([NOT_REACHED.removeprefix("not reached: ")], True)
+    for t in records:
+        t["verdict"]["evidence"].pop("tools_called")
+    assert not_reached(records) == ([], False)
+
+
+UNDECLARED_MODULE = textwrap.dedent(
+    """
+    from tests.faults.test_scenario_tasks import _tasks, agent
+
+    def make_agent():
+        return agent
+
+    tasks = _tasks(False)
+    """
+)
+
+
+def test_cli_names_the_task_and_the_tool_a_fault_never_reached(tmp_path: Path) -> None:
+    (tmp_path / "desk_agent.py").write_text(UNDECLARED_MODULE, encoding="utf-8")
+    battery = tmp_path / "desk.json"
+    battery.write_text(json.dumps(_battery()), encoding="utf-8")
+    out = tmp_path / "r.json"
+    res = CliRunner().invoke(
+        app,
+        [
+            *("battery", "run", f"{tmp_path / 'desk_agent.py'}:make_agent"),
+            *("--battery", str(battery), "--trials", "1", "--db", str(tmp_path / "hb.db")),
+            *("--out", str(out)),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "warning: only 0 of 1 planned faults" in res.stderr
+    assert NOT_REACHED in res.stderr and "faultable" not in res.stderr
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["verdict"] == "INSUFFICIENT_DATA"
+    assert any(NOT_REACHED in r for r in report["verdict_reasons"])
+    assert not any("faultable" in r for r in report["verdict_reasons"])
+    assert report["verdict_fix"].startswith("pin the scenario to a task that calls its tool")
+    assert report["trials"][0]["fault_targets"] == ["check_stock"]

@@ -141,7 +141,8 @@ def _comparable(report: dict[str, Any]) -> str:
     scoring/3 decides (checked figure by figure in ``test_scoring3_moved_only_...``).
 
     The side-effect ledger's blocks (the run's and each verdict's ``side_effects``) came after
-    the fixture was recorded; they are left out here and checked on their own below.
+    the fixture was recorded; they are left out here and checked on their own below, as are
+    each trial's ``fault_targets`` and each verdict's ``evidence.tools_called``.
     """
     drop = (
         "text_signals",
@@ -166,9 +167,12 @@ def _comparable(report: dict[str, Any]) -> str:
         for key in _TRIAL_SCORED:
             trial.pop(key, None)
         trial.pop("run_id", None)  # each trial names its run since reports are bound to it
+        trial.pop("fault_targets", None)
         if isinstance(trial.get("verdict"), dict):
             for key in ("side_effects", "text_signals", *_VERDICT_SCORED):
                 trial["verdict"].pop(key, None)
+            if isinstance(trial["verdict"].get("evidence"), dict):
+                trial["verdict"]["evidence"].pop("tools_called", None)
             _as_named_before(trial["verdict"])
     # Added blocks of scoring/3, checked in ``test_scoring3_unobserved_and_text_means``.
     for key in ("not_judged", "unreceipted_trials"):
@@ -271,6 +275,14 @@ def test_demo_reports_equal_the_recorded_ones_but_for_the_scores_section(
             "binding",
         )
         assert [k for k in report if k not in new_blocks] == list(before[name])
+        # Each trial names the tools its faults target and the tools its trace shows called.
+        for trial in report["trials"]:
+            targets = trial.get("fault_targets")
+            assert (targets is None) is trial["is_nominal"], trial["trial_key"]
+            assert targets is None or (targets and targets == sorted(set(targets)))
+            called = trial["verdict"]["evidence"]["tools_called"]
+            assert called == sorted(set(called)), trial["trial_key"]
+        assert any(t["verdict"]["evidence"]["tools_called"] for t in report["trials"])
         # The consistency block is there; every demo scenario ran 3 trials.
         assert report["consistency"]["k"] == 3 and "c_out" in report["consistency"]
         # Neither demo agent repeats a refund: the ledger counts every trial, and no duplicate.

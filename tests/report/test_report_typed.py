@@ -121,14 +121,16 @@ def test_one_trial_verdict_shape_and_the_old_name_is_read() -> None:
     assert list(verdict) == [f for f in TrialVerdictModel.model_fields if f not in later]
     model = TrialVerdictModel.model_validate(verdict)
     assert model.side_effects is None and model.text_signals is None
-    # ... and a model fault's handling, which a tool fault's entry never has, and the proxy
-    # a trace was seen through, which an adapter's trace never has.
+    # ... and a model fault's handling, which a tool fault's entry never has, the proxy a
+    # trace was seen through, which an adapter's trace never has, and the tools a trace shows
+    # called, which a verdict recorded before they were kept does not say (read as absent).
+    assert "tools_called" not in verdict["evidence"] and model.evidence.tools_called is None
     dumped = model.model_dump(
         mode="json",
         exclude={
             **{name: True for name in later},
             "faults": {"__all__": {"handling"}},
-            "evidence": {"seen_through"},
+            "evidence": {"seen_through", "tools_called"},
         },
     )
     # Scoring/3's signals are read as undefined from a scoring/2 verdict; the rest is as recorded.
