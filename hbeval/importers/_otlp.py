@@ -17,11 +17,11 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ._common import ImportedTrial, ImportRefused, Skipped, jsonl_lines
+from ._common import ImportedTrial, ImportRefused, Skipped
 from ._spans import SpanData, TraceMapper
 
 FORMAT = "otlp-json"
@@ -136,31 +136,62 @@ def _nanos(value: Any) -> float | None:
     return seconds if 0 <= seconds < 253402300800 else None
 
 
-def _documents(path: str, data: bytes) -> list[tuple[int | None, Any]]:
-    text = data.decode("utf-8", errors="strict")
+def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """The numbered lines of ``data`` split on ``\n`` only (a ``\r`` before it dropped), one at a
+    time, so that a file of many requests is never held as text or parsed all at once."""
+    start, n, size = 0, 0, len(data)
+    while start < size:
+        end = data.find(b"\n", start)
+        end = size if end < 0 else end
+        n += 1
+        line = data[start:end]
+        yield n, line[:-1] if line.endswith(b"\r") else line
+        start = end + 1
+
+
+def _decoded(path: str, raw: bytes, line: int | None) -> str:
     try:
-        return [(None, json.loads(text))]
-    except ValueError:
-        pass
-    docs: list[tuple[int | None, Any]] = []
-    for n, line in enumerate(jsonl_lines(text), start=1):
-        if not line.strip():
-            continue
+        return raw.decode("utf-8", errors="strict")
+    except UnicodeDecodeError as exc:
+        raise ImportRefused(path, f"not UTF-8 text: {exc}", line=line) from None
+
+
+def _documents(path: str, data: bytes) -> Iterator[tuple[int | None, Any]]:
+    """The requests of a file: one document (any layout), or one per line, yielded in turn."""
+    lines = ((n, raw) for n, raw in _lines(data) if raw.strip())
+    first = next(lines, None)
+    if first is None:
+        return
+    if b"\n" in data.strip():
         try:
-            docs.append((n, json.loads(line)))
+            yield first[0], json.loads(_decoded(path, first[1], first[0]))
         except ValueError as exc:
-            raise ImportRefused(path, f"not valid JSON: {exc}", line=n) from None
-    return docs
+            try:  # a document over several lines (pretty-printed)
+                whole = json.loads(_decoded(path, data, None))
+            except ValueError:
+                raise ImportRefused(path, f"not valid JSON: {exc}", line=first[0]) from None
+            yield None, whole
+            return
+        for n, raw in lines:
+            try:
+                yield n, json.loads(_decoded(path, raw, n))
+            except ValueError as exc:
+                raise ImportRefused(path, f"not valid JSON: {exc}", line=n) from None
+        return
+    try:
+        yield None, json.loads(_decoded(path, data, None))
+    except ValueError as exc:
+        raise ImportRefused(path, f"not valid JSON: {exc}", line=first[0]) from None
 
 
 def spans_of(path: str, data: bytes) -> list[SpanData]:
-    """Every span of a file, refusing one that lacks an id or has a part of the wrong type."""
-    try:
-        docs = _documents(path, data)
-    except UnicodeDecodeError as exc:
-        raise ImportRefused(path, f"not UTF-8 text: {exc}") from None
+    """Every span of a file, refusing one that lacks an id or has a part of the wrong type.
+
+    A file of one request per line is parsed a line at a time: only the spans are kept, never
+    the whole text or every parsed request at once.
+    """
     out: list[SpanData] = []
-    for line, doc in docs:
+    for line, doc in _documents(path, data):
         if not isinstance(doc, Mapping) or "resourceSpans" not in doc:
             raise ImportRefused(
                 path,
@@ -256,9 +287,10 @@ def read(
     for s in spans_of(path, data):
         by_trace.setdefault(s.trace_id, []).append(s)
     if group_by == "trace":
+        # Each trace's spans are let go once its trial is built.
         return [
-            _trial(path, trace_id, spans, run_id_of, skipped, session=False)
-            for trace_id, spans in by_trace.items()
+            _trial(path, trace_id, by_trace.pop(trace_id), run_id_of, skipped, session=False)
+            for trace_id in list(by_trace)
         ]
     groups: dict[str, list[SpanData]] = {}
     no_session = 0

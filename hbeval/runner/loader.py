@@ -234,9 +234,20 @@ def _check_task_list(items: Sequence[Any], source: str) -> list[Task]:
 
 def _load_task_file(path: Path) -> list[Task]:
     source = str(path)
+    if path.exists() and not path.is_file():
+        raise TaskFileError(
+            "not a regular file (a device or a pipe?); give a task file", source=source
+        )
     if not path.is_file():
         raise TaskFileError(f"file not found (looked at {path.resolve()})", source=source)
-    text = path.read_text(encoding="utf-8")
+    from .._inputs import TooLarge, read_bounded
+
+    try:
+        text = read_bounded(path, "task file").decode("utf-8")
+    except TooLarge as exc:
+        raise TaskFileError(str(exc), source=source) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TaskFileError(f"cannot be read: {exc}", source=source) from None
     try:
         if path.suffix.lower() == ".json":
             data = json.loads(text)

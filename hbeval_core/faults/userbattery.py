@@ -67,6 +67,7 @@ from .plans import ANY_TARGET, FaultPlan, FaultSpec
 
 __all__ = [
     "BATTERY_FILE_FORMAT",
+    "BATTERY_FILE_LIMIT",
     "BATTERY_USER",
     "USER_BUILD_ALGORITHM",
     "BatteryFileError",
@@ -80,6 +81,8 @@ __all__ = [
 
 BATTERY_FILE_FORMAT: Final = "hbeval-battery-file/1"
 """The ``format`` a battery file declares first."""
+BATTERY_FILE_LIMIT = 16 * 1024 * 1024
+"""Most bytes read from a battery file (16 MiB); past it (``/dev/zero``?) the file is refused."""
 USER_BUILD_ALGORITHM: Final = "hbeval-user-battery/1"
 """How a battery file becomes scenarios and plans; part of every user battery's fingerprint."""
 BATTERY_USER: Final = "user"
@@ -759,12 +762,19 @@ def load_battery_file(path: str | Path, *, seed: int) -> UserBattery:
     Raises ``BatteryFileError`` naming the field (``battery.scenarios[1].when.attempts: ...``)
     for a file that cannot be read or parsed, an unknown key or a bad value.
     """
-    p = Path(path)
+    p, limit = Path(path), BATTERY_FILE_LIMIT
     try:
-        text = p.read_text(encoding="utf-8")
+        with p.open("rb") as fh:
+            raw = fh.read(limit + 1)
     except OSError as exc:
         raise BatteryFileError(f"--battery: cannot read {str(p)!r}: {exc.strerror}") from None
+    if len(raw) > limit:
+        raise BatteryFileError(
+            f"--battery: {str(p)!r} is larger than {limit // (1024 * 1024)} MiB, the most hbeval "
+            "reads from a battery file (an endless device such as /dev/zero?)"
+        )
     try:
+        text = raw.decode("utf-8")
         if p.suffix.lower() == ".json":
             data = json.loads(text)
         else:

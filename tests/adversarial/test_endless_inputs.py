@@ -1,6 +1,6 @@
-"""Finding 14 (unbounded inputs) of the second adversarial pass: ``/dev/zero`` as ``--labels``,
-``--invariants`` or ``score -`` was read until MemoryError. Each is now refused at a documented
-size limit (``hbeval._inputs``), exit 2, naming the input."""
+"""Unbounded inputs: ``/dev/zero`` as ``--labels``, ``--invariants``, ``--battery``, a task file
+or ``score -`` was read until MemoryError. Each is now refused at a documented size limit
+(``hbeval._inputs``; ``hbeval_core.faults.userbattery.BATTERY_FILE_LIMIT``), exit 2, naming it."""
 
 from __future__ import annotations
 
@@ -86,3 +86,48 @@ def test_score_of_a_trace_on_stdin_still_works() -> None:
     res = hb(["score", "-", "--json"], input=demo_trace_path().read_bytes())
     assert res.exit_code in (0, 1), res.output
     assert json.loads(res.output)["step_count"] > 0
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_battery_file_linked_to_dev_zero_is_refused_at_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str
+) -> None:
+    import hbeval_core.faults.userbattery as userbattery
+
+    monkeypatch.setattr(userbattery, "BATTERY_FILE_LIMIT", 1 << 20)
+    link = tmp_path / f"battery{suffix}"
+    link.symlink_to(ZERO)
+    res = hb(["battery", "build", "--battery", str(link)])
+    assert res.exit_code == 2, res.output
+    assert "larger than 1 MiB" in res.output and "--battery" in res.output
+    assert str(link) in res.output
+
+
+def test_the_battery_file_limit_is_16_mib_and_a_real_file_still_loads() -> None:
+    from hbeval_core.faults.userbattery import BATTERY_FILE_LIMIT, BatteryFileError
+    from hbeval_core.faults.userbattery import load_battery_file as load
+
+    assert BATTERY_FILE_LIMIT == 16 * 1024 * 1024
+    example = sorted((Path(__file__).parents[2] / "examples" / "batteries").glob("*.yaml"))[0]
+    assert load(example, seed=0).scenarios
+    with pytest.raises(BatteryFileError, match="larger than 16 MiB"):
+        load(ZERO, seed=0)
+
+
+def test_a_task_file_past_the_limit_is_refused(tmp_path: Path, small_limits: None) -> None:
+    big = tmp_path / "tasks.yaml"
+    with big.open("wb") as fh:
+        fh.truncate((1 << 20) + 10)  # sparse: 1 MiB of zero bytes and a little more
+    res = hb(["battery", "run", "hbeval_plain.examples:careful", "--tasks", str(big),
+              "--db", str(tmp_path / "hb.db")])  # fmt: skip
+    assert res.exit_code == 2, res.output
+    assert "larger than 1 MiB" in res.output and "task file" in res.output
+
+
+def test_a_task_file_linked_to_dev_zero_is_refused_as_not_a_file(tmp_path: Path) -> None:
+    link = tmp_path / "tasks.yaml"
+    link.symlink_to(ZERO)
+    res = hb(["battery", "run", "hbeval_plain.examples:careful", "--tasks", str(link),
+              "--db", str(tmp_path / "hb.db")])  # fmt: skip
+    assert res.exit_code == 2, res.output
+    assert "not a regular file" in res.output and str(link) in res.output
