@@ -221,6 +221,10 @@ class TrialVerdict:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready, deterministic form (no timestamps, no latencies): ``TrialVerdictModel``."""
+        # The evidence keys in the model's field order, so the stored text and the report's
+        # dump of the same verdict are the same bytes.
+        evidence = self.evidence.as_dict()
+        later = {k: evidence.pop(k) for k in ("seen_through", "tools_called") if k in evidence}
         return {
             "scoring_version": SCORING_VERSION,
             "derive_version": DERIVE_VERSION,
@@ -239,9 +243,10 @@ class TrialVerdict:
             "irs_score": self.irs_score,
             "irs_basis": self.irs_basis,
             "evidence": {
-                **self.evidence.as_dict(),
+                **evidence,
                 "claims_reconciled": self.claims_reconciled,
                 "claims_unsupported": self.claims_unsupported,
+                **later,
             },
             "claims": [c.as_dict() for c in self.claims],
             "severity": self.severity,
