@@ -298,13 +298,8 @@ class PostgresStore(SQLStore):
             raise StoreError(f"{self.path} was opened read-only; nothing was written")
         with self._lock:
             raw = self._live()
-            try:
-                with raw.transaction():
-                    yield _Conn(raw)
-            except self._errors as exc:
-                raise StoreError(
-                    f"{self.path}: the write failed ({exc}); nothing was written"
-                ) from None
+            with self._committed(raw):
+                yield _Conn(raw)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -322,14 +317,21 @@ class PostgresStore(SQLStore):
             raw = self._live()
             self._outer = True
             try:
-                with raw.transaction():
+                with self._committed(raw):
                     yield
-            except self._errors as exc:
-                raise StoreError(
-                    f"{self.path}: the write failed ({exc}); nothing was written"
-                ) from None
             finally:
                 self._outer = False
+
+    @contextmanager
+    def _committed(self, raw: Any) -> Iterator[None]:
+        """One server transaction (a savepoint when one is open); a failed write is told plainly."""
+        try:
+            with raw.transaction():
+                yield
+        except self._errors as exc:
+            raise StoreError(
+                f"{self.path}: the write failed ({exc}); nothing was written"
+            ) from None
 
     @contextmanager
     def _read(self) -> Iterator[Conn]:

@@ -401,19 +401,8 @@ class SQLiteStore(SQLStore):
                             conn.execute("RELEASE hbeval_write")
                     raise
                 return
-            try:
-                conn.execute("BEGIN IMMEDIATE")
+            with self._committed(conn):
                 yield conn
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                _rollback(conn)
-                plain = write_failure(self.path, exc)
-                if plain is None:
-                    raise
-                raise plain from None
-            except BaseException:
-                _rollback(conn)
-                raise
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -428,23 +417,29 @@ class SQLiteStore(SQLStore):
             if self._outer:
                 yield
                 return
-            conn = self._live()
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                self._outer = True
-                yield
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                _rollback(conn)
-                plain = write_failure(self.path, exc)
-                if plain is None:
-                    raise
-                raise plain from None
-            except BaseException:
-                _rollback(conn)
-                raise
+                with self._committed(self._live()):
+                    self._outer = True
+                    yield
             finally:
                 self._outer = False
+
+    @contextmanager
+    def _committed(self, conn: sqlite3.Connection) -> Iterator[None]:
+        """BEGIN IMMEDIATE ... COMMIT, rolled back on any error; a failed write is told plainly."""
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            yield
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            _rollback(conn)
+            plain = write_failure(self.path, exc)
+            if plain is None:
+                raise
+            raise plain from None
+        except BaseException:
+            _rollback(conn)
+            raise
 
     @contextmanager
     def _read(self) -> Iterator[Conn]:
