@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 
 from hbeval import run_battery
+from hbeval.runner._rescore import rescored_fingerprints
 from hbeval.scoring import Report
 from hbeval.scoring._binding import bind_report
 from hbeval.store import open_store
-from hbeval.runner._rescore import rescored_fingerprints
 from hbeval_core.vocab import DERIVE_VERSION, SCORING_VERSION
 from hbeval_plain.examples import careful, tasks
 
