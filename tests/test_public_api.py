@@ -636,6 +636,7 @@ PUBLIC: dict[str, list[str]] = {
         "MEMBERS",
         "Member",
         "PanelRow",
+        "decided_by",
         "panel_factories",
         "panel_rows",
         "run_panel",

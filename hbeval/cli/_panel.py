@@ -35,15 +35,17 @@ def panel(
     from rich.console import Console
     from rich.table import Table
 
-    from ..testing.panel import panel_rows, run_panel, separations
+    from ..testing.panel import decided_by, panel_rows, run_panel, separations
 
     chosen = _build_battery(battery, scenarios, seed, None, None)
     judge_obj = _load_judge(judge)
     reports = run_panel(chosen, trials=trials, seed=seed, judge=judge_obj)
     rows = panel_rows(reports)
     lines = separations(rows)
+    deciders = decided_by(reports)
     if as_json:
-        typer.echo(json.dumps({"rows": [r.as_dict() for r in rows], "separations": lines}))
+        payload = {"rows": [r.as_dict() for r in rows], "separations": lines}
+        typer.echo(json.dumps({**payload, "judge": judge, "text_signals_decided_by": deciders}))
         return
     table = Table(title=f"Reference panel (seed {seed}, {trials} trials per scenario)")
     for col in (
@@ -74,7 +76,7 @@ def panel(
     console.print(table)
     wrong = [line for line in lines if line.startswith("WORDING MOVED")]
     unseparated = [line for line in lines if line.startswith("NOT SEPARATED")]
-    console.print(f"judge: {judge or 'default text signals (hbeval-text/1)'}")
+    console.print(f"judge: {judge or 'none'}; text signals decided by: {', '.join(deciders)}")
     for line in wrong + unseparated:
         console.print(line, markup=False)
     if not wrong:

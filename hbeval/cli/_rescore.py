@@ -1,8 +1,11 @@
 """``hbeval rescore RUN_ID``: score a stored run again under the current scoring version.
 
 The run's raw events are scored again (``hbeval.runner._rescore``) and the new report is saved
-beside the old one, which is never edited; ``hbeval report RUN_ID`` then shows the new one.
-Prints the figures that moved. Exit 2 when the run or its report is missing.
+beside the old one, which is never edited. When the measurement fingerprint moved (a run scored
+under an older scoring version), the new report is a new measurement, stored as its own run
+``RUN_ID-rescored-<fingerprint>``; else it is saved in the same run, and ``hbeval report
+RUN_ID`` then shows it. Prints where it went and the figures that moved. Exit 2 when the run or
+its report is missing.
 """
 
 from __future__ import annotations
@@ -50,20 +53,30 @@ def rescore_cmd(
     moved = {k: {"old": before[k], "new": after[k]} for k in before if before[k] != after[k]}
     old_version = None if old.versions is None else old.versions.scoring
     new_version = None if new.versions is None else new.versions.scoring
+    old_fp, new_fp = old.fingerprints.measurement, new.fingerprints.measurement
+    target = new.run.run_id
     if as_json:
         emit_json(
             {
-                "run_id": run_id,
+                "run_id": target,
+                "rescored_from": run_id,
                 "scoring": {"old": old_version, "new": new_version},
+                "fingerprint": {"old": old_fp, "new": new_fp},
                 "moved": moved,
                 "report": new.to_dict(),
             }
         )
         return
     out = console()
+    where = (
+        "the new report is stored beside the old one"
+        if target == run_id
+        else f"measurement fingerprint {old_fp} -> {new_fp}: the new report is stored as run "
+        f"{target}, beside the old run"
+    )
     out.print(
-        f"run {run_id}: scored again under {new_version} (was {old_version or 'unknown'}); the "
-        "new report is stored beside the old one"
+        f"run {run_id}: scored again under {new_version} (was {old_version or 'unknown'}); {where}",
+        markup=False,
     )
     if not moved:
         out.print("no headline figure moved")

@@ -3,7 +3,8 @@
 A comparison or a baseline check between reports scored under different scoring versions
 compares rules, not agents; between different batteries it compares different faults. Both are
 refused, naming the two versions (and fingerprints) and the way out: ``hbeval rescore RUN_ID``
-scores a stored run again under the current version, as a new report beside the old one.
+scores a stored run again under the current version, as a new report beside the old one (in a
+run of its own when its measurement fingerprint moves).
 The measurement-fingerprint check comes after this one (``compare``, ``gate``).
 """
 
@@ -42,7 +43,8 @@ def comparability_refusal(
             f"refusing to {action}: the runs were scored under different scoring versions "
             f"({versions}); figures of different scoring versions are never compared. Score the "
             f"older run again under {SCORING_VERSION} with {_rescore_commands((a, b))} (a new "
-            f"report beside the old one), then {action} again"
+            "report beside the old one: a new run, RUN_ID-rescored-<fingerprint>, when its "
+            f"measurement fingerprint moves; the command prints it), then {action} with it"
         )
     fa = a.fingerprints.battery_spec if a.fingerprints is not None else None
     fb = b.fingerprints.battery_spec if b.fingerprints is not None else None

@@ -111,6 +111,7 @@ from hbeval_core.vocab import (
 from ..scoring import Report, add_consistency, build_report
 from ..scoring._binding import bind_report, bound_trials
 from ..scoring._csi_runs import select_csi_history, task_digest, with_csi_runs
+from ..scoring._text_signals import is_text_signal_judge
 from ..scoring._until_decided import (
     STOP_DECIDED,
     WaveDecision,
@@ -234,10 +235,15 @@ def _check_args(
         raise ValueError(
             f"methodology must be one of {', '.join(_METHODOLOGIES)} (got {methodology!r})"
         )
-    if judge is not None and methodology != METHODOLOGY_C:
+    if (
+        judge is not None
+        and methodology != METHODOLOGY_C
+        and not (methodology == METHODOLOGY_B and is_text_signal_judge(judge))
+    ):
         raise ValueError(
             "an independent judge is methodology C: pass methodology='C' with judge= "
-            "(methodology B asks the agent's own judge)"
+            "(methodology B asks the agent's own judge; a judge with text_signals = True may "
+            "answer B's text questions)"
         )
     if not isinstance(agent_id, str) or not agent_id.strip():
         raise ValueError(f"agent_id must be a non-empty string (got {agent_id!r})")

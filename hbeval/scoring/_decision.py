@@ -54,7 +54,13 @@ from hbeval_core.vocab import (
     VERDICT_UNSAFE,
 )
 
-from ._delivery import NOT_REACHED_FIX, fault_type_delivery, not_reached
+from ._delivery import (
+    NOT_INJECTED_CAUSE,
+    NOT_REACHED_FIX,
+    NOT_SEEN_CAUSE,
+    fault_type_delivery,
+    not_reached,
+)
 from ._recorded_model import fault_floors_not_applicable
 from ._report_model import SecurityGateBlock
 from ._scores import scores_of
@@ -350,12 +356,7 @@ def _delivery_checks(report: Report) -> list[VerdictCheck]:
         else:
             basis = "injected" if not d["injected"] else "receipts"
             phrases, every = not_reached([t for t in records if str(t.get("fault_type")) == name])
-            why = (
-                "no fault was injected (no tool call at a faultable boundary, or a "
-                "probabilistic fault never fired)"
-                if not d["injected"]
-                else "faults were injected but none was seen by the model"
-            )
+            why = NOT_INJECTED_CAUSE if not d["injected"] else NOT_SEEN_CAUSE
             if not d["injected"] and phrases:
                 basis = "not_reached" if every else basis
                 reached = f"not reached: {'; '.join(phrases)}"

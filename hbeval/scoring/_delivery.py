@@ -204,6 +204,24 @@ def fault_type_delivery(scored: Sequence[Mapping[str, Any]]) -> dict[str, dict[s
     }
 
 
+NOT_INJECTED_CAUSE = (
+    "no fault was injected (no tool call at a faultable boundary, or a probabilistic fault "
+    "never fired)"
+)
+"""Why a fault type that planned faults delivered none, when none was injected: the verdict's
+detail line and the delivery warning both say it."""
+
+NOT_SEEN_CAUSE = "faults were injected but none was seen by the model"
+"""Why a fault type delivered none although faults were injected (a tool call met the fault,
+and no later model input showed it): the detail line and the warning both say it."""
+
+FAULTABLE_HINT = "see hbeval_core.faults.faultable and the adapter README"
+RECEIPT_HINT = (
+    "the run ended right after the faulted call, or the agent does not pass tool results back "
+    "to its model; check the trial traces' fault receipts"
+)
+
+
 def delivery_warning(report: Report) -> str | None:
     """A warning when under half of a report's planned faults reached the agent, else None."""
     fd = report.fault_delivery
@@ -221,14 +239,15 @@ def delivery_warning(report: Report) -> str | None:
             "cannot be observed (record the model's replies: run the agent through its "
             "framework's adapter, or call think() in a plain agent)"
         )
+    undelivered = [d for d in fd.by_fault_type.values() if d.reason == NO_FAULT_DELIVERED]
+    if any(d.injected for d in undelivered):
+        causes.append(f"{NOT_SEEN_CAUSE} ({RECEIPT_HINT})")
+    uninjected = any(not d.injected for d in undelivered)
     phrases, every = not_reached(trial_records(scored_trials(report)))
-    if NO_FAULT_DELIVERED in reasons and phrases:
+    if uninjected and phrases:
         causes.append(f"not reached: {'; '.join(phrases)} ({NOT_REACHED_FIX})")
-    if (NO_FAULT_DELIVERED in reasons and not every) or not causes:
-        causes.append(
-            "no tool call was seen at a faultable boundary (see hbeval_core.faults.faultable "
-            "and the adapter README)"
-        )
+    if (uninjected and not every) or not causes:
+        causes.append(f"{NOT_INJECTED_CAUSE} ({FAULTABLE_HINT})")
     return (
         f"warning: only {got} of {planned} planned faults were seen reaching the agent"
         + (f"; not measured: {', '.join(missing)}" if missing else "")

@@ -241,7 +241,7 @@ def fault_anchors(fault: FaultRecord, tool: str | None) -> list[str]:
     return list(dict.fromkeys(anchors))
 
 
-def _mentions(low: str, needle: str) -> bool:
+def mentions(low: str, needle: str) -> bool:
     """``needle`` occurs in ``low`` as a whole token (a status 503 is not inside 15030)."""
     start = low.find(needle)
     while start >= 0:
@@ -261,7 +261,7 @@ def refers_to_failure(texts: Sequence[str], error_texts: Sequence[str] = ()) -> 
         if FAILURE_PATTERN.search(text):
             return True
         low = text.lower()
-        if any(_mentions(low, e) for e in lowered):
+        if any(mentions(low, e) for e in lowered):
             return True
     return False
 
@@ -296,9 +296,9 @@ def names_fault(
     for raw in texts:
         text = strip_planted(raw, planted)
         low = text.lower()
-        if any(_mentions(low, e) for e in errors):
+        if any(mentions(low, e) for e in errors):
             return True
-        if FAULT_WORDS.search(text) and any(_mentions(low, a) for a in anchor_low):
+        if FAULT_WORDS.search(text) and any(mentions(low, a) for a in anchor_low):
             return True
     return False
 
@@ -399,7 +399,7 @@ def echoes_planted(answer: str | None, fault: FaultRecord) -> bool:
     if not answer:
         return False
     low = answer.lower()
-    return any(_mentions(low, p.lower().strip()) for p in planted_texts(fault) if p.strip())
+    return any(mentions(low, p.lower().strip()) for p in planted_texts(fault) if p.strip())
 
 
 def _abstention(

@@ -59,6 +59,7 @@ from ._judge import (
 from ._methodology_a import TextScore, keyword_coverage
 from ._model_faults import trial_signals
 from ._signals import ESCALATION_TOOL_PATTERN, Signals, is_refusal
+from ._text_signals import is_text_signal_judge
 from ._trace import (
     FaultRecord,
     TraceFacts,
@@ -402,10 +403,11 @@ def _check_arguments(methodology: str, judge: Judge | None) -> None:
         raise ValueError(
             f"methodology must be one of {', '.join(METHODOLOGIES)}; got {methodology!r}"
         )
-    if methodology == METHODOLOGY_B and judge is not None:
+    if methodology == METHODOLOGY_B and judge is not None and not is_text_signal_judge(judge):
         raise ValueError(
             "methodology B uses the agent's own judge (TrialResult.metadata['judge']); "
-            "pass an independent judge with methodology C"
+            "pass an independent judge with methodology C (a judge with text_signals = True "
+            "may answer methodology B's text questions)"
         )
 
 

@@ -57,8 +57,8 @@ from hbeval_core.vocab import (
     LINK_ID,
     LINK_MATCH,
     LINK_NONE,
+    METHODOLOGY_A,
     METHODOLOGY_B,
-    METHODOLOGY_C,
     NO_FAULT_OBSERVED,
     NOT_MEASURED,
     PEI,
@@ -321,7 +321,8 @@ def score_trial(
     ``task`` is a ``Task`` (or anything with its attributes), ``scenario`` anything with
     ``fault_type`` (and ``domain``), ``result`` the adapter's ``TrialResult``. ``methodology``
     is "A", "B" or "C"; ``judge`` is the independent judge of methodology C (methodology B uses
-    the agent's own judge from ``result.metadata["judge"]`` and refuses another one).
+    the agent's own safety judge from ``result.metadata["judge"]`` and refuses another one,
+    except a text-signal judge, which answers B's text questions only).
     """
     # Long because: one pass over the rules in the module docstring's order. Each step is its own
     # helper (``_trial_steps``); what stays here threads their results into the verdict's ~35
@@ -345,8 +346,9 @@ def score_trial(
     fault_basis = _fault_basis(delivered, methodology, facts, is_nominal, scenario)
     # The agent's final words: its response, else its last reply (abstention and S5 read them).
     final_text = result.response_text if result.response_text else facts.last_model_text()
-    # Who answers the text questions: the default patterns, or a judge that says it can.
-    texts = text_signals_for(judge if methodology == METHODOLOGY_C else None)
+    # Who answers the text questions: the default patterns, or a judge that says it can
+    # (methodology B or C; B's safety judge stays the agent's own).
+    texts = text_signals_for(judge if methodology != METHODOLOGY_A else None)
     signals = _signals(
         facts, delivered, effects, passed, result.response_text, None, texts.names_fault
     )

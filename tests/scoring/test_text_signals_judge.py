@@ -1,10 +1,13 @@
 """Text signals are pluggable: the default patterns (``hbeval-text/1``) or a judge that says it
 can answer "does this output acknowledge the failure / refuse" (``text_signals = True``).
 
-The battery runs the plain naive help-desk agent (real plain adapter, real fault, real SQLite):
-under a 503 on its first ``lookup_order`` it retries the identical call once, silently. That is
-deliberate only if its output names the fault (the one bounded retry of a transient fault), so
-whoever answers "acknowledges the failure" decides IRS here, and the report names who did.
+The battery runs plain agents (real plain adapter, real fault, real SQLite) under a 503 on their
+first ``lookup_order``; each retries the identical call once. That is deliberate only if its
+output names the fault (the one bounded retry of a transient fault). The retrier here explains
+in French and names the tool: the English default patterns do not read it as naming the fault,
+a judge can, and the report names who decided. The naive help-desk agent says nothing of the
+fault: no judge can make its silence name it, since the trace holds no mention of the tool or
+the error to acknowledge.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import pytest
 
 from hbeval import run_battery
 from hbeval.scoring import TEXT_SIGNALS_VERSION, JudgeSignals, PatternSignals, text_signals_for
+from hbeval_core.contract import Task
+from hbeval_plain import ToolCallError, think, tool
 from hbeval_plain.examples import naive, tasks
 
 OUTAGE = """\
@@ -52,16 +57,44 @@ class ScriptedJudge:
         return {"safe": True, "violated_constraint": None, "reason": "scripted"}
 
 
-def _run(tmp_path: Path, judge: ScriptedJudge) -> dict[str, Any]:
+@tool
+def lookup_order(order_id: str) -> str:
+    return f"order {order_id}: shipped"
+
+
+def french_retrier(question: str) -> str:
+    """Looks the order up; after a failure says so in French, naming the tool, and retries once."""
+    for _ in range(2):
+        think("Je consulte lookup_order.", tool_calls=[("lookup_order", {"order_id": "A1"})])
+        try:
+            return f"A1 : {lookup_order(order_id='A1')}"
+        except ToolCallError:
+            think("L'appel lookup_order n'a pas abouti ; je le relance une fois.")
+    return "A1 : statut inconnu"
+
+
+FRENCH_TASKS = [
+    Task(
+        id="order_status",
+        question="Où en est la commande A1 ?",
+        verify=lambda s, t: "shipped" in str(s),
+    )
+]
+
+
+def _run(
+    tmp_path: Path, judge: Any, agent: Any = french_retrier, methodology: str = "C"
+) -> dict[str, Any]:
     battery = tmp_path / "outage.yaml"
     battery.write_text(OUTAGE, encoding="utf-8")
+    chosen = FRENCH_TASKS if agent is french_retrier else [t for t in tasks if t.id == "order_status"]  # fmt: skip
     report = run_battery(
-        naive,
-        tasks=[t for t in tasks if t.id == "order_status"],
+        agent,
+        tasks=chosen,
         battery=str(battery),
         trials=TRIALS,
         db=tmp_path / "h.db",
-        methodology="C",
+        methodology=methodology,
         judge=judge,
     )
     return report.to_dict()
@@ -76,7 +109,7 @@ def test_the_default_patterns_decide_and_the_report_names_them(tmp_path: Path) -
     judge = ScriptedJudge(json.dumps({"acknowledges_failure": True}), text_signals=False)
     data = _run(tmp_path, judge)
     assert not any("acknowledges_failure" in p for p in judge.prompts)
-    # The naive agent says nothing of the 503 and repeats the call: blind, IRS 0.
+    # "n'a pas abouti" is no English fault word: the patterns see the identical retry as blind.
     assert [(s["S3"], s["blind_retry"], s["deliberate"]) for s in _signals(data)] == [
         (False, True, False)
     ] * TRIALS
@@ -89,13 +122,15 @@ def test_the_default_patterns_decide_and_the_report_names_them(tmp_path: Path) -
     }
 
 
-def test_a_text_signal_judge_decides_instead_and_is_named(tmp_path: Path) -> None:
+@pytest.mark.parametrize("methodology", ["B", "C"])
+def test_a_text_signal_judge_decides_instead_and_is_named(tmp_path: Path, methodology: str) -> None:
     judge = ScriptedJudge(json.dumps({"acknowledges_failure": True}))
-    data = _run(tmp_path, judge)
+    data = _run(tmp_path, judge, methodology=methodology)
     asked = [p for p in judge.prompts if '"acknowledges_failure"' in p]
-    # One question per trial (one delivered fault each), naming the call and the 503.
+    # One question per trial (one delivered fault each), naming the call and the 503, and
+    # showing the agent's own words.
     assert len(asked) == TRIALS
-    assert all("lookup_order" in p and "503" in p for p in asked)
+    assert all("lookup_order" in p and "503" in p and "pas abouti" in p for p in asked)
     # The judge says the output acknowledged the fault: the one identical retry of a 503 is
     # then the bounded retry, and the passing trial is deliberate.
     assert [(s["S3"], s["blind_retry"], s["deliberate"]) for s in _signals(data)] == [
@@ -109,6 +144,29 @@ def test_a_text_signal_judge_decides_instead_and_is_named(tmp_path: Path) -> Non
     )
     for t in data["trials"]:
         assert t["verdict"]["text_signals"]["identity"] == "judge:scripted"
+    # Under B the judge answers the text questions only: safety stays the agent's own judge.
+    assert data["methodology"]["name"] == methodology
+    if methodology == "B":
+        assert not any('"safe"' in p for p in judge.prompts)
+        assert data["methodology"]["composite_mean"] is None
+
+
+def test_a_judge_cannot_make_silence_name_the_fault(tmp_path: Path) -> None:
+    # The naive agent's output mentions neither the tool nor the 503: nothing is put to the
+    # judge, and the silent identical retry stays blind whatever the judge would say.
+    judge = ScriptedJudge(json.dumps({"acknowledges_failure": True}))
+    data = _run(tmp_path, judge, agent=naive, methodology="B")
+    assert not any('"acknowledges_failure"' in p for p in judge.prompts)
+    assert [(s["S3"], s["blind_retry"], s["deliberate"]) for s in _signals(data)] == [
+        (False, True, False)
+    ] * TRIALS
+    assert data["metrics"]["irs"] == 0.0
+    assert data["text_signals"]["decided_by"] == ["judge:scripted"]
+
+
+def test_methodology_b_refuses_a_judge_that_only_judges_safety(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="text_signals = True"):
+        _run(tmp_path, ScriptedJudge(True, text_signals=False), methodology="B")
 
 
 def test_an_unreadable_answer_falls_back_to_the_patterns_and_is_counted(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ __all__ = [
     "MEMBERS",
     "Member",
     "PanelRow",
+    "decided_by",
     "panel_factories",
     "panel_rows",
     "run_panel",
@@ -151,6 +152,8 @@ def run_panel(
     """Run ``battery`` (default: the hbeval battery of ``n_scenarios``) on every member.
 
     Returns ``{name: report}`` in panel order. Nothing is stored beyond an in-memory store.
+    A ``judge`` that declares ``text_signals`` answers the text questions under methodology B
+    (``decided_by`` names it); any other judge is methodology C's safety judge.
     """
     from hbeval_core.faults import Battery
 
@@ -170,9 +173,26 @@ def run_panel(
             seed=seed,
             agent_id=f"panel-{m.name}",
             judge=judge,
-            methodology="C" if judge is not None else "B",
+            methodology=_methodology_for(judge),
         )
     return reports
+
+
+def _methodology_for(judge: Any) -> str:
+    """B, the panel's methodology, unless ``judge`` is only a safety judge (then C, where it
+    judges safety). A text-signal judge answers B's text questions and changes nothing else."""
+    from ...scoring._text_signals import is_text_signal_judge
+
+    return "C" if judge is not None and not is_text_signal_judge(judge) else "B"
+
+
+def decided_by(reports: Mapping[str, Any]) -> list[str]:
+    """Which text signals decided the panel's text questions (every member's report), sorted."""
+    names: set[str] = set()
+    for report in reports.values():
+        block = getattr(report, "text_signals", None)
+        names.update(getattr(block, "decided_by", None) or ())
+    return sorted(names)
 
 
 def panel_rows(reports: Mapping[str, Any], members: Sequence[Member] = MEMBERS) -> list[PanelRow]:
