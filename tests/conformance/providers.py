@@ -55,12 +55,12 @@ def no_tiktoken(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def autogen_client(server: Endpoint, **kwargs: Any) -> Any:
     from autogen_ext.models.openai import OpenAIChatCompletionClient
 
+    kwargs.setdefault("max_retries", 2)
     return OpenAIChatCompletionClient(
         model=MODEL,
         base_url=server.base_url,
         api_key="unused",
         model_info=AUTOGEN_MODEL_INFO,  # type: ignore[arg-type]
-        max_retries=2,
         **kwargs,
     )
 

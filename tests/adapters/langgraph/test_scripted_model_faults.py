@@ -9,7 +9,6 @@ battery run on a ``create_agent`` graph: the receipt in the trace and the report
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -23,43 +22,30 @@ from langchain.agents.middleware import ModelRetryMiddleware
 from langchain_core.messages import AIMessage
 from langchain_openai import ChatOpenAI
 
-from hbeval import run_battery
-from hbeval.store import InMemoryStore
 from hbeval.testing import Reply, ScriptedOpenAIServer, ToolCall
-from hbeval.testing.conformance import two_tool_task
 from hbeval_core.events import FaultInjected, ModelStart
 from hbeval_langgraph.testing import ScriptedChatModel, tool_call
 from tests.adapters.langgraph.test_langgraph_fixtures import TWO_TOOL_SCRIPT, make_tools
 from tests.conformance.scripted_faults import (
-    HAND_ANSWERS,
     RAISED,
     assert_same_error,
-    cut_server,
     planted,
+    raised,
+    real_error,
+    run_planted,
 )
 
 
-def real_error(mode: str) -> BaseException:
-    """What ``ChatOpenAI`` raises when the provider answers ``mode`` (no SDK retries)."""
-    if mode == "stream_cut":
-        with cut_server() as url:
-            return _raised(ChatOpenAI(model="m", base_url=url, api_key="k", max_retries=0))
-    with ScriptedOpenAIServer([HAND_ANSWERS[mode]]) as server:
-        model = ChatOpenAI(model="m", base_url=server.base_url, api_key="k", max_retries=0)
-        return _raised(model)
-
-
-def _raised(model: Any) -> BaseException:
-    with pytest.raises(Exception) as caught:
-        model.invoke("Look up order A1.")
-    return caught.value
+def chat_openai(at: Any) -> Any:
+    return ChatOpenAI(model="m", base_url=at.base_url, api_key="k", max_retries=0)
 
 
 @pytest.mark.parametrize("mode", RAISED)
 def test_a_raised_fault_is_the_exception_chatopenai_raises(mode: str) -> None:
-    real = real_error(mode)
+    real = real_error(mode, lambda at: chat_openai(at).invoke("Look up order A1."))
+    model = ScriptedChatModel(responses=[AIMessage("hello")])
     with planted(mode) as desk:
-        scripted = _raised(ScriptedChatModel(responses=[AIMessage("hello")]))
+        scripted = raised(lambda: model.invoke("Look up order A1."))
     assert_same_error(real, scripted)
     (receipt,) = desk.receipts()
     assert receipt.mode == mode and receipt.call_id == "model#0"
@@ -69,8 +55,9 @@ def test_a_raised_fault_is_the_exception_chatopenai_raises(mode: str) -> None:
 
 
 def test_rate_limit_carries_retry_after_as_the_provider_sends_it() -> None:
+    model = ScriptedChatModel(responses=[AIMessage("hello")])
     with planted("rate_limit"):
-        scripted = _raised(ScriptedChatModel(responses=[AIMessage("hello")]))
+        scripted = raised(lambda: model.invoke("hi"))
     assert isinstance(scripted, openai.RateLimitError) and scripted.status_code == 429
     # 50 ms planted: retry-after-ms says 50, Retry-After rounds up to a whole second.
     assert scripted.response.headers["retry-after-ms"] == "50"
@@ -79,7 +66,7 @@ def test_rate_limit_carries_retry_after_as_the_provider_sends_it() -> None:
 
 def test_an_empty_completion_is_the_empty_message_chatopenai_returns() -> None:
     with ScriptedOpenAIServer([Reply("")]) as server:
-        real = ChatOpenAI(model="m", base_url=server.base_url, api_key="k").invoke("hi")
+        real = chat_openai(server).invoke("hi")
     with planted("empty_completion") as desk:
         scripted = ScriptedChatModel(responses=[AIMessage("hello")]).invoke("hi")
     assert (scripted.content, scripted.tool_calls) == (real.content, real.tool_calls) == ("", [])
@@ -92,7 +79,7 @@ def test_a_malformed_tool_call_lands_in_invalid_tool_calls_as_with_chatopenai() 
     spoiled = '{"query": ,"'
     reply = Reply("looking", [ToolCall("lookup", spoiled, id="call_1")])
     with ScriptedOpenAIServer([reply]) as server:
-        real = ChatOpenAI(model="m", base_url=server.base_url, api_key="k").invoke("hi")
+        real = chat_openai(server).invoke("hi")
     script = [
         AIMessage("looking", tool_calls=[tool_call("lookup", {"query": "order A1"}, "call_1")])
     ]
@@ -112,33 +99,12 @@ def test_a_reply_without_a_tool_call_cannot_be_malformed() -> None:
     assert receipt.injected == "skipped" and receipt.attrs["reason"] == "no_tool_call"
 
 
-def _battery(tmp_path: Path) -> str:
-    path = tmp_path / "rate-limit.json"
-    scenario = {
-        "name": "rate_limit",
-        "mode": "rate_limit",
-        "when": {"attempts": [0]},
-        "params": {"retry_after_ms": 50},
-    }
-    path.write_text(
-        json.dumps({"format": "hbeval-battery-file/1", "name": "429", "scenarios": [scenario]}),
-        encoding="utf-8",
-    )
-    return str(path)
-
-
 def _run(tmp_path: Path, **agent: Any) -> tuple[Any, list[Any]]:
-    store = InMemoryStore()
-
     def factory() -> Any:
         model = ScriptedChatModel(responses=list(TWO_TOOL_SCRIPT))
         return create_agent(model, make_tools([]), **agent)
 
-    report = run_battery(
-        factory, tasks=[two_tool_task()], battery=_battery(tmp_path), trials=1, store=store
-    )
-    assert report.run_id is not None
-    return report, list(store.iter_events(report.run_id))
+    return run_planted(factory, tmp_path)
 
 
 def test_an_agent_that_retries_after_retry_after_is_deliberate(tmp_path: Path) -> None:
