@@ -180,6 +180,9 @@ class AutoGenAdapter(TrialTemplate):
     """
 
     name = FRAMEWORK
+    scripted_model_faults = True
+    """A battery's model faults reach this framework's scripted models (``hbeval_autogen.testing``) as
+    the provider's own exceptions; a real provider client gets them through the proxy."""
     _injector_var = _INJECTOR
     _memory_var = _MEMORY
 

@@ -10,10 +10,17 @@ A policy returns one of:
 * a ``str``: the final text answer (``finish_reason="stop"``);
 * a ``Reply``: text and/or tool calls, with an optional ``thought`` (AutoGen's reasoning field);
 * a ``CreateResult``: used as is.
+
+In a battery trial that plants model faults (``hbeval_core.faults.scripted``) the client answers
+as ``OpenAIChatCompletionClient`` does after meeting each: it raises the ``openai`` SDK's
+exception (``RateLimitError`` with ``Retry-After``, ``InternalServerError``,
+``BadRequestError``, ``APIConnectionError``), returns an empty text for an empty completion,
+and hands over each tool call's arguments spoiled for a malformed tool call.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +38,9 @@ from autogen_core.models import (
 )
 from autogen_core.tools import Tool, ToolSchema
 from pydantic import BaseModel
+
+from hbeval_core.faults.scripted import PlantedModelFault, planted_model_fault
+from hbeval_core.vocab import EMPTY_COMPLETION
 
 from . import _convert
 
@@ -65,6 +75,16 @@ def _tool_name(tool: Any) -> str:
     return str(getattr(tool, "name", ""))
 
 
+def _faulted(result: CreateResult, planted: PlantedModelFault) -> CreateResult:
+    """The result as ``OpenAIChatCompletionClient`` builds it from the faulted answer."""
+    if planted.mode == EMPTY_COMPLETION:
+        return result.model_copy(update={"content": "", "finish_reason": "stop", "thought": None})
+    assert planted.spoil is not None and isinstance(result.content, list)
+    spoil = planted.spoil
+    calls = [dataclasses.replace(c, arguments=spoil(c.arguments)) for c in result.content]
+    return result.model_copy(update={"content": calls})
+
+
 class ScriptedChatCompletionClient(ChatCompletionClient):
     """A deterministic offline ``ChatCompletionClient`` driven by a policy function.
 
@@ -79,8 +99,11 @@ class ScriptedChatCompletionClient(ChatCompletionClient):
         *,
         model_info: ModelInfo | None = None,
         call_prefix: str = "call",
+        model: str = "scripted",
     ) -> None:
         self.policy = policy
+        self.model = model
+        """The model a fault plan's ``target`` matches."""
         self._model_info: ModelInfo = model_info or FUNCTION_CALLING_MODEL_INFO
         self.call_prefix = call_prefix
         self.create_calls: list[dict[str, Any]] = []
@@ -121,6 +144,13 @@ class ScriptedChatCompletionClient(ChatCompletionClient):
                 cached=False,
                 thought=reply.thought,
             )
+        asked = [(type(m).__name__, _convert.text_of(getattr(m, "content", ""))) for m in messages]
+        calls = isinstance(result.content, list) and bool(result.content)
+        planted = planted_model_fault(self.model, asked, tool_call=calls)
+        if planted is not None:
+            if planted.raises:
+                raise planted.error()
+            result = _faulted(result, planted)
         self._last = result.usage
         self._total = RequestUsage(
             prompt_tokens=self._total.prompt_tokens + result.usage.prompt_tokens,

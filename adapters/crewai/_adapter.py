@@ -123,6 +123,9 @@ class CrewAIAdapter(TrialTemplate):
     """
 
     name = FRAMEWORK
+    scripted_model_faults = True
+    """A battery's model faults reach this framework's scripted models (``hbeval_crewai.testing``) as
+    the provider's own exceptions; a real provider client gets them through the proxy."""
     _injector_var = _INJECTOR
     _memory_var = _MEMORY
 

@@ -100,6 +100,9 @@ class LangGraphAdapter(TrialTemplate):
     """
 
     name = FRAMEWORK
+    scripted_model_faults = True
+    """A battery's model faults reach this framework's scripted models (``hbeval_langgraph.testing``) as
+    the provider's own exceptions; a real provider client gets them through the proxy."""
     _injector_var = _INJECTOR
     _memory_var = _MEMORY
 

@@ -61,6 +61,7 @@ from ..store import (
 )
 from ..store._json import dumps
 from ..store._sanitise import change_kind, sanitised_json
+from ._model_desk import ScriptedModelFaults
 from .registry import ResolvedTarget
 
 log = logging.getLogger("hbeval.runner")
@@ -290,8 +291,11 @@ class _Runner:
         run_key = trial_run_id(self.run_id, job.key, number)
         clock = self.clock if self.clock is not None else VirtualClock()
         forbidden = job.task.forbidden_tools[0] if job.task.forbidden_tools else None
-        injector = None
-        if job.plan is not None and not isinstance(job.plan, ModelFaultPlan):  # proxy-planted
+        injector = model_faults = None
+        if isinstance(job.plan, ModelFaultPlan):  # the proxy or a scripted model plants them
+            if getattr(self.adapter, "scripted_model_faults", False):
+                model_faults = ScriptedModelFaults(job.plan, run_id=run_key, clock=clock)
+        elif job.plan is not None:
             injector = FaultInjector(
                 job.plan, run_id=run_key, clock=clock, forbidden_tool=forbidden, enabled=True
             )
@@ -305,6 +309,7 @@ class _Runner:
             trial_index=job.trial_index,
             attempt=number,
             injector=injector,
+            model_faults=model_faults,
             clock=clock,
             budgets=self.budgets,
             forbidden_tool=forbidden,
@@ -390,6 +395,8 @@ class _Runner:
         start); an attempt the agent ended on an HTTP 429 is an infra attempt."""
         # Waits on the run's rate limit are not the trial's time.
         latency = (time.perf_counter() - t0 - ctx.paused) * 1000.0
+        if ctx.model_faults is not None:
+            result = dataclasses.replace(result, events=ctx.model_faults.settle(result.events))
         limited = ctx.rate_limited if result.status == "error" else None
         if limited is not None:
             result = dataclasses.replace(

@@ -327,7 +327,7 @@ def run_battery(
     _check_memory(memory)
     declared = getattr(tasks, "declared", None)  # a task file's inputs: and env:
     tasks = list(tasks)
-    battery = refuse_model_faults(_battery_for(battery, seed), adapter)
+    battery = _battery_for(battery, seed)
     check_assignment(battery, tasks)
     fps = _Fingerprints.of(battery, seed, trials)
     check_expected_hashes(
@@ -342,6 +342,7 @@ def run_battery(
     if redactor is None:
         redactor = _redactor_for(manifest)
     resolved = _resolve(target, target_kind, adapter, executor, concurrency)
+    refuse_model_faults(battery, resolved.adapter)
     workers = concurrency if resolved.isolated else 1
     manifest = run_manifest(
         manifest,

@@ -133,6 +133,8 @@ class ErrorReply:
     message: str = ""
     retry_after_ms: int | None = None
     delay_ms: int = 0
+    code: str | None = None
+    """The error's ``type`` and ``code`` (default: from the status, e.g. ``server_error``)."""
 
     def __post_init__(self) -> None:
         if not 400 <= self.status <= 599:
@@ -155,6 +157,7 @@ class ErrorReply:
         kind = "rate_limit_exceeded" if self.status == 429 else "server_error"
         if 400 <= self.status < 500 and self.status != 429:
             kind = "invalid_request_error"
+        kind = self.code or kind
         message = self.message or f"scripted error {self.status}"
         return {"error": {"message": message, "type": kind, "code": kind, "param": None}}
 

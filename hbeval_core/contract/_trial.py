@@ -149,6 +149,9 @@ class TrialContext:
     attempt: int = 0
     injector: Any = None
     """The attempt's ``FaultInjector`` (None on a nominal scenario)."""
+    model_faults: Any = None
+    """The attempt's model faults for in-process scripted models (the runner's
+    ``ScriptedModelFaults``; ``hbeval_core.faults.scripted``), None without model faults."""
     clock: Any = None
     """The clock time-based faults wait on; a virtual one in battery runs unless given."""
     budgets: Budgets = field(default_factory=Budgets)

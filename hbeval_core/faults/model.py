@@ -272,8 +272,13 @@ def has_model_faults(battery: Any) -> bool:
 
 
 def refuse_model_faults(battery: T, adapter: Any = None) -> T:
-    """``battery`` for a run; one with model faults raises unless ``adapter`` delivers them
-    (its ``delivers_model_faults`` is true: a process run through the proxy)."""
-    if has_model_faults(battery) and not getattr(adapter, "delivers_model_faults", False):
+    """``battery`` for a run; one with model faults raises unless ``adapter`` delivers them:
+    its ``delivers_model_faults`` is true (a process run through the proxy) or its
+    ``scripted_model_faults`` is (an in-process adapter whose scripted models raise them,
+    ``faults.scripted``)."""
+    delivers = getattr(adapter, "delivers_model_faults", False) or getattr(
+        adapter, "scripted_model_faults", False
+    )
+    if has_model_faults(battery) and not delivers:
         raise ValueError(MODEL_FAULTS_NEED_PROXY)
     return battery

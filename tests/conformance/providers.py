@@ -1,6 +1,7 @@
 """The real provider clients pointed at ``ScriptedOpenAIServer`` (helpers for the tests).
 
-Each builder takes a running server and returns what a user would build: ``ChatOpenAI`` with
+Each builder takes an endpoint (a running server, or ``hbeval proxy openai`` in front of one:
+anything with a ``base_url``) and returns what a user would build: ``ChatOpenAI`` with
 ``base_url`` set, ``crewai.LLM`` on its OpenAI provider, autogen-ext's
 ``OpenAIChatCompletionClient`` with explicit ``model_info`` (so no model table is consulted).
 ``no_tiktoken`` makes any use of tiktoken fail the test: tokens are never counted locally,
@@ -10,7 +11,7 @@ so nothing tries to download an encoding.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -26,6 +27,13 @@ AUTOGEN_MODEL_INFO: dict[str, Any] = {
     "family": "unknown",
     "multiple_system_messages": True,
 }
+
+
+class Endpoint(Protocol):
+    """Where a provider client is pointed: ``ScriptedOpenAIServer`` or ``OpenAIProxy``."""
+
+    @property
+    def base_url(self) -> str: ...
 
 
 class TiktokenUsed(AssertionError):
@@ -44,26 +52,26 @@ def no_tiktoken(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-def autogen_client(server: ScriptedOpenAIServer, **kwargs: Any) -> Any:
+def autogen_client(server: Endpoint, **kwargs: Any) -> Any:
     from autogen_ext.models.openai import OpenAIChatCompletionClient
 
+    kwargs.setdefault("max_retries", 2)
     return OpenAIChatCompletionClient(
         model=MODEL,
         base_url=server.base_url,
         api_key="unused",
         model_info=AUTOGEN_MODEL_INFO,  # type: ignore[arg-type]
-        max_retries=2,
         **kwargs,
     )
 
 
-def chat_openai(server: ScriptedOpenAIServer, **kwargs: Any) -> Any:
+def chat_openai(server: Endpoint, **kwargs: Any) -> Any:
     from langchain_openai import ChatOpenAI
 
     return ChatOpenAI(model=MODEL, base_url=server.base_url, api_key="unused", **kwargs)
 
 
-def crewai_llm(server: ScriptedOpenAIServer, **kwargs: Any) -> Any:
+def crewai_llm(server: Endpoint, **kwargs: Any) -> Any:
     from crewai import LLM
 
     return LLM(model=f"openai/{MODEL}", base_url=server.base_url, api_key="unused", **kwargs)

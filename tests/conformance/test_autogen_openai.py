@@ -18,6 +18,7 @@ from hbeval_core.events import ModelEnd, ToolStart
 from tests.adapters.autogen import test_autogen_conformance as base
 from tests.adapters.autogen.test_autogen_fixtures import hang_guard, two_tools
 from tests.conformance.providers import (
+    Endpoint,
     ProviderChecks,
     StandardResponder,
     autogen_client,
@@ -27,7 +28,7 @@ from tests.conformance.providers import (
 __all__ = ["hang_guard", "no_tiktoken"]
 
 
-def openai_agent(server: ScriptedOpenAIServer, name: str = "agent", **kwargs: Any) -> Any:
+def openai_agent(server: Endpoint, name: str = "agent", **kwargs: Any) -> Any:
     log: list[str] = []
     agent = AssistantAgent(
         name,
@@ -40,7 +41,7 @@ def openai_agent(server: ScriptedOpenAIServer, name: str = "agent", **kwargs: An
     return agent
 
 
-def review_team(server: ScriptedOpenAIServer) -> Any:
+def review_team(server: Endpoint) -> Any:
     """The clerk runs the standard script and says "done"; the reviewer says "APPROVE"."""
     from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermination
     from autogen_agentchat.teams import RoundRobinGroupChat

@@ -26,6 +26,7 @@ from hbeval.testing import ScriptedOpenAIServer
 from hbeval_core.events import ModelEnd, ToolStart
 from hbeval_core.vocab import ATTR_TEXT_UNOBSERVED, TEXT_UNOBSERVED
 from tests.conformance.providers import (
+    Endpoint,
     ProviderChecks,
     StandardResponder,
     crewai_llm,
@@ -35,7 +36,7 @@ from tests.conformance.providers import (
 __all__ = ["no_tiktoken"]
 
 
-def _clerk(server: ScriptedOpenAIServer) -> Agent:
+def _clerk(server: Endpoint) -> Agent:
     ran: list[str] = []
     lookup, add = LookupTool(), AddTool()
     lookup.ran = add.ran = ran  # after construction: pydantic would copy a given list
@@ -50,14 +51,14 @@ def _clerk(server: ScriptedOpenAIServer) -> Agent:
     )
 
 
-def openai_crew(server: ScriptedOpenAIServer) -> Crew:
+def openai_crew(server: Endpoint) -> Crew:
     """The standard script's one-agent crew, its model reached over HTTP by ``crewai.LLM``."""
     clerk = _clerk(server)
     task = Task(description=QUESTION_TASK, expected_output="the answer", agent=clerk)
     return Crew(agents=[clerk], tasks=[task], process=Process.sequential, verbose=False)
 
 
-def review_crew(server: ScriptedOpenAIServer) -> Crew:
+def review_crew(server: Endpoint) -> Crew:
     """Two agents, two sequential tasks: the clerk runs the standard script, then a reviewer
     (no tools) reads the clerk's answer and approves it."""
     clerk = _clerk(server)

@@ -18,6 +18,7 @@ from hbeval_core.events import ModelEnd, ToolStart
 from tests.adapters.langgraph import test_langgraph_conformance as base
 from tests.adapters.langgraph.test_langgraph_fixtures import hand_built_graph, make_tools
 from tests.conformance.providers import (
+    Endpoint,
     ProviderChecks,
     StandardResponder,
     chat_openai,
@@ -27,14 +28,14 @@ from tests.conformance.providers import (
 __all__ = ["no_tiktoken"]
 
 
-def openai_agent(server: ScriptedOpenAIServer, **model: Any) -> Any:
+def openai_agent(server: Endpoint, **model: Any) -> Any:
     calls: list[str] = []
     graph = create_agent(chat_openai(server, **model), make_tools(calls))
     graph.hbeval_calls = calls
     return graph
 
 
-def hand_built_agent(server: ScriptedOpenAIServer) -> Any:
+def hand_built_agent(server: Endpoint) -> Any:
     """A ``StateGraph`` whose own node runs the tools (no ToolNode), on ``ChatOpenAI``."""
     return hand_built_graph(lambda tools: chat_openai(server).bind_tools(tools))
 

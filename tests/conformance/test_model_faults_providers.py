@@ -1,15 +1,18 @@
 """Every model fault mode delivered through each adapter's real provider client.
 
-LangGraph on ``ChatOpenAI`` and AutoGen on ``OpenAIChatCompletionClient`` are pointed at
+LangGraph on ``ChatOpenAI``, AutoGen on ``OpenAIChatCompletionClient`` and CrewAI on
+``crewai.LLM`` (its native OpenAI provider, the ``openai`` SDK underneath) are pointed at
 ``hbeval proxy openai`` (``OpenAIProxy``), itself in front of ``ScriptedOpenAIServer`` running
-the standard script. The proxy plants the fault on the first model call at the HTTP layer; the
-client's own retry logic meets it. Each test checks the receipt (the client received it) and
-what followed, and what the adapter's own trace says about the same run.
+the standard script. The agents are the provider conformance suite's own builders. The proxy
+plants the fault on the first model call at the HTTP layer; the client's own retry logic meets
+it. Each test checks the receipt (the client received it) and what followed, and what the
+adapter's own trace says about the same run.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -19,9 +22,10 @@ from hbeval.proxy._openai import OpenAIProxy
 from hbeval.proxy._spec import FaultSet
 from hbeval.testing import ScriptedOpenAIServer
 from hbeval.testing.conformance import two_tool_task
-from hbeval_core.events import ModelEnd
+from hbeval_core.events import ModelEnd, ToolStart
 from hbeval_core.faults.model import ModelFaultPlan, ModelFaultSpec
-from tests.conformance.providers import AUTOGEN_MODEL_INFO, MODEL, StandardResponder, no_tiktoken
+from hbeval_core.vocab import ATTR_TEXT_UNOBSERVED
+from tests.conformance.providers import Endpoint, StandardResponder, no_tiktoken, system_text
 
 __all__ = ["no_tiktoken"]
 
@@ -31,64 +35,89 @@ PARAMS: dict[str, dict[str, Any]] = {
     "rate_limit": {"retry_after_ms": 60},
     "model_timeout": {"after_ms": 50},
 }
+FIRST_WORDS = "I'll look up order A1 first."
+"""The text the standard script sends beside its first tool call."""
+TEXT_UNOBSERVED = {"crewai"}
+"""Frameworks whose provider path hands hooks the tool calls without the text beside them."""
 
 
-def langgraph_agent(base_url: str) -> tuple[Any, Any]:
+def langgraph(endpoint: Endpoint) -> tuple[Any, Any]:
     pytest.importorskip("langgraph")
     pytest.importorskip("langchain_openai")
-    from langchain.agents import create_agent
-    from langchain_openai import ChatOpenAI
-
     from hbeval_langgraph import LangGraphAdapter
-    from tests.adapters.langgraph.test_langgraph_fixtures import make_tools
+    from tests.conformance import test_langgraph_openai
 
-    model = ChatOpenAI(model=MODEL, base_url=base_url, api_key="sk-trial", max_retries=2)
-    return LangGraphAdapter(), create_agent(model, make_tools([]))
+    return LangGraphAdapter(), test_langgraph_openai.openai_agent(endpoint, max_retries=2)
 
 
-def autogen_agent(base_url: str) -> tuple[Any, Any]:
+def autogen(endpoint: Endpoint) -> tuple[Any, Any]:
     pytest.importorskip("autogen_agentchat")
     pytest.importorskip("autogen_ext.models.openai")
-    from autogen_agentchat.agents import AssistantAgent
-    from autogen_ext.models.openai import OpenAIChatCompletionClient
-
     from hbeval_autogen import AutoGenAdapter
-    from tests.adapters.autogen.test_autogen_fixtures import two_tools
+    from tests.conformance import test_autogen_openai
 
-    client = OpenAIChatCompletionClient(
-        model=MODEL,
-        base_url=base_url,
-        api_key="sk-trial",
-        model_info=AUTOGEN_MODEL_INFO,  # type: ignore[arg-type]
-        max_retries=2,
-    )
-    agent = AssistantAgent(
-        "agent",
-        model_client=client,
-        tools=two_tools([]),  # type: ignore[arg-type]
-        max_tool_iterations=5,
-    )
-    return AutoGenAdapter(cancel_grace=2.0), agent
+    return AutoGenAdapter(cancel_grace=2.0), test_autogen_openai.openai_agent(endpoint)
 
 
-FRAMEWORKS = {"langgraph": langgraph_agent, "autogen": autogen_agent}
+def crewai(endpoint: Endpoint) -> tuple[Any, Any]:
+    pytest.importorskip("crewai")
+    from hbeval_crewai import CrewAIAdapter
+    from tests.conformance import test_crewai_openai
+
+    return CrewAIAdapter(), test_crewai_openai.openai_crew(endpoint)
 
 
-def run_with_fault(framework: str, mode: str) -> tuple[Any, OpenAIProxy, ScriptedOpenAIServer]:
+FRAMEWORKS: dict[str, Callable[[Endpoint], tuple[Any, Any]]] = {
+    "langgraph": langgraph,
+    "autogen": autogen,
+    "crewai": crewai,
+}
+
+
+def tools_ran(target: Any) -> list[str]:
+    """The tools whose real body ran, in order (each builder keeps its own log)."""
+    calls = getattr(target, "hbeval_calls", None)
+    if calls is not None:
+        return list(calls)
+    from tests.adapters.crewai.test_crewai_fixtures import ran_tools
+
+    return ran_tools(target)
+
+
+class Faulted(NamedTuple):
+    result: Any
+    proxy: OpenAIProxy
+    server: ScriptedOpenAIServer
+    target: Any
+
+    def ends(self) -> list[ModelEnd]:
+        return [e for e in self.result.events if isinstance(e, ModelEnd)]
+
+
+def run_with_fault(framework: str, mode: str) -> Faulted:
     spec = ModelFaultSpec("f0", mode, "*", (0,), 1.0, PARAMS.get(mode, {}))
     faults = FaultSet(model=ModelFaultPlan("conformance/model", 0, (spec,)), source=[mode])
     with ScriptedOpenAIServer(StandardResponder()) as server:
         with OpenAIProxy(server.base_url, faults) as proxy:
-            adapter, agent = FRAMEWORKS[framework](proxy.base_url)
-            result = adapter.run_trial(agent, two_tool_task(), None, None)
-        return result, proxy, server
+            adapter, target = FRAMEWORKS[framework](proxy)
+            result = adapter.run_trial(target, two_tool_task(), None, None)
+        return Faulted(result, proxy, server, target)
+
+
+def assert_words_beside_the_call(framework: str, end: ModelEnd) -> None:
+    """The text beside a tool call: as sent, or undefined with its reason where the adapter
+    cannot see it (never an empty string standing in for it)."""
+    if framework in TEXT_UNOBSERVED:
+        assert end.text is None and end.attrs.get(ATTR_TEXT_UNOBSERVED) is True
+    else:
+        assert end.text == FIRST_WORDS and ATTR_TEXT_UNOBSERVED not in end.attrs
 
 
 @pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
 @pytest.mark.parametrize("mode", RETRIED)
 def test_a_retried_model_fault_is_received_and_retried(framework: str, mode: str) -> None:
-    result, proxy, server = run_with_fault(framework, mode)
-    (record,) = proxy.records
+    run = run_with_fault(framework, mode)
+    (record,) = run.proxy.records
     (receipt,) = record.receipts
     assert receipt.mode == mode and receipt.call_id == "model#0"
     assert receipt.attrs["received"] is True and receipt.attrs["delivered_by"] == "http"
@@ -99,45 +128,96 @@ def test_a_retried_model_fault_is_received_and_retried(framework: str, mode: str
     # The client retried inside one model call: the agent's trace has the standard 3 calls,
     # the proxy saw 4 and the upstream 3 (the faulted call was answered by the proxy, except a
     # cut, whose first answer the upstream gave).
-    assert result.status == "ok", result.error
-    assert len([e for e in result.events if isinstance(e, ModelEnd)]) == 3
+    assert run.result.status == "ok", run.result.error
+    ends = run.ends()
+    assert len(ends) == 3 and ends[-1].text == "done"
+    assert_words_beside_the_call(framework, ends[0])
+    assert tools_ran(run.target) == ["lookup", "add"]
     assert record.events[-1].kind == "run_end"
     assert len([e for e in record.events if isinstance(e, ModelEnd)]) == 4
-    assert len(server.requests) == (4 if mode == "stream_cut" else 3)
+    assert len(run.server.requests) == (4 if mode == "stream_cut" else 3)
 
 
-@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
+@pytest.mark.parametrize("framework", ["autogen", "langgraph"])
 def test_context_overflow_reaches_the_agent_as_the_clients_error(framework: str) -> None:
-    result, proxy, server = run_with_fault(framework, "context_overflow")
-    (receipt,) = proxy.records[0].receipts
+    run = run_with_fault(framework, "context_overflow")
+    (receipt,) = run.proxy.records[0].receipts
     assert receipt.attrs["status"] == 400
     assert receipt.attrs["followed_by"] == {"action": "gave_up"}
-    assert result.status == "error"
-    assert "context_length_exceeded" in (result.error or "") or "maximum context length" in (
-        result.error or ""
-    )
-    assert server.requests == []
+    error = run.result.error or ""
+    assert run.result.status == "error"
+    assert "context_length_exceeded" in error or "maximum context length" in error
+    assert run.server.requests == []
 
 
-@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
-def test_an_empty_completion_ends_or_derails_the_run(framework: str) -> None:
-    result, proxy, server = run_with_fault(framework, "empty_completion")
-    (receipt,) = proxy.records[0].receipts
+def test_crewai_summarises_its_messages_after_a_context_overflow() -> None:
+    """CrewAI turns the 400 into ``LLMContextLengthExceededError``, asks the model for a summary
+    of the conversation and goes on from it: the receipt says the client continued."""
+    run = run_with_fault("crewai", "context_overflow")
+    (receipt,) = run.proxy.records[0].receipts
+    assert receipt.attrs["status"] == 400
+    assert receipt.attrs["followed_by"]["action"] == "continued"
+    assert run.result.status == "ok", run.result.error
+    summary, *standard = run.server.requests
+    assert "structured summaries" in system_text(summary.messages)
+    assert len(standard) == 3 and tools_ran(run.target) == ["lookup", "add"]
+    # The overflowed call is in the trace, with nothing the model said; then the summary
+    # call and the standard three.
+    ends = run.ends()
+    assert len(ends) == 5 and not ends[0].tool_calls and ends[0].text is None
+
+
+@pytest.mark.parametrize("framework", ["autogen", "langgraph"])
+def test_an_empty_completion_is_taken_as_the_final_answer(framework: str) -> None:
+    run = run_with_fault(framework, "empty_completion")
+    (receipt,) = run.proxy.records[0].receipts
     assert receipt.effect == "result_altered" and receipt.observed == "empty"
     # Both agents take an empty reply as the final answer: no further call.
     assert receipt.attrs["followed_by"] == {"action": "gave_up"}
-    ends = [e for e in result.events if isinstance(e, ModelEnd)]
+    ends = run.ends()
     assert len(ends) == 1 and not ends[0].tool_calls and not (ends[0].text or "").strip()
-    assert server.requests == []
+    assert run.server.requests == [] and tools_ran(run.target) == []
+
+
+def test_crewai_calls_the_model_again_after_an_empty_completion() -> None:
+    """CrewAI refuses an empty reply ("Invalid response from LLM call - None or empty") and its
+    executor calls the model again with the same messages."""
+    run = run_with_fault("crewai", "empty_completion")
+    (receipt,) = run.proxy.records[0].receipts
+    assert receipt.effect == "result_altered" and receipt.observed == "empty"
+    assert receipt.attrs["followed_by"]["action"] == "retry"
+    assert run.result.status == "ok", run.result.error
+    ends = run.ends()
+    assert len(ends) == 4 and not ends[0].tool_calls and not (ends[0].text or "").strip()
+    # The empty reply was seen as empty: not marked as text the adapter could not see.
+    assert ATTR_TEXT_UNOBSERVED not in ends[0].attrs
+    assert len(run.server.requests) == 3 and tools_ran(run.target) == ["lookup", "add"]
 
 
 @pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
 def test_a_malformed_tool_call_is_received_and_what_followed_is_recorded(framework: str) -> None:
-    _, proxy, server = run_with_fault(framework, "malformed_tool_call")
-    record = proxy.records[0]
+    run = run_with_fault(framework, "malformed_tool_call")
+    record = run.proxy.records[0]
     (receipt,) = record.receipts
     assert receipt.effect == "result_altered" and receipt.observed == "malformed"
     first = next(e for e in record.events if isinstance(e, ModelEnd))
     assert first.attrs["raw_arguments"]  # the client received arguments that are not JSON
     assert receipt.attrs["followed_by"]["action"] in ("continued", "gave_up")
-    assert len(server.requests) >= 1
+    assert len(run.server.requests) >= 1
+
+
+def test_crewai_answers_a_malformed_tool_call_with_its_parse_error() -> None:
+    """CrewAI does not run a tool whose arguments are not JSON: the parse error goes back to the
+    model as that call's result, and the model (having read one result) moves on."""
+    run = run_with_fault("crewai", "malformed_tool_call")
+    (receipt,) = run.proxy.records[0].receipts
+    assert receipt.attrs["followed_by"]["action"] == "continued"
+    assert run.result.status == "ok", run.result.error
+    assert tools_ran(run.target) == ["add"]
+    assert [s.tool for s in run.result.events if isinstance(s, ToolStart)] == ["add"]
+    answer = run.server.requests[1].messages[-1]
+    assert answer["role"] == "tool"
+    assert "Failed to parse tool arguments as JSON" in answer["content"]
+    ends = run.ends()
+    assert len(ends) == 3 and [c.name for c in ends[0].tool_calls] == ["lookup"]
+    assert_words_beside_the_call("crewai", ends[0])
