@@ -310,7 +310,7 @@ class McpProxy:
         box: dict[str, Any] = {}
 
         async def real() -> str:
-            box["result"] = await upstream.call_tool(name, arguments)
+            box["result"] = await _forward_call(upstream, name, arguments)
             return _text_of(box["result"])
 
         before = len(self.injector.events)
@@ -350,6 +350,23 @@ class McpProxy:
             error_type=error_type,
             latency_ms=(time.perf_counter() - t0) * 1000.0,
         )
+
+
+async def _forward_call(upstream: Any, name: str, arguments: dict[str, Any]) -> Any:
+    """``tools/call`` on the upstream, its result passed on as the upstream sent it.
+
+    ``ClientSession.call_tool`` would also check structured content against the tool's output
+    schema (and list the tools first when it has not seen this one); the agent's own client
+    does that on what the proxy returns, so the proxy sends the request itself: a result the
+    upstream got wrong reaches the agent's client as it would directly, and the check is not
+    paid twice per call.
+    """
+    from mcp import types
+
+    request = types.CallToolRequest(
+        params=types.CallToolRequestParams(name=name, arguments=arguments)
+    )
+    return await upstream.send_request(types.ClientRequest(request), types.CallToolResult)
 
 
 def _altered(upstream: Any, value: Any) -> Any:

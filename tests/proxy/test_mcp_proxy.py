@@ -313,3 +313,67 @@ def test_a_langgraph_agent_on_mcp_adapters_gets_its_faults_through_the_proxy(
     receipts = [e for e in _events(store) if isinstance(e, FaultInjected)]
     assert [(r.mode, r.tool, r.attempt) for r in receipts] == [("error_5xx", "lookup_order", 0)]
     assert json.dumps(receipts[0].intended)  # the plan's parameters, on record
+
+
+WRONG_SHAPE = textwrap.dedent(
+    '''
+    """A server whose one tool answers structured content that breaks its own output schema."""
+    import anyio
+    from mcp import types
+    from mcp.server.lowlevel import Server
+    from mcp.server.stdio import stdio_server
+
+    server = Server("counts")
+    SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+    @server.list_tools()
+    async def list_tools():
+        return [types.Tool(name="count", inputSchema={"type": "object"}, outputSchema=SCHEMA)]
+
+
+    @server.call_tool()
+    async def call_tool(name, arguments):
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text="n is many")],
+            structuredContent={"n": "many"},
+        )
+
+
+    async def main():
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+
+    anyio.run(main)
+    '''
+)
+
+
+def test_a_result_the_upstream_got_wrong_reaches_the_client_as_it_would_directly(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "counts_server.py"
+    script.write_text(WRONG_SHAPE, encoding="utf-8")
+    server = [sys.executable, str(script)]
+    store = tmp_path / "proxy.db"
+    out: dict[str, str] = {}
+
+    async def call(cmd: list[str], key: str) -> None:
+        async with _client(cmd) as session:
+            await session.list_tools()
+            try:
+                await session.call_tool("count", {})
+            except RuntimeError as exc:
+                out[key] = str(exc)
+
+    anyio.run(call, server, "direct")
+    anyio.run(call, _proxy(server, "--record", str(store)), "proxied")
+    # The agent's own client finds the fault in the upstream's answer, through the proxy too.
+    assert out["direct"].startswith("Invalid structured content returned by tool count")
+    assert out["proxied"] == out["direct"]
+    events = _events(store)
+    assert [(e.tool, e.result) for e in events if isinstance(e, ToolEnd)] == [
+        ("count", "n is many")
+    ]
+    assert not [e for e in events if isinstance(e, ToolError)]
