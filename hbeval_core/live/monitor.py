@@ -693,10 +693,10 @@ def score_events(
         deriver._as_tuples = True
         try:
             for ev in events:
-                step = feed(ev)
-                if step is None:
+                got: Any = feed(ev)  # a step tuple, or a record for an explicit step event
+                if got is None:
                     continue
-                batch.append(step if step.__class__ is tuple else step.as_tuple())
+                batch.append(got if got.__class__ is tuple else got.as_tuple())
                 if len(batch) >= _QUEUE_MAX:
                     with lock:
                         fold(batch)
