@@ -15,9 +15,13 @@ from typing import Any
 FINGERPRINT_HEX_CHARS = 16
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False).encode
+"""What ``json.dumps`` with those options calls, made once (it makes an encoder per call)."""
+
+
 def canonical_json(obj: Any) -> str:
     """Serialise ``obj`` in the canonical form every fingerprint hashes."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return _CANONICAL(obj)
 
 
 def sha256_hex(text: str) -> str:

@@ -43,6 +43,7 @@ from ._episode import (
 from ._episode import judge as judge_episode
 from ._evidence import computed_episode
 from ._explain import render_context
+from ._gc import collector_paused
 from ._index import VectorIndex, rank_rows
 from ._recall import DEFAULT_TOP_K, Match, Retrieval, embed_texts
 from ._recall import check_agent as _agent
@@ -218,11 +219,12 @@ class EDM(Retrieval):
         evidence, no qualifying route, unsafe, duplicate id) are decisions, not errors.
         """
         now = iso_utc(self._clock())
-        parsed = [
-            parse_episode(raw, where=f"episodes[{i}]", clock=self._clock, now=now)
-            for i, raw in enumerate(episodes)
-        ]
-        return self._admit_parsed(parsed)
+        with collector_paused():  # many small objects, no cycles (_gc.py)
+            parsed = [
+                parse_episode(raw, where=f"episodes[{i}]", clock=self._clock, now=now)
+                for i, raw in enumerate(episodes)
+            ]
+            return self._admit_parsed(parsed)
 
     def admit_run(
         self,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -254,6 +254,22 @@ class Episode:
             "policy": dict(self.policy),
             "created_at": self.created_at,
         }
+
+
+_FIELDS = frozenset(f.name for f in fields(Episode))
+
+
+def replaced(ep: Episode, **changes: Any) -> Episode:
+    """``dataclasses.replace(ep, **changes)``, made by copying the fields instead of running the
+    frozen ``__init__`` again (an ``Episode`` checks nothing on construction)."""
+    unknown = changes.keys() - _FIELDS
+    if unknown:
+        raise TypeError(f"Episode has no field {', '.join(sorted(unknown))}")
+    new = object.__new__(type(ep))
+    state = new.__dict__
+    state.update(ep.__dict__)
+    state.update(changes)
+    return new
 
 
 def render_summary(domain: str | None, metrics: Mapping[str, float | None]) -> str:

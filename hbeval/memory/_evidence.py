@@ -11,7 +11,6 @@ one fact a trace cannot show, whether the verifier passed, stays the caller's (S
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from hbeval_core.vocab import EVIDENCE_E0
@@ -26,6 +25,7 @@ from ._episode import (
     METRICS_SOURCE_TRACE,
     Episode,
     render_summary,
+    replaced,
 )
 
 NO_TRACE = "no_trace"
@@ -48,7 +48,7 @@ def computed_episode(ep: Episode) -> Episode:
         return ep  # already computed (an Episode passed through twice)
     claims = _claims(ep)
     if not ep.trace:
-        return replace(
+        return replaced(
             ep,
             metrics={m: None for m in EDM_METRICS},
             metrics_undefined={m: NO_TRACE for m in EDM_METRICS},
@@ -90,7 +90,7 @@ def computed_episode(ep: Episode) -> Episode:
         summary = render_summary(ep.domain, metrics)
         if context == claimed_summary:
             context = summary
-    return replace(
+    return replaced(
         ep,
         summary=summary,
         context=context,

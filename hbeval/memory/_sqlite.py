@@ -228,6 +228,8 @@ def migrate(conn: sqlite3.Connection) -> int:
 # Rows
 # ------------------------------------------------------------------------------------------
 _DUMPS_CACHE: dict[tuple[Any, ...], str] = {}
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False).encode
+"""``json.dumps`` with these options, its encoder made once instead of on every call."""
 
 
 def _dumps(value: Any) -> str:
@@ -242,7 +244,7 @@ def _dumps(value: Any) -> str:
             cached = _DUMPS_CACHE.get(key)
             if cached is not None:
                 return cached
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    text = _ENCODE(value)
     if key is not None and len(_DUMPS_CACHE) < 4096:
         _DUMPS_CACHE[key] = text
     return text

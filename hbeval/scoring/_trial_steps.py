@@ -117,6 +117,12 @@ def _live_metrics(facts: TraceFacts) -> tuple[dict[str, float | None], dict[str,
     return dict(monitor.metrics), dict(monitor.undefined), steps
 
 
+def _live_figures(facts: TraceFacts) -> tuple[dict[str, float | None], dict[str, str]]:
+    """``_live_metrics`` without the steps (the monitor folds them without their records)."""
+    monitor = score_events(facts.events, adapt_plan=False)
+    return monitor.metrics, monitor.undefined
+
+
 def _count_retries(facts: TraceFacts) -> int:
     """Tool calls that repeat the previous call exactly after it failed."""
     retries = 0

@@ -106,6 +106,7 @@ from ._trial_steps import (
     _fault_basis,
     _get,
     _irs,
+    _live_figures,
     _live_metrics,
     _methodology_figures,
     _response_text,
@@ -483,7 +484,7 @@ def trace_figures(
     """
     facts = analyse_trace(struct_trace(events) or events)
     evidence = assess_evidence(facts)
-    live, undefined, _steps = _live_metrics(facts)
+    live, undefined = _live_figures(facts)
     metrics: dict[str, float | None] = {m: live.get(m) for m in (PEI, FRR, TI)}
     undefined = {m: r for m, r in undefined.items() if m in metrics and metrics[m] is None}
     for m in (PEI, FRR, TI):

@@ -683,9 +683,31 @@ def score_events(
     # Private to this call: nobody else derives on it, so only recording takes the lock (and
     # callbacks, if any, run under it exactly as they do under record_step). With nothing to
     # call back, steps are folded in batches, as record_step's queue does.
-    feed, fold, lock = m._deriver.feed, m._fold, m._lock
-    keep = steps.append if steps is not None else None
+    deriver = m._deriver
+    feed, fold, lock = deriver.feed, m._fold, m._lock
     batch: list[StepTuple] = []
+    if steps is None and m._defer:
+        # Nobody reads the steps and nothing calls back: the deriver hands over each step as
+        # the tuple the fold takes, without building its record (an explicit step event
+        # still comes as a record).
+        deriver._as_tuples = True
+        try:
+            for ev in events:
+                got: Any = feed(ev)  # a step tuple, or a record for an explicit step event
+                if got is None:
+                    continue
+                batch.append(got if got.__class__ is tuple else got.as_tuple())
+                if len(batch) >= _QUEUE_MAX:
+                    with lock:
+                        fold(batch)
+                    batch = []
+        finally:
+            deriver._as_tuples = False
+        if batch:
+            with lock:
+                fold(batch)
+        return m
+    keep = steps.append if steps is not None else None
     size = _QUEUE_MAX if m._defer else 1
     for ev in events:
         step = feed(ev)
