@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from ._common import ImportedTrial, Skipped
 
-__all__ = ["ID_FIELDS", "redact_identifiers"]
+__all__ = ["ID_FIELDS", "IdRedactor", "redact_identifiers"]
 
 ID_FIELDS: Final = (
     "run_id",
@@ -40,20 +40,25 @@ ID_ATTRS: Final = (
 """Keys of an event's ``attrs`` whose text values are identifiers, redacted as the fields are."""
 
 
-def redact_identifiers(
-    trials: Sequence[ImportedTrial], skipped: list[Skipped], redactor: Any
-) -> None:
-    """Redact, in place, the trials' task and source ids, their events' identifier fields and
-    the texts of what the import skipped."""
-    seen: dict[str, str] = {}
+class IdRedactor:
+    """Redacts identifiers trial by trial over one import: one cache, so an id seen in several
+    trials (a shared session, a repeated task id) always becomes the same text."""
 
-    def clean(value: str) -> str:
-        out = seen.get(value)
+    def __init__(self, redactor: Any) -> None:
+        self._redactor = redactor
+        self._seen: dict[str, str] = {}
+
+    def clean(self, value: str) -> str:
+        """``value`` with each secret in it replaced by its keyed digest."""
+        out = self._seen.get(value)
         if out is None:
-            out = seen[value] = redactor.redact_id(value)
+            out = self._seen[value] = self._redactor.redact_id(value)
         return out
 
-    for t in trials:
+    def trial(self, t: ImportedTrial) -> None:
+        """Redact, in place, one trial's task and source ids, its events' identifier fields and
+        its id-valued attrs."""
+        clean = self.clean
         t.task_id = clean(t.task_id)
         t.source_id = clean(t.source_id)
         events = []
@@ -64,10 +69,24 @@ def redact_identifiers(
         for key in ID_ATTRS:
             if isinstance(value := t.attrs.get(key), str):
                 t.attrs[key] = clean(value)
-    for i, s in enumerate(skipped):
-        what, reason = clean(s.what), clean(s.reason)
-        if (what, reason) != (s.what, s.reason):
-            skipped[i] = Skipped(s.file, what, reason, s.count)
+
+    def skipped(self, skipped: list[Skipped]) -> None:
+        """Redact, in place, the texts of what the import skipped."""
+        for i, s in enumerate(skipped):
+            what, reason = self.clean(s.what), self.clean(s.reason)
+            if (what, reason) != (s.what, s.reason):
+                skipped[i] = Skipped(s.file, what, reason, s.count)
+
+
+def redact_identifiers(
+    trials: Sequence[ImportedTrial], skipped: list[Skipped], redactor: Any
+) -> None:
+    """Redact, in place, the trials' task and source ids, their events' identifier fields and
+    the texts of what the import skipped."""
+    ids = IdRedactor(redactor)
+    for t in trials:
+        ids.trial(t)
+    ids.skipped(skipped)
 
 
 def _id_changes(event: Any, clean: Callable[[str], str]) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -53,7 +53,6 @@ from hbeval_core.vocab import (
     OUTCOME_SKIPPED,
     PASS_UNVERIFIABLE,
     PEI,
-    REPLAN,
     SCORING_VERSION,
 )
 
@@ -61,13 +60,13 @@ from ._common import (
     ImportedTrial,
     ImportRefused,
     Skipped,
-    count_derivations,
     finite_reward,
     inferred_figures,
 )
 
 if TYPE_CHECKING:
     from ..scoring import Report
+    from ._stream import Tally
 
 IMPORTER_VERSION = "hbeval-import/1"
 """Version of the import rules; part of every imported run's measurement fingerprint."""
@@ -75,7 +74,8 @@ IMPORTER_VERSION = "hbeval-import/1"
 FAULT_TYPE_OBSERVED = "observed_tool_error"
 FAULT_TYPE_NONE = "none"
 
-Reader = Callable[[str, bytes, Callable[[str, int], str], list[Skipped]], list[ImportedTrial]]
+Reader = Callable[[str, bytes, Callable[[str, int], str], list[Skipped]], Iterable[ImportedTrial]]
+"""Reads one file's trials; a reader may yield them one at a time (OTLP traces do)."""
 Combiner = Callable[[list[ImportedTrial], list[Skipped]], list[ImportedTrial]]
 """Joins trials read from several files (DSH nests sub-agent sessions in their parent's run)."""
 
@@ -209,25 +209,6 @@ def read_labels(path: Path) -> tuple[dict[str, bool], str]:
     return labels, src.sha256
 
 
-def apply_labels(trials: Sequence[ImportedTrial], labels: Mapping[str, bool], where: str) -> None:
-    """Set each trial's label from ``labels`` (by source id, else task id); refuse unknown ids."""
-    known = {t.source_id for t in trials} | {t.task_id for t in trials}
-    unknown = sorted(k for k in labels if k not in known)
-    if unknown:
-        sample = ", ".join(sorted(t.source_id for t in trials)[:3])
-        raise ImportRefused(
-            where,
-            f"no imported run has id {unknown[0]!r} ({len(unknown)} unknown id(s)); "
-            f"ids look like {sample}",
-            field=unknown[0],
-        )
-    for t in trials:
-        if t.source_id in labels:
-            t.label = labels[t.source_id]
-        elif t.task_id in labels:
-            t.label = labels[t.task_id]
-
-
 def _grouped(skipped: Sequence[Skipped]) -> list[dict[str, Any]]:
     """Skipped items grouped by what and why, with their count and how many files had them."""
     groups: dict[tuple[str, str], dict[str, Any]] = {}
@@ -327,29 +308,6 @@ def _trial_dict(
     }
 
 
-def _derivation(trials: Sequence[ImportedTrial]) -> dict[str, dict[str, int]]:
-    """How the tool calls' outcomes and links were derived, summed over ``trials``."""
-    total: dict[str, dict[str, int]] = {"outcome": {}, "link": {}}
-    for t in trials:
-        for name, counts in count_derivations(t.events).items():
-            for basis, n in counts.items():
-                total[name][basis] = total[name].get(basis, 0) + n
-    return total
-
-
-def _inferred_replans(trials: Sequence[ImportedTrial]) -> int:
-    """Re-plans PEI counts that were inferred, over the trials that record no ``replan`` event
-    (``live.derive``: a failed call, a model call after it, then a different call)."""
-    from hbeval_core.live.derive import derive_steps
-
-    total = 0
-    for t in trials:
-        if any(getattr(e, "kind", None) == REPLAN for e in t.events):
-            continue
-        total += sum(1 for step in derive_steps(t.events) if step.replanned)
-    return total
-
-
 def _manifest(
     fmt: str,
     sources: Sequence[SourceFile],
@@ -395,95 +353,6 @@ def unreadable(path: str, exc: BaseException) -> ImportRefused:
         f"a part of the recording has a type the reader does not expect "
         f"({type(exc).__name__}: {str(exc)[:200]})",
     )
-
-
-def _read_trials(
-    reader: Reader,
-    sources: Sequence[SourceFile],
-    run_id_of: Callable[[str, int], str],
-    skipped: list[Skipped],
-    combine: Combiner | None,
-    labels: Mapping[str, bool] | None,
-    labels_file: str | None,
-) -> tuple[list[ImportedTrial], bool]:
-    """Every scorable trial of ``sources``, and whether they carry success labels (all or none)."""
-    read: list[ImportedTrial] = []
-    for src in sources:
-        try:
-            read.extend(reader(src.path, src.data, run_id_of, skipped))
-        except ImportRefused:
-            raise
-        except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError) as exc:
-            raise unreadable(src.path, exc) from None
-    if combine is not None:
-        read = combine(read, skipped)
-    trials: list[ImportedTrial] = []
-    for t in read:
-        if t.model_calls or t.tool_calls:
-            trials.append(t)
-        else:  # a prompt nobody answered (interrupted, or followed by another prompt)
-            skipped.append(
-                Skipped(t.source_file, "runs with no model or tool call", "nothing to score")
-            )
-    if labels:
-        apply_labels(trials, labels, labels_file or "labels")
-    if not trials:
-        raise ImportRefused(
-            ", ".join(s.path for s in sources), "no recorded agent run found in the file(s)"
-        )
-    labelled_flags = {t.label is not None for t in trials}
-    if len(labelled_flags) > 1:
-        missing = [t.source_id for t in trials if t.label is None]
-        raise ImportRefused(
-            labels_file or sources[0].path,
-            f"{len(missing)} run(s) have no success label while others do (e.g. {missing[0]}); "
-            "label every run or none",
-        )
-    return trials, labelled_flags == {True}
-
-
-def _keyed(
-    trials: list[ImportedTrial],
-) -> tuple[list[tuple[str, int, ImportedTrial]], dict[str, int]]:
-    """Each trial with its key and scenario, and the scenario number of each task."""
-    from ..store import make_trial_key
-
-    # Keys: tasks numbered in order of first appearance; repeated (task, trial) pairs move on.
-    scenario_of: dict[str, int] = {}
-    taken: set[tuple[str, int]] = set()
-    keyed: list[tuple[str, int, ImportedTrial]] = []
-    for t in trials:
-        scenario = scenario_of.setdefault(t.task_id, len(scenario_of))
-        while (t.task_id, t.trial_index) in taken:
-            t.trial_index += 1
-        taken.add((t.task_id, t.trial_index))
-        keyed.append((make_trial_key(scenario, t.trial_index), scenario, t))
-    return keyed, scenario_of
-
-
-def _make_storable(trials: Sequence[ImportedTrial], redactor: Any) -> dict[str, int]:
-    """Each trial's events (and final text) as the store will hold them, changed in place.
-
-    The same treatment as a battery trial's (``runner._attempts._storable_result``): secrets
-    redacted, tool results capped, unstorable values replaced with a note on the rebuilt event.
-    Events that need nothing come back as they were, carrying the rows they were encoded to,
-    so the store writes those rows instead of encoding the events again. Returns how many
-    values were redacted, capped and replaced.
-    """
-    from ..store import REDACTED, storable_events, storable_text
-    from ..store._sanitise import change_kind
-
-    counts = {"redacted": 0, "capped": 0, "replaced": 0}
-    for t in trials:
-        t.events, notes = storable_events(t.events, redactor=redactor)
-        for note in notes:
-            counts[change_kind(note)] += 1
-        if isinstance(t.response_text, str):
-            text = redactor.redact_text(storable_text(t.response_text))[0]
-            if text != t.response_text:
-                counts["redacted" if REDACTED in text else "replaced"] += 1
-                t.response_text = text
-    return counts
 
 
 def _storable_verdict(verdict: dict[str, Any], redactor: Any) -> dict[str, Any]:
@@ -532,48 +401,35 @@ def _source_section(
     }
 
 
-def _store_trials(
-    store: Any,
-    run_id: str,
-    keyed: list[tuple[str, int, ImportedTrial]],
-    trial_dicts: list[dict[str, Any]],
-    labelled: bool,
-    fmt: str,
-    *,
-    resumed: bool,
-) -> None:
-    """Store each trial not stored yet (a resumed import skips the completed ones)."""
+def _store_trial(
+    store: Any, run_id: str, fmt: str, t: ImportedTrial, key: str, scenario: int,
+    td: Mapping[str, Any], outcome: str,
+) -> None:  # fmt: skip
+    """Store one trial: its record, its one attempt and its events, with its figures."""
     from ..store import AttemptRecord, TrialRecord
 
-    done = store.completed_trial_keys(run_id) if resumed else frozenset()
-    for (key, scenario, t), td in zip(keyed, trial_dicts, strict=True):
-        if key in done:
-            continue
-        verdict = td["verdict"]
-        outcome = td["outcome"] if labelled else OUTCOME_SKIPPED
-        metrics = dict(verdict["metrics"])
-        undefined = {
-            k: v
-            for k, v in (verdict.get("metrics_undefined") or {}).items()
-            if metrics.get(k) is None
-        }
-        store.record_trial_bundle(
-            TrialRecord(
-                run_id=run_id,
-                trial_key=key,
-                task_id=t.task_id,
-                scenario_index=scenario,
-                trial_index=t.trial_index,
-                outcome=outcome,
-                fault_type=td["fault_type"],
-                domain=fmt,
-                verdict=verdict,
-            ),
-            [AttemptRecord(run_id=run_id, trial_key=key, attempt=0, outcome=outcome)],
-            {0: t.events},
-            metrics=metrics,
-            undefined=undefined,
-        )
+    verdict = td["verdict"]
+    metrics = dict(verdict["metrics"])
+    undefined = {
+        k: v for k, v in (verdict.get("metrics_undefined") or {}).items() if metrics.get(k) is None
+    }
+    store.record_trial_bundle(
+        TrialRecord(
+            run_id=run_id,
+            trial_key=key,
+            task_id=t.task_id,
+            scenario_index=scenario,
+            trial_index=t.trial_index,
+            outcome=outcome,
+            fault_type=td["fault_type"],
+            domain=fmt,
+            verdict=verdict,
+        ),
+        [AttemptRecord(run_id=run_id, trial_key=key, attempt=0, outcome=outcome)],
+        {0: t.events},
+        metrics=metrics,
+        undefined=undefined,
+    )
 
 
 def _store_run_metrics(store: Any, run_id: str, report: Report) -> None:
@@ -586,6 +442,93 @@ def _store_run_metrics(store: Any, run_id: str, report: Report) -> None:
             run_metrics,
             {k: report.undefined.get(k, NOT_MEASURED) for k, v in run_metrics.items() if v is None},
         )
+
+
+def _trials(
+    reader: Reader,
+    sources: Sequence[SourceFile],
+    run_id_of: Callable[[str, int], str],
+    skipped: list[Skipped],
+    combine: Combiner | None,
+) -> Iterator[ImportedTrial]:
+    """The trials of ``sources`` in turn; a combiner (DSH nesting, OTLP sessions across files)
+    needs every trial read first."""
+    from ._stream import read_all
+
+    trials = read_all(reader, sources, run_id_of, skipped, unreadable)
+    if combine is None:
+        return trials
+    return iter(combine(list(trials), skipped))
+
+
+def _inferred(tally: Tally) -> dict[str, str]:
+    inferred = inferred_figures(tally.derivation)
+    if tally.replans:
+        inferred[PEI] = (
+            f"{tally.replans} re-plan(s) inferred (a failed call, then a model call, then a "
+            "different call); the recording marks no re-plan"
+        )
+    return inferred
+
+
+def _report(
+    store: Any,
+    run_info: dict[str, Any],
+    tally: Tally,
+    source: dict[str, Any],
+) -> Report:
+    """The run's report from what the tally kept of each trial (stored as it is scored)."""
+    from ..scoring import build_report
+    from ..scoring._binding import bind_report, bound_trials
+    from ..scoring._consistency import with_consistency
+    from ..scoring._csi_runs import combined_events_digest, csi_history, identity_of, with_csi_runs
+    from ..scoring._recorded import separate_recorded_errors
+    from ..scoring._withhold import withhold_pass_figures
+
+    events = combined_events_digest(tally.digests)
+    history, csi_runs = csi_history(store, run_info, identity_of(run_info, events))
+    run_id = run_info["run_id"]
+    trials = bound_trials(run_id, tally.trial_dicts)
+    tally.trial_dicts = []  # the report holds them now
+    report = build_report(run=run_info, trials=trials, history=history)
+    del trials
+    if not tally.labelled:
+        report = withhold_pass_figures(report, NO_SUCCESS_LABEL)
+    report = separate_recorded_errors(report, tally.errors)
+    report = report.model_copy(update={"source": source})
+    report = with_consistency(report, tally.names)
+    report = with_csi_runs(report, csi_runs)
+    return bind_report(report)
+
+
+def _summary(
+    run_id: str, fmt: str, agent_id: str, mfp: str, files: list[dict[str, Any]], tally: Tally,
+    skipped: Sequence[Skipped], report: Report | None, *, already: bool,
+) -> ImportSummary:  # fmt: skip
+    stored_changes = dict(tally.stored_changes)
+    if already:
+        source = None if report is None else report.source
+        changes = source.get("stored_changes") if isinstance(source, dict) else None
+        stored_changes = dict(changes) if isinstance(changes, dict) else {}
+    return ImportSummary(
+        run_id=run_id,
+        format=fmt,
+        agent_id=agent_id,
+        measurement_fingerprint=mfp,
+        tasks=len(tally.scenario_of),
+        trials=tally.trials,
+        tool_calls=tally.tool_calls,
+        tool_errors=tally.tool_errors,
+        model_calls=tally.model_calls,
+        labelled=bool(tally.labelled),
+        files=files,
+        skipped=_grouped(skipped),
+        already_imported=already,
+        report=report,
+        derivation=tally.derivation,
+        inferred_figures=_inferred(tally),
+        stored_changes=stored_changes,
+    )
 
 
 # --------------------------------------------------------------------------- public
@@ -606,24 +549,20 @@ def ingest(
     options: Mapping[str, Any] | None = None,
     redact: Sequence[str] = (),
 ) -> ImportSummary:
-    """Read ``sources`` with ``reader`` (then ``combine``), score every trial, store one run.
+    """Read ``sources`` with ``reader`` (then ``combine``), score and store trial by trial, as
+    one run in one transaction.
 
-    Nothing is written unless every file was read; a run id already stored and completed is
-    reported as already imported (nothing is written again). What is stored is redacted and
-    capped by a ``store.Redactor`` with the built-in rules plus ``redact`` (which the manifest
-    then records).
+    A refused file (at any point) leaves nothing stored, not even the run's row; a run id
+    already stored and completed is reported as already imported (nothing is written again).
+    What is stored is redacted and capped by a ``store.Redactor`` with the built-in rules plus
+    ``redact`` (which the manifest then records).
     """
-    # Long because: the import's phases in order (read, identify, refuse or skip a stored run,
-    # key, score, store), each in a helper; what stays is the state they hand each other.
-    from ..scoring import build_report
-    from ..scoring._binding import bind_report, bound_trials
-    from ..scoring._consistency import tool_names, with_consistency
-    from ..scoring._csi_runs import csi_history, events_digest, identity_of, with_csi_runs
-    from ..scoring._recorded import separate_recorded_errors
-    from ..scoring._withhold import withhold_pass_figures
+    # Long because: the import's phases in order (identify, refuse or skip a stored run, then
+    # in one transaction: read, key, score and store each trial, report), each in a helper;
+    # what stays is the state they hand each other.
     from ..store import RUN_COMPLETED, Redactor, RunRecord
     from ..store.protocol import one_transaction
-    from ._ids import redact_identifiers
+    from ._stream import Tally
 
     if not sources:
         raise ImportRefused("(no files)", "no recording files to import")
@@ -631,50 +570,20 @@ def ingest(
     run_id = run_id or f"import-{fmt}-{mfp}"
     agent_id = agent_id or f"import-{fmt}"
     skipped = list(skipped or [])
+    where = ", ".join(s.path for s in sources)
 
     def run_id_of(task_id: str, trial: int) -> str:
         return f"{run_id}/{task_id}/t{trial}"
 
-    trials, labelled = _read_trials(
-        reader, sources, run_id_of, skipped, combine, labels, labels_file
-    )
     redactor = Redactor.from_rules(redact)
-    redact_identifiers(trials, skipped, redactor)  # labels are matched: ids may change now
-
     manifest = _manifest(fmt, sources, labels_file, labels_sha256, options, redact)
     manifest_hash = fingerprint(manifest)
     files = [s.entry() for s in sources]
-    derivation = _derivation(trials)
-    inferred = inferred_figures(derivation)
-    replans = _inferred_replans(trials)
-    if replans:
-        inferred[PEI] = (
-            f"{replans} re-plan(s) inferred (a failed call, then a model call, then a different "
-            "call); the recording marks no re-plan"
-        )
 
-    stored_changes: dict[str, int] = {}
-
-    def summary(already: bool, report: Report | None) -> ImportSummary:
-        return ImportSummary(
-            run_id=run_id,
-            format=fmt,
-            agent_id=agent_id,
-            measurement_fingerprint=mfp,
-            tasks=len({t.task_id for t in trials}),
-            trials=len(trials),
-            tool_calls=sum(t.tool_calls for t in trials),
-            tool_errors=sum(t.tool_errors for t in trials),
-            model_calls=sum(t.model_calls for t in trials),
-            labelled=labelled,
-            files=files,
-            skipped=_grouped(skipped),
-            already_imported=already,
-            report=report,
-            derivation=derivation,
-            inferred_figures=inferred,
-            stored_changes=stored_changes,
-        )
+    def score(t: ImportedTrial, key: str, scenario: int) -> dict[str, Any]:
+        td = _trial_dict(t, key, scenario, fmt, isolated)
+        td["verdict"] = _storable_verdict(td["verdict"], redactor)
+        return td
 
     stored = store.get_run(run_id)
     if stored is not None:
@@ -691,51 +600,16 @@ def ingest(
                 f"pass another --run-id (say --run-id {run_id}-2) to store this import beside it",
                 field="--run-id",
             )
-        if stored.status == RUN_COMPLETED:
+        if stored.status == RUN_COMPLETED:  # read again for the summary; nothing is written
+            tally = Tally(redactor, labels, score, None)
+            for t in _trials(reader, sources, run_id_of, skipped, combine):
+                tally.add(t, skipped)
+            tally.check(labels_file, where)
+            tally.ids.skipped(skipped)
             report = store.get_report(run_id)
-            source = None if report is None else report.source
-            changes = source.get("stored_changes") if isinstance(source, dict) else None
-            stored_changes = dict(changes) if isinstance(changes, dict) else {}
-            return summary(True, report)
-
-    keyed, scenario_of = _keyed(trials)
+            return _summary(run_id, fmt, agent_id, mfp, files, tally, skipped, report, already=True)
 
     started = time.time()
-    # Scored as stored, so the figures can be derived again from the stored evidence.
-    stored_changes = _make_storable(trials, redactor)
-    trial_dicts = [_trial_dict(t, key, sc, fmt, isolated) for key, sc, t in keyed]
-    for td in trial_dicts:
-        td["verdict"] = _storable_verdict(td["verdict"], redactor)
-    k_max = max(
-        (sum(1 for _, _, t in keyed if t.task_id == task) for task in scenario_of), default=1
-    )
-    run_info = {
-        "run_id": run_id,
-        "agent_id": agent_id,
-        "battery": f"import:{fmt}",
-        "seed": None,
-        "trials": k_max,
-        "methodology": METHODOLOGY_B,
-        "fingerprints": {"battery_spec": None, "plan": None, "measurement": mfp},
-        "manifest_hash": manifest_hash,
-        "manifest": manifest,
-        "started_at": started,
-        "ended_at": time.time(),
-    }
-    events = events_digest((key, t.events) for key, _, t in keyed)
-    history, csi_runs = csi_history(store, run_info, identity_of(run_info, events))
-    report = build_report(run=run_info, trials=bound_trials(run_id, trial_dicts), history=history)
-    if not labelled:
-        report = withhold_pass_figures(report, NO_SUCCESS_LABEL)
-    report = separate_recorded_errors(report, {key: t.events for key, _, t in keyed})
-    source = _source_section(
-        fmt, files, labelled, manifest["labels"], skipped, derivation, inferred, stored_changes
-    )
-    report = report.model_copy(update={"source": source})
-    report = with_consistency(report, {key: tool_names(t.events) for key, _, t in keyed})
-    report = with_csi_runs(report, csi_runs)
-    report = bind_report(report)
-
     record = RunRecord(
         run_id=run_id,
         agent_id=agent_id,
@@ -747,7 +621,39 @@ def ingest(
     )
     with one_transaction(store):  # a refused import (a full disk too) leaves nothing
         store.start_run(record)
-        _store_trials(store, run_id, keyed, trial_dicts, labelled, fmt, resumed=stored is not None)
+        done = store.completed_trial_keys(run_id) if stored is not None else frozenset()
+
+        def store_trial(
+            t: ImportedTrial, key: str, scenario: int, td: dict[str, Any], labelled: bool
+        ) -> None:
+            if key not in done:
+                outcome = td["outcome"] if labelled else OUTCOME_SKIPPED
+                _store_trial(store, run_id, fmt, t, key, scenario, td, outcome)
+
+        tally = Tally(redactor, labels, score, store_trial)
+        for t in _trials(reader, sources, run_id_of, skipped, combine):
+            tally.add(t, skipped)
+        tally.check(labels_file, where)
+        tally.ids.skipped(skipped)
+        run_info = {
+            "run_id": run_id,
+            "agent_id": agent_id,
+            "battery": f"import:{fmt}",
+            "seed": None,
+            "trials": tally.k_max,
+            "methodology": METHODOLOGY_B,
+            "fingerprints": {"battery_spec": None, "plan": None, "measurement": mfp},
+            "manifest_hash": manifest_hash,
+            "manifest": manifest,
+            "started_at": started,
+            "ended_at": time.time(),
+        }
+        inferred = _inferred(tally)
+        source = _source_section(
+            fmt, files, bool(tally.labelled), manifest["labels"], skipped, tally.derivation,
+            inferred, tally.stored_changes,
+        )  # fmt: skip
+        report = _report(store, run_info, tally, source)
         _store_run_metrics(store, run_id, report)
         store.finish_run(run_id, RUN_COMPLETED, report)
-    return summary(False, report)
+    return _summary(run_id, fmt, agent_id, mfp, files, tally, skipped, report, already=False)

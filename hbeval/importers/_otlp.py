@@ -15,9 +15,10 @@ session) ids.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -162,7 +163,8 @@ def _documents(path: str, data: bytes) -> Iterator[tuple[int | None, Any]]:
     first = next(lines, None)
     if first is None:
         return
-    if b"\n" in data.strip():
+    second = next(lines, None)
+    if second is not None:  # more than one line holds text
         try:
             yield first[0], json.loads(_decoded(path, first[1], first[0]))
         except ValueError as exc:
@@ -172,7 +174,7 @@ def _documents(path: str, data: bytes) -> Iterator[tuple[int | None, Any]]:
                 raise ImportRefused(path, f"not valid JSON: {exc}", line=first[0]) from None
             yield None, whole
             return
-        for n, raw in lines:
+        for n, raw in itertools.chain((second,), lines):
             try:
                 yield n, json.loads(_decoded(path, raw, n))
             except ValueError as exc:
@@ -184,13 +186,8 @@ def _documents(path: str, data: bytes) -> Iterator[tuple[int | None, Any]]:
         raise ImportRefused(path, f"not valid JSON: {exc}", line=first[0]) from None
 
 
-def spans_of(path: str, data: bytes) -> list[SpanData]:
-    """Every span of a file, refusing one that lacks an id or has a part of the wrong type.
-
-    A file of one request per line is parsed a line at a time: only the spans are kept, never
-    the whole text or every parsed request at once.
-    """
-    out: list[SpanData] = []
+def _requests(path: str, data: bytes) -> Iterator[tuple[int | None, Mapping[str, Any]]]:
+    """The file's ``ExportTraceServiceRequest`` objects in turn; anything else is refused."""
     for line, doc in _documents(path, data):
         if not isinstance(doc, Mapping) or "resourceSpans" not in doc:
             raise ImportRefused(
@@ -199,11 +196,69 @@ def spans_of(path: str, data: bytes) -> list[SpanData]:
                 line=line,
                 field="resourceSpans",
             )
-        try:
-            out.extend(_document_spans(path, line, doc))
-        except _Shape as exc:
-            raise ImportRefused(path, exc.message, line=line, field=exc.where) from None
+        yield line, doc
+
+
+def _spans_in(path: str, line: int | None, doc: Mapping[str, Any]) -> list[SpanData]:
+    try:
+        return _document_spans(path, line, doc)
+    except _Shape as exc:
+        raise ImportRefused(path, exc.message, line=line, field=exc.where) from None
+
+
+def _trace_ids(path: str, line: int | None, doc: Mapping[str, Any]) -> list[str]:
+    """The trace ids of a request's spans, read without mapping the spans; a request of an
+    unexpected shape is mapped whole, so that its refusal names the part."""
+    out: list[str] = []
+    try:
+        for rs in doc["resourceSpans"]:
+            for ss in rs.get("scopeSpans") or ():
+                for sp in ss.get("spans") or ():
+                    tid = sp["traceId"]
+                    if not isinstance(tid, str) or not tid:
+                        raise TypeError(tid)
+                    out.append(_id(tid))
+    except (TypeError, KeyError, AttributeError):
+        return [s.trace_id for s in _spans_in(path, line, doc)]
     return out
+
+
+def spans_of(path: str, data: bytes) -> list[SpanData]:
+    """Every span of a file, refusing one that lacks an id or has a part of the wrong type.
+
+    A file of one request per line is parsed a line at a time: only the spans are kept, never
+    the whole text or every parsed request at once.
+    """
+    out: list[SpanData] = []
+    for line, doc in _requests(path, data):
+        out.extend(_spans_in(path, line, doc))
+    return out
+
+
+def traces_of(path: str, data: bytes) -> Iterator[tuple[str, list[SpanData]]]:
+    """Each trace's spans, traces in the order they first appear, holding only the traces
+    still open: a first pass notes the last request each trace appears in, the second hands a
+    trace on once that request is read. A file whose traces follow one another holds one
+    trace at a time; spans of a trace spread over the file are held until its last one."""
+    last: dict[str, int] = {}
+    for n, (line, doc) in enumerate(_requests(path, data)):
+        for tid in _trace_ids(path, line, doc):
+            last[tid] = n
+    if len(last) <= 1:  # nothing to hand on early: one pass
+        by_trace: dict[str, list[SpanData]] = {}
+        for s in spans_of(path, data):
+            by_trace.setdefault(s.trace_id, []).append(s)
+        yield from by_trace.items()
+        return
+    order = iter(last)  # first appearance
+    head = next(order, None)
+    open_traces: dict[str, list[SpanData]] = {}
+    for n, (line, doc) in enumerate(_requests(path, data)):
+        for s in _spans_in(path, line, doc):
+            open_traces.setdefault(s.trace_id, []).append(s)
+        while head is not None and last[head] <= n:
+            yield head, open_traces.pop(head)
+            head = next(order, None)
 
 
 def _document_spans(path: str, line: int | None, doc: Mapping[str, Any]) -> list[SpanData]:
@@ -281,17 +336,17 @@ def read(
     skipped: list[Skipped],
     *,
     group_by: str = "trace",
-) -> list[ImportedTrial]:
-    """One trial per trace (or per session), its spans mapped in the order they ended."""
+) -> Iterable[ImportedTrial]:
+    """One trial per trace (yielded in turn), or per session, its spans mapped in the order
+    they ended."""
+    if group_by == "trace":  # a trial at a time, each built once its trace is read whole
+        return (
+            _trial(path, trace_id, spans, run_id_of, skipped, session=False)
+            for trace_id, spans in traces_of(path, data)
+        )
     by_trace: dict[str, list[SpanData]] = {}
     for s in spans_of(path, data):
         by_trace.setdefault(s.trace_id, []).append(s)
-    if group_by == "trace":
-        # Each trace's spans are let go once its trial is built.
-        return [
-            _trial(path, trace_id, by_trace.pop(trace_id), run_id_of, skipped, session=False)
-            for trace_id in list(by_trace)
-        ]
     groups: dict[str, list[SpanData]] = {}
     no_session = 0
     for trace_id, spans in by_trace.items():

@@ -46,11 +46,13 @@ if TYPE_CHECKING:
 __all__ = [
     "CsiIdentity",
     "CsiRuns",
+    "combined_events_digest",
     "csi_history",
     "events_digest",
     "identity_of",
     "select_csi_history",
     "task_digest",
+    "trial_events_digest",
     "with_csi_runs",
 ]
 
@@ -130,15 +132,27 @@ def task_digest(tasks: Iterable[Any]) -> str:
     return fingerprint([_plain(t) for t in tasks])
 
 
+def trial_events_digest(events: Iterable[Any]) -> str:
+    """Digest of one trial's events (run ids left out)."""
+    digest = hashlib.sha256()
+    for event in events:
+        body = event.model_dump(mode="json", exclude={"run_id"})
+        digest.update(json.dumps(body, sort_keys=True, default=str).encode("utf-8") + b"\n")
+    return digest.hexdigest()
+
+
+def combined_events_digest(digests: Iterable[tuple[str, str]]) -> str:
+    """A run's events digest from each trial's key and ``trial_events_digest``, in trial-key
+    order: trials can be digested one at a time, as they are stored."""
+    digest = hashlib.sha256()
+    for key, one in sorted(digests):
+        digest.update(key.encode("utf-8") + b"\0" + one.encode("ascii") + b"\n")
+    return digest.hexdigest()[:32]
+
+
 def events_digest(trials: Iterable[tuple[str, Iterable[Any]]]) -> str:
     """Digest of each trial's events (run ids left out), trials in trial-key order."""
-    digest = hashlib.sha256()
-    for key, events in sorted(trials, key=lambda kv: kv[0]):
-        digest.update(key.encode("utf-8") + b"\0")
-        for event in events:
-            body = event.model_dump(mode="json", exclude={"run_id"})
-            digest.update(json.dumps(body, sort_keys=True, default=str).encode("utf-8") + b"\n")
-    return digest.hexdigest()[:32]
+    return combined_events_digest((key, trial_events_digest(events)) for key, events in trials)
 
 
 def identity_of(run: Mapping[str, Any], events: str | None) -> CsiIdentity:
