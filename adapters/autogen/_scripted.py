@@ -145,8 +145,8 @@ class ScriptedChatCompletionClient(ChatCompletionClient):
                 thought=reply.thought,
             )
         asked = [(type(m).__name__, _convert.text_of(getattr(m, "content", ""))) for m in messages]
-        calls = isinstance(result.content, list) and bool(result.content)
-        planted = planted_model_fault(self.model, asked, tool_call=calls)
+        has_calls = isinstance(result.content, list) and bool(result.content)
+        planted = planted_model_fault(self.model, asked, tool_call=has_calls)
         if planted is not None:
             if planted.raises:
                 raise planted.error()

@@ -107,7 +107,7 @@ def test_a_secret_redacts_to_the_same_text_in_every_trial(tmp_path: Path) -> Non
     texts = []
     with sqlite3.connect(db) as conn:
         for table in ("event_rows", "event_streams", "trials", "reports"):
-            for row in conn.execute(f"SELECT * FROM {table}"):  # noqa: S608 - fixed names
+            for row in conn.execute(f"SELECT * FROM {table}"):
                 texts.extend(str(v) for v in row if isinstance(v, (str, bytes)))
     joined = "\n".join(texts)
     assert secret not in joined
