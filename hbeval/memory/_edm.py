@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from .._gc import collector_paused
 from ..store.postgres import is_postgres_url, public_url
 from ._ann import ApproxIndex, ann_paths, faiss_available, remove_agent_files
 from ._embed import Embedder, HashingEmbedder
@@ -43,7 +44,6 @@ from ._episode import (
 from ._episode import judge as judge_episode
 from ._evidence import computed_episode
 from ._explain import render_context
-from ._gc import collector_paused
 from ._index import VectorIndex, rank_rows
 from ._recall import DEFAULT_TOP_K, Match, Retrieval, embed_texts
 from ._recall import check_agent as _agent

@@ -147,6 +147,7 @@ __all__ = [
 
 from hbeval_core.contract._ratelimit import limiter_stats_used
 
+from .._gc import collector_paused
 from ..store.protocol import final_attempts
 from ._admission import (
     _admit_run,
@@ -159,7 +160,6 @@ from ._assign import check_assignment
 from ._attempts import _Done, _Job, _Runner, abandoned_threads, trial_run_id
 from ._budget import CostBudget
 from ._execute import _interrupt_watch, always, run_parallel, run_serial
-from ._gc import collector_paused
 from ._provenance import loaded_sources, run_manifest
 from ._resume import (
     KeptTrial,

@@ -1,6 +1,6 @@
 """The cyclic collector around a run: paused only while the run builds its report.
 
-``runner._gc.collector_paused`` pauses the collector for the phase after the trials (reading
+``hbeval._gc.collector_paused`` pauses the collector for the phase after the trials (reading
 verdicts back, building and saving the report), which is hbeval's own code. These tests check
 the state of the collector the agent and the store see, and that it is as it was afterwards,
 however the run ends.
